@@ -1,0 +1,1 @@
+//! efa provider
