@@ -1,0 +1,113 @@
+//! The real channel: an open `/dev/infiniband/uverbsN`.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
+use rustix::mm::{MapFlags, ProtFlags};
+use uverbs_uapi::ioctl::{IbUverbsIoctlHdr, RDMA_VERBS_IOCTL};
+
+use super::{Channel, Errno, IoctlCmd, MapKind, Mapping, WriteCmd};
+
+/// A channel to the kernel through one uverbs character device.
+#[derive(Debug)]
+pub struct KernelChannel {
+    fd: OwnedFd,
+    driver_id: u32,
+}
+
+impl KernelChannel {
+    /// Opens `path` (e.g. `/dev/infiniband/uverbs0`) for a device driven by `driver_id`.
+    pub fn open(path: &Path, driver_id: u32) -> Result<Self, Errno> {
+        let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(KernelChannel { fd, driver_id })
+    }
+
+    /// The uverbs fd.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// `RDMA_VERBS_IOCTL` with a pointer to a prepared header and attribute array.
+struct VerbsIoctl(*mut IbUverbsIoctlHdr);
+
+// SAFETY: the opcode is RDMA_VERBS_IOCTL, whose argument is a pointer to
+// `struct ib_uverbs_ioctl_hdr` followed by `num_attrs` attributes; `IoctlCmd::prepare` returns
+// exactly that, with `length`/`num_attrs` matching the array it owns. The kernel writes the
+// attributes back (output flags, new handles), hence IS_MUTATING.
+unsafe impl Ioctl for VerbsIoctl {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+
+    fn opcode(&self) -> Opcode {
+        RDMA_VERBS_IOCTL as Opcode
+    }
+
+    fn as_ptr(&mut self) -> *mut c_void {
+        self.0.cast()
+    }
+
+    unsafe fn output_from_ptr(_: IoctlOutput, _: *mut c_void) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Channel for KernelChannel {
+    fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        let hdr = cmd.prepare(self.driver_id)?;
+        // SAFETY: `hdr` points into `cmd`, which we borrow mutably for the duration of the call;
+        // every PTR attribute points at a buffer `cmd` borrows for its lifetime 'a (see
+        // IoctlCmd), so the kernel reads and writes only live memory of the right length.
+        unsafe { rustix::ioctl::ioctl(&self.fd, VerbsIoctl(hdr)) }
+    }
+
+    fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
+        let bytes = cmd.wire();
+        let n = rustix::io::write(&self.fd, bytes)?;
+        if n != bytes.len() {
+            // The uverbs write handler consumes a command whole or fails; a short write would
+            // mean the kernel saw a different command than we built.
+            return Err(Errno::IO);
+        }
+        Ok(())
+    }
+
+    fn mmap(&self, offset: u64, len: usize, kind: MapKind) -> Result<Mapping, Errno> {
+        if len == 0 {
+            return Err(Errno::INVAL);
+        }
+        let prot = match kind {
+            MapKind::ReadWrite => ProtFlags::READ | ProtFlags::WRITE,
+            MapKind::ReadOnly => ProtFlags::READ,
+            MapKind::WriteOnly => ProtFlags::WRITE,
+        };
+        // SAFETY: a new shared mapping of the uverbs fd at an address the kernel picks; it
+        // aliases no Rust object. The Mapping takes ownership on the next line.
+        let p = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                MapFlags::SHARED,
+                &self.fd,
+                offset,
+            )?
+        };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Errno::NOMEM)?;
+        // SAFETY: we just made this mapping of `len` bytes and nothing else knows of it.
+        Ok(unsafe { Mapping::from_raw(ptr, len) })
+    }
+
+    fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
+    }
+
+    fn driver_id(&self) -> u32 {
+        self.driver_id
+    }
+}

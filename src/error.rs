@@ -1,0 +1,181 @@
+//! Errors: every failure names the operation, the object and the reason.
+//!
+//! A verbs call can fail in the kernel (an errno), in our own checks before anything reaches the
+//! kernel or the device (a reason and usually an errno that matches what the kernel would say),
+//! or because the kernel or device wrote something we refuse to trust. All three carry the same
+//! three facts so that a log line is enough to find the cause.
+
+use std::borrow::Cow;
+use std::fmt;
+
+pub use rustix::io::Errno;
+
+/// The result type of every fallible uverbs call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A failed verbs operation: which operation, on which object, and why.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error {
+    op: &'static str,
+    object: Cow<'static, str>,
+    errno: Option<Errno>,
+    reason: Cow<'static, str>,
+}
+
+impl Error {
+    /// An error reported by the kernel: `errno` is what the syscall returned.
+    pub fn os(op: &'static str, object: impl Into<Cow<'static, str>>, errno: Errno) -> Self {
+        Error {
+            op,
+            object: object.into(),
+            errno: Some(errno),
+            reason: Cow::Borrowed(""),
+        }
+    }
+
+    /// An error found by our own checks, with the errno the kernel would have used.
+    pub fn invalid(
+        op: &'static str,
+        object: impl Into<Cow<'static, str>>,
+        errno: Errno,
+        reason: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Error {
+            op,
+            object: object.into(),
+            errno: Some(errno),
+            reason: reason.into(),
+        }
+    }
+
+    /// Adds an explanation of what we know about the failure (kept with the errno).
+    pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+
+    /// The verbs operation that failed, e.g. `"create_cq"`.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// The object the operation was applied to, e.g. `"device rxe0"`, `"qp 17"`.
+    pub fn object(&self) -> &str {
+        &self.object
+    }
+
+    /// The errno (from the kernel, or the one our check stands in for).
+    pub fn errno(&self) -> Option<Errno> {
+        self.errno
+    }
+
+    /// What we know about the cause beyond the errno (may be empty).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// Whether this error carries `errno`.
+    pub fn is(&self, errno: Errno) -> bool {
+        self.errno == Some(errno)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} on {} failed", self.op, self.object)?;
+        if !self.reason.is_empty() {
+            write!(f, ": {}", self.reason)?;
+        }
+        if let Some(e) = self.errno {
+            write!(f, " ({}: {})", errno_name(e), e)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        let kind = e
+            .errno
+            .map(|n| std::io::Error::from_raw_os_error(n.raw_os_error()).kind())
+            .unwrap_or(std::io::ErrorKind::Other);
+        std::io::Error::new(kind, e)
+    }
+}
+
+/// The symbolic name of the errnos a verbs user meets, for messages (`EINVAL`, not just the text).
+pub fn errno_name(e: Errno) -> &'static str {
+    match e {
+        Errno::PERM => "EPERM",
+        Errno::NOENT => "ENOENT",
+        Errno::INTR => "EINTR",
+        Errno::IO => "EIO",
+        Errno::NXIO => "ENXIO",
+        Errno::TOOBIG => "E2BIG",
+        Errno::BADF => "EBADF",
+        Errno::AGAIN => "EAGAIN",
+        Errno::NOMEM => "ENOMEM",
+        Errno::ACCESS => "EACCES",
+        Errno::FAULT => "EFAULT",
+        Errno::BUSY => "EBUSY",
+        Errno::EXIST => "EEXIST",
+        Errno::NODEV => "ENODEV",
+        Errno::INVAL => "EINVAL",
+        Errno::NFILE => "ENFILE",
+        Errno::MFILE => "EMFILE",
+        Errno::NOSPC => "ENOSPC",
+        Errno::RANGE => "ERANGE",
+        Errno::NOSYS => "ENOSYS",
+        Errno::PROTONOSUPPORT => "EPROTONOSUPPORT",
+        Errno::OPNOTSUPP => "EOPNOTSUPP",
+        Errno::OVERFLOW => "EOVERFLOW",
+        Errno::MSGSIZE => "EMSGSIZE",
+        Errno::TIMEDOUT => "ETIMEDOUT",
+        Errno::NOTCONN => "ENOTCONN",
+        Errno::CONNREFUSED => "ECONNREFUSED",
+        Errno::NETDOWN => "ENETDOWN",
+        _ => "errno",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_names_operation_object_reason_and_errno() {
+        let e = Error::invalid(
+            "create_cq",
+            "device rxe0",
+            Errno::INVAL,
+            "cqe 0 is out of range 1..=32767",
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "create_cq on device rxe0 failed: cqe 0 is out of range 1..=32767 (EINVAL: {})",
+                Errno::INVAL
+            )
+        );
+        assert!(e.is(Errno::INVAL));
+        let io: std::io::Error = e.into();
+        assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn os_error_without_reason() {
+        let e = Error::os("alloc_pd", "device rxe0", Errno::NOMEM);
+        assert_eq!(e.reason(), "");
+        assert!(e
+            .to_string()
+            .starts_with("alloc_pd on device rxe0 failed (ENOMEM"));
+    }
+}

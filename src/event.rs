@@ -1,0 +1,343 @@
+//! Completion channels (`ibv_create_comp_channel`, `ibv_get_cq_event`) and async events
+//! (`ibv_get_async_event`).
+//!
+//! Both are file descriptors the kernel writes small records to. They work with `epoll` and
+//! async runtimes: the fds are exposed, and reads can be made non-blocking.
+//!
+//! Events carry the `user_handle` we gave the kernel when creating the object, never a
+//! pointer, so an event for an object that is already gone is harmless: it names a handle no
+//! live object has. That is why acknowledging events is bookkeeping only (`ibv_ack_cq_events`
+//! exists in C to keep pointers valid; here the counts are kept for the destroy report).
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use uverbs_uapi::write::{
+    IbUverbsAsyncEventDesc, IbUverbsCompEventDesc, IbUverbsCreateCompChannel,
+    IbUverbsCreateCompChannelResp, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+};
+use zerocopy::FromBytes;
+
+use crate::context::{legacy_cmd, own_fd, Context};
+use crate::error::{Errno, Error, Result};
+
+static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1);
+
+/// A process-unique value to give the kernel as an object's `user_handle`.
+pub(crate) fn next_user_handle() -> u64 {
+    NEXT_USER_HANDLE.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) struct CompChannelInner {
+    pub(crate) ctx: Context,
+    pub(crate) fd: OwnedFd,
+    /// Notification requests not yet answered by an event (see [`CompChannel::get_cq_event`]).
+    pub(crate) armed: AtomicUsize,
+}
+
+/// A completion event channel (`struct ibv_comp_channel`). Cheap to clone.
+#[doc(alias = "ibv_comp_channel")]
+#[derive(Clone)]
+pub struct CompChannel {
+    pub(crate) inner: Arc<CompChannelInner>,
+}
+
+impl std::fmt::Debug for CompChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CompChannel(fd {:?} on {})",
+            self.inner.fd,
+            self.inner.ctx.label()
+        )
+    }
+}
+
+/// A completion event: the CQ with this `user_handle` has a new completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqEvent {
+    /// The `user_handle` of the CQ ([`crate::Cq::user_handle`]).
+    pub cq_user_handle: u64,
+}
+
+impl Context {
+    /// Creates a completion event channel (`ibv_create_comp_channel`).
+    #[doc(alias = "ibv_create_comp_channel")]
+    pub fn create_comp_channel(&self) -> Result<CompChannel> {
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+            &IbUverbsCreateCompChannel::default(),
+            &[],
+            std::mem::size_of::<IbUverbsCreateCompChannelResp>(),
+            0,
+        );
+        self.write_cmd(
+            "create_comp_channel",
+            &|| self.label().to_string(),
+            &mut cmd,
+        )?;
+        let resp: IbUverbsCreateCompChannelResp = cmd.response_as();
+        let fd = own_fd(resp.fd).ok_or_else(|| {
+            Error::invalid(
+                "create_comp_channel",
+                self.label().to_string(),
+                Errno::BADF,
+                "kernel returned an invalid fd",
+            )
+        })?;
+        Ok(CompChannel {
+            inner: Arc::new(CompChannelInner {
+                ctx: self.clone(),
+                fd,
+                armed: AtomicUsize::new(0),
+            }),
+        })
+    }
+}
+
+impl CompChannel {
+    /// The channel's fd (`ibv_comp_channel.fd`), for `epoll` or an async runtime.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.inner.fd.as_fd()
+    }
+
+    fn label(&self) -> String {
+        format!("completion channel on {}", self.inner.ctx.label())
+    }
+
+    /// Waits for the next completion event (`ibv_get_cq_event`), up to `timeout` (`None`:
+    /// no limit).
+    ///
+    /// Fails with `EINVAL` when no CQ on this channel has requested a notification since its
+    /// last event — such a wait could never end — and with `ETIMEDOUT` when the time runs out.
+    #[doc(alias = "ibv_get_cq_event")]
+    pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<CqEvent> {
+        let op = "get_cq_event";
+        if self.inner.armed.load(Ordering::Acquire) == 0 && !self.readable(Some(Duration::ZERO))? {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::INVAL,
+                "no CQ on this channel has requested notification (call req_notify_cq first)",
+            ));
+        }
+        if !self.readable(timeout)? {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::TIMEDOUT,
+                "no completion event arrived in time",
+            ));
+        }
+        let desc: IbUverbsCompEventDesc = read_record(self.fd(), op, &self.label())?;
+        // One armed request is answered per event (the kernel delivers at most one event per
+        // request_notify); saturate in case events were requested through the raw API.
+        let _ = self
+            .inner
+            .armed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        Ok(CqEvent {
+            cq_user_handle: desc.cq_handle,
+        })
+    }
+
+    /// Reads an event if one is ready, without waiting.
+    pub fn try_get_cq_event(&self) -> Result<Option<CqEvent>> {
+        if !self.readable(Some(Duration::ZERO))? {
+            return Ok(None);
+        }
+        self.get_cq_event(Some(Duration::ZERO)).map(Some)
+    }
+
+    fn readable(&self, timeout: Option<Duration>) -> Result<bool> {
+        wait_readable(self.fd(), timeout, "get_cq_event", &self.label())
+    }
+
+    pub(crate) fn note_armed(&self) {
+        self.inner.armed.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn same_context(&self, ctx: &Context) -> bool {
+        Arc::ptr_eq(&self.inner.ctx.inner, &ctx.inner)
+    }
+}
+
+/// The kind of an asynchronous event (`enum ibv_event_type`).
+#[doc(alias = "ibv_event_type")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AsyncEventType(pub u32);
+
+#[allow(missing_docs)]
+impl AsyncEventType {
+    pub const CQ_ERR: Self = Self(0);
+    pub const QP_FATAL: Self = Self(1);
+    pub const QP_REQ_ERR: Self = Self(2);
+    pub const QP_ACCESS_ERR: Self = Self(3);
+    pub const COMM_EST: Self = Self(4);
+    pub const SQ_DRAINED: Self = Self(5);
+    pub const PATH_MIG: Self = Self(6);
+    pub const PATH_MIG_ERR: Self = Self(7);
+    pub const DEVICE_FATAL: Self = Self(8);
+    pub const PORT_ACTIVE: Self = Self(9);
+    pub const PORT_ERR: Self = Self(10);
+    pub const LID_CHANGE: Self = Self(11);
+    pub const PKEY_CHANGE: Self = Self(12);
+    pub const SM_CHANGE: Self = Self(13);
+    pub const SRQ_ERR: Self = Self(14);
+    pub const SRQ_LIMIT_REACHED: Self = Self(15);
+    pub const QP_LAST_WQE_REACHED: Self = Self(16);
+    pub const CLIENT_REREGISTER: Self = Self(17);
+    pub const GID_CHANGE: Self = Self(18);
+    pub const WQ_FATAL: Self = Self(19);
+
+    /// The name `ibv_event_type_str` gives.
+    pub fn as_str(&self) -> &'static str {
+        const NAMES: [&str; 20] = [
+            "CQ error",
+            "local work queue catastrophic error",
+            "invalid request local work queue error",
+            "local access violation work queue error",
+            "communication established",
+            "send queue drained",
+            "path migrated",
+            "path migration request error",
+            "local catastrophic error",
+            "port active",
+            "port error",
+            "LID change",
+            "P_Key change",
+            "SM change",
+            "SRQ catastrophic error",
+            "SRQ limit reached",
+            "last WQE reached",
+            "client reregistration",
+            "GID table change",
+            "WQ fatal",
+        ];
+        NAMES.get(self.0 as usize).copied().unwrap_or("unknown")
+    }
+}
+
+/// What an async event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsyncElement {
+    /// A CQ, by its `user_handle`.
+    Cq(u64),
+    /// A QP, by its `user_handle`.
+    Qp(u64),
+    /// An SRQ, by its `user_handle`.
+    Srq(u64),
+    /// A WQ, by its `user_handle`.
+    Wq(u64),
+    /// A port, by number.
+    Port(u32),
+    /// The whole device.
+    Device,
+}
+
+/// An asynchronous event (`struct ibv_async_event`).
+#[doc(alias = "ibv_async_event")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsyncEvent {
+    /// The event type.
+    pub event_type: AsyncEventType,
+    /// The object it concerns.
+    pub element: AsyncElement,
+}
+
+impl AsyncEvent {
+    /// Decodes the kernel's record.
+    pub fn from_desc(d: &IbUverbsAsyncEventDesc) -> Self {
+        let t = AsyncEventType(d.event_type);
+        let element = match t {
+            AsyncEventType::CQ_ERR => AsyncElement::Cq(d.element),
+            AsyncEventType::SRQ_ERR | AsyncEventType::SRQ_LIMIT_REACHED => {
+                AsyncElement::Srq(d.element)
+            }
+            AsyncEventType::WQ_FATAL => AsyncElement::Wq(d.element),
+            AsyncEventType::DEVICE_FATAL => AsyncElement::Device,
+            AsyncEventType::PORT_ACTIVE
+            | AsyncEventType::PORT_ERR
+            | AsyncEventType::LID_CHANGE
+            | AsyncEventType::PKEY_CHANGE
+            | AsyncEventType::SM_CHANGE
+            | AsyncEventType::CLIENT_REREGISTER
+            | AsyncEventType::GID_CHANGE => AsyncElement::Port(d.element as u32),
+            _ => AsyncElement::Qp(d.element),
+        };
+        AsyncEvent {
+            event_type: t,
+            element,
+        }
+    }
+}
+
+impl Context {
+    /// Waits for the next async event (`ibv_get_async_event`), up to `timeout` (`None`: no
+    /// limit; then it fails with `ETIMEDOUT`).
+    #[doc(alias = "ibv_get_async_event")]
+    pub fn get_async_event(&self, timeout: Option<Duration>) -> Result<AsyncEvent> {
+        let op = "get_async_event";
+        if !wait_readable(self.async_fd(), timeout, op, self.label())? {
+            return Err(Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::TIMEDOUT,
+                "no async event arrived in time",
+            ));
+        }
+        let d: IbUverbsAsyncEventDesc = read_record(self.async_fd(), op, self.label())?;
+        Ok(AsyncEvent::from_desc(&d))
+    }
+}
+
+fn wait_readable(
+    fd: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+    op: &'static str,
+    label: &str,
+) -> Result<bool> {
+    let ts = timeout.map(|t| Timespec {
+        tv_sec: t.as_secs() as i64,
+        tv_nsec: i64::from(t.subsec_nanos()),
+    });
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    loop {
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(n) => return Ok(n > 0),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(Error::os(op, label.to_string(), e)),
+        }
+    }
+}
+
+fn read_record<T: FromBytes + zerocopy::IntoBytes>(
+    fd: BorrowedFd<'_>,
+    op: &'static str,
+    label: &str,
+) -> Result<T> {
+    let mut t = T::new_zeroed();
+    let buf = t.as_mut_bytes();
+    let n = loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(n) => break n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(Error::os(op, label.to_string(), e)),
+        }
+    };
+    if n != std::mem::size_of::<T>() {
+        return Err(Error::invalid(
+            op,
+            label.to_string(),
+            Errno::IO,
+            format!(
+                "short event record: {n} of {} bytes",
+                std::mem::size_of::<T>()
+            ),
+        ));
+    }
+    Ok(t)
+}

@@ -1,0 +1,51 @@
+//! Shared support for integration tests that need a real RDMA device.
+//!
+//! Convention: a test that needs a device is marked
+//! `#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]`, so a plain
+//! `cargo test` on a machine without RDMA lists it by name as not run. The VM harness runs every
+//! test binary with `--include-ignored` and sets `UVERBS_TEST_VM=1`; there a missing device is a
+//! failure, never a skip.
+#![allow(dead_code)]
+
+use uverbs::{Context, Device, Driver};
+
+/// The `#[ignore]` reason every device test uses.
+pub const NEEDS_DEVICE: &str = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)";
+
+/// Whether the test runs inside the harness's VM.
+pub fn under_vm() -> bool {
+    std::env::var("UVERBS_TEST_VM").as_deref() == Ok("1")
+}
+
+/// The first rxe device; fails the test (with what was found) if there is none.
+pub fn rxe_device() -> Device {
+    let devs = uverbs::devices().expect("device discovery failed");
+    devs.iter()
+        .find(|d| *d.driver() == Driver::Rxe)
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no rxe device found (UVERBS_TEST_VM={:?}); devices: {:?}",
+                std::env::var("UVERBS_TEST_VM").ok(),
+                devs.iter().map(|d| d.name().to_string()).collect::<Vec<_>>()
+            )
+        })
+}
+
+/// Opens the first rxe device.
+pub fn rxe_context() -> Context {
+    let dev = rxe_device();
+    Context::open(&dev).unwrap_or_else(|e| panic!("opening {}: {e}", dev.name()))
+}
+
+/// Number of open fds of this process (for leak checks).
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// Number of mappings of this process (for leak checks).
+pub fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
