@@ -8,7 +8,7 @@
 //! | [`ioctl`] | `rdma/rdma_user_ioctl_cmds.h`, `rdma/rdma_user_ioctl.h`, `enum rdma_driver_id` |
 //! | [`cmds`] | `rdma/ib_user_ioctl_cmds.h` (object / method / attribute ids) |
 //! | [`verbs`] | `rdma/ib_user_ioctl_verbs.h` + the kernel-internal `include/rdma/ib_verbs.h` values that travel through uverbs (WC status, async event types, QP states, ...) |
-//! | [`write`] | `rdma/ib_user_verbs.h` (legacy `write()` commands and their structs) |
+//! | [`write`](mod@write) | `rdma/ib_user_verbs.h` (legacy `write()` commands and their structs) |
 //! | [`rxe`] | `rdma/rdma_user_rxe.h` |
 //! | [`efa`] | `rdma/efa-abi.h` |
 //!
