@@ -1,1 +1,41 @@
-//! rxe provider
+//! rxe (soft-RoCE) ring formats and ring logic for uverbs: no syscalls, no allocation, no locks.
+//!
+//! The rxe kernel driver shares four kinds of queues with userspace, each a power-of-two ring
+//! that starts with a `struct rxe_queue_buf` header ([`uverbs_uapi::rxe::RxeQueueBuf`]):
+//!
+//! | queue   | type here            | producer  | consumer  | element                 |
+//! |---------|----------------------|-----------|-----------|-------------------------|
+//! | SQ      | [`SendQueue`]        | userspace | kernel    | `struct rxe_send_wqe`   |
+//! | RQ, SRQ | [`RecvQueue`]        | userspace | kernel    | `struct rxe_recv_wqe`   |
+//! | CQ      | [`CompletionQueue`]  | kernel    | userspace | `struct ib_uverbs_wc`   |
+//!
+//! Indices always lie in `0..=index_mask` and one slot stays empty. Each side `Acquire`-loads
+//! the other's index and `Release`-stores its own. The core maps a queue (the `Mminfo` of a
+//! create response), builds a [`Queue`] with the `unsafe` [`Queue::from_raw`], wraps it in the
+//! typed queue, and after [`SendQueue::publish`] kicks the kernel with a POST_SEND command that
+//! carries zero work requests. Receives and polls need no syscall.
+//!
+//! All `unsafe` code lives in the `ring` module.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+mod cq;
+mod error;
+mod producer;
+mod ring;
+mod rq;
+mod sq;
+
+#[cfg(test)]
+mod tests;
+
+pub use cq::{CompletionQueue, Cqe, CQE_MIN_SIZE};
+pub use error::{IndexKind, PostError, RingError};
+pub use ring::Queue;
+pub use rq::RecvQueue;
+pub use sq::{
+    MwBind, Payload, QpType, SendFlags, SendOp, SendOpcode, SendQueue, SendQueueCaps, SendWr, UdAh,
+    UdDest,
+};
+pub use uverbs_uapi::rxe::{RxeAv, RxeSge};

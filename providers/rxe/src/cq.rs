@@ -1,0 +1,233 @@
+//! Completion queue: reads `struct ib_uverbs_wc` elements the kernel writes into the mmapped
+//! CQ ring, as plain copies.
+//!
+//! The kernel owns `producer_index`, we own `consumer_index`. When the ring is full the kernel
+//! drops the completion and raises `IB_EVENT_CQ_ERR` on the async event fd; nothing in the ring
+//! shows an overrun, so the core must watch async events. What the ring *can* show is a corrupt
+//! producer index (out of range, or moving backwards), which is reported as [`RingError`].
+
+use core::sync::atomic::Ordering;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::error::{IndexKind, RingError};
+use crate::ring::Queue;
+
+/// Mirror of `struct ib_uverbs_wc` (`rdma/ib_user_verbs.h`), the first bytes of every rxe CQ
+/// element (kernel `struct rxe_cqe` is a union of it and the kernel's `ib_wc`).
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub(crate) struct UverbsWc {
+    pub(crate) wr_id: u64,
+    pub(crate) status: u32,
+    pub(crate) opcode: u32,
+    pub(crate) vendor_err: u32,
+    pub(crate) byte_len: u32,
+    pub(crate) ex: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) src_qp: u32,
+    pub(crate) wc_flags: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) slid: u16,
+    pub(crate) sl: u8,
+    pub(crate) dlid_path_bits: u8,
+    pub(crate) port_num: u8,
+    pub(crate) reserved: u8,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<UverbsWc>() == 48);
+    assert!(core::mem::offset_of!(UverbsWc, ex) == 24);
+    assert!(core::mem::offset_of!(UverbsWc, pkey_index) == 40);
+    assert!(core::mem::offset_of!(UverbsWc, port_num) == 46);
+};
+
+/// Size of `struct ib_uverbs_wc`: the least a CQ element must hold.
+pub const CQE_MIN_SIZE: usize = core::mem::size_of::<UverbsWc>();
+
+/// One completion, copied out of the ring (`struct ibv_wc` / `struct ib_uverbs_wc`).
+///
+/// Numbers are passed through as the kernel wrote them: `status` is `IBV_WC_*` status,
+/// `opcode` is `IBV_WC_*` opcode (receive opcodes have bit 7 set), `wc_flags` are the kernel's
+/// `IB_WC_*` bits as rdma-core's rxe provider hands them to applications unchanged.
+#[doc(alias = "ibv_wc")]
+#[doc(alias = "ib_uverbs_wc")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cqe {
+    /// `wr_id` of the completed work request.
+    pub wr_id: u64,
+    /// Completion status (`IBV_WC_SUCCESS` = 0).
+    pub status: u32,
+    /// Completion opcode.
+    pub opcode: u32,
+    /// Vendor error (rxe: 0).
+    pub vendor_err: u32,
+    /// Bytes transferred (receives, RDMA read, atomics).
+    pub byte_len: u32,
+    /// The `ex` union as stored: big-endian immediate data or an invalidated rkey.
+    pub ex: u32,
+    /// Local QP number.
+    pub qp_num: u32,
+    /// Source QP (UD receives).
+    pub src_qp: u32,
+    /// Completion flags.
+    pub wc_flags: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Source LID (0 on RoCE).
+    pub slid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// DLID path bits.
+    pub dlid_path_bits: u8,
+    /// Port number.
+    pub port_num: u8,
+}
+
+impl Cqe {
+    /// Immediate data as a host-order value (`ntohl(wc.imm_data)`), meaningful when the
+    /// completion carries immediate data.
+    pub fn imm_data(&self) -> u32 {
+        u32::from_be(self.ex)
+    }
+
+    /// The invalidated rkey, meaningful when the completion reports one.
+    pub fn invalidated_rkey(&self) -> u32 {
+        self.ex
+    }
+
+    fn from_wc(wc: &UverbsWc) -> Self {
+        Cqe {
+            wr_id: wc.wr_id,
+            status: wc.status,
+            opcode: wc.opcode,
+            vendor_err: wc.vendor_err,
+            byte_len: wc.byte_len,
+            ex: wc.ex,
+            qp_num: wc.qp_num,
+            src_qp: wc.src_qp,
+            wc_flags: wc.wc_flags,
+            pkey_index: wc.pkey_index,
+            slid: wc.slid,
+            sl: wc.sl,
+            dlid_path_bits: wc.dlid_path_bits,
+            port_num: wc.port_num,
+        }
+    }
+}
+
+/// An rxe completion queue over its mmapped ring.
+///
+/// Not `Sync`; take `&mut` to poll (rdma-core holds the CQ spinlock across a poll).
+#[derive(Debug)]
+pub struct CompletionQueue {
+    q: Queue,
+    /// Our consumer index (the value last stored, plus what we consumed since).
+    cons: u32,
+    /// Ready entries at the last producer load, counted from `cons`.
+    ready_seen: u32,
+}
+
+impl CompletionQueue {
+    /// Wraps a mapped CQ ring; fails if an element is smaller than `struct ib_uverbs_wc`.
+    pub fn new(queue: Queue) -> Result<Self, RingError> {
+        if queue.elem_size() < CQE_MIN_SIZE {
+            return Err(RingError::ElemTooSmall {
+                need: CQE_MIN_SIZE,
+                found: queue.elem_size(),
+            });
+        }
+        // Relaxed: our own index; only this process writes it.
+        let cons = queue.load_index(IndexKind::Consumer, Ordering::Relaxed)?;
+        let mut cq = CompletionQueue {
+            q: queue,
+            cons,
+            ready_seen: 0,
+        };
+        cq.ready()?;
+        Ok(cq)
+    }
+
+    /// The underlying ring.
+    pub fn queue(&self) -> &Queue {
+        &self.q
+    }
+
+    /// Number of completions ready to poll (reloads the kernel's producer index).
+    ///
+    /// Fails if the producer index is out of range or went backwards (fewer entries ready than
+    /// already seen, which the kernel cannot do since only we free entries).
+    pub fn ready(&mut self) -> Result<u32, RingError> {
+        // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it wrote
+        // before are visible to the reads in `poll`.
+        let prod = self.q.load_index(IndexKind::Producer, Ordering::Acquire)?;
+        let ready = self.q.distance(self.cons, prod);
+        if ready < self.ready_seen {
+            return Err(RingError::IndexOutsideWindow {
+                index: IndexKind::Producer,
+                value: prod,
+                last: self.cons.wrapping_add(self.ready_seen) & self.q.index_mask(),
+                ours: self.cons,
+            });
+        }
+        self.ready_seen = ready;
+        Ok(ready)
+    }
+
+    fn read_at(&self, index: u32) -> Result<Cqe, RingError> {
+        let mut wc = UverbsWc::default();
+        if !self.q.read_slot(index, 0, wc.as_mut_bytes()) {
+            // Unreachable: `new` checked the element holds a UverbsWc.
+            return Err(RingError::ElemTooSmall {
+                need: CQE_MIN_SIZE,
+                found: self.q.elem_size(),
+            });
+        }
+        Ok(Cqe::from_wc(&wc))
+    }
+
+    /// Copies the next completion without consuming it.
+    pub fn peek(&mut self) -> Result<Option<Cqe>, RingError> {
+        if self.ready_seen == 0 && self.ready()? == 0 {
+            return Ok(None);
+        }
+        self.read_at(self.cons).map(Some)
+    }
+
+    /// Takes one completion: copies it out and frees its slot with a `Release` store of
+    /// `consumer_index`.
+    #[doc(alias = "ibv_poll_cq")]
+    #[doc(alias = "rxe_poll_cq")]
+    pub fn poll(&mut self) -> Result<Option<Cqe>, RingError> {
+        let mut one = [Cqe::default()];
+        Ok(match self.poll_batch(&mut one)? {
+            0 => None,
+            _ => Some(one[0]),
+        })
+    }
+
+    /// Takes up to `out.len()` completions, then frees their slots with a single `Release` store
+    /// of `consumer_index`. Returns how many were written to `out`.
+    #[doc(alias = "ibv_poll_cq")]
+    pub fn poll_batch(&mut self, out: &mut [Cqe]) -> Result<usize, RingError> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if (self.ready_seen as usize) < out.len() {
+            self.ready()?;
+        }
+        let n = out.len().min(self.ready_seen as usize);
+        for (i, slot) in out.iter_mut().take(n).enumerate() {
+            // i < n <= ready_seen <= index_mask, fits u32.
+            *slot = self.read_at(self.cons.wrapping_add(i as u32))?;
+        }
+        if n != 0 {
+            self.cons = self.cons.wrapping_add(n as u32) & self.q.index_mask();
+            self.ready_seen -= n as u32;
+            // Release (inside store_index): our reads of the consumed CQEs happen-before the
+            // kernel's acquire load that sees the slots free and overwrites them.
+            self.q.store_index(IndexKind::Consumer, self.cons);
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,105 @@
+//! Producer side of an rxe work queue (SQ, RQ, SRQ): userspace owns `producer_index`, the
+//! kernel owns `consumer_index`.
+//!
+//! Keeps a private producer index (slots written but not yet published), the last published
+//! value, and the last consumer index seen, so a batch of work requests costs one `Acquire` load
+//! only when the queue looks full, and one `Release` store when published.
+
+use core::sync::atomic::Ordering;
+
+use crate::error::{IndexKind, PostError, RingError};
+use crate::ring::Queue;
+
+#[derive(Debug)]
+pub(crate) struct Producer {
+    pub(crate) q: Queue,
+    /// Next slot to write (private until published).
+    pub(crate) prod: u32,
+    /// Value of `producer_index` we last stored.
+    published: u32,
+    /// Last `consumer_index` loaded from the kernel (validated).
+    cons_seen: u32,
+}
+
+impl Producer {
+    pub(crate) fn new(q: Queue) -> Result<Self, RingError> {
+        // Relaxed: our own index; only this process writes it.
+        let prod = q.load_index(IndexKind::Producer, Ordering::Relaxed)?;
+        // Acquire: pairs with the kernel's release store of the consumer index.
+        let cons = q.load_index(IndexKind::Consumer, Ordering::Acquire)?;
+        Ok(Producer {
+            q,
+            prod,
+            published: prod,
+            cons_seen: cons,
+        })
+    }
+
+    /// Reloads the kernel's consumer index and checks it only moved forward through slots we
+    /// published (the kernel cannot consume what it was never given).
+    fn refresh_consumer(&mut self) -> Result<(), RingError> {
+        // Acquire: pairs with the kernel's release store after it finished reading the slots it
+        // consumed, so our later writes into those slots cannot race with its reads.
+        let cons = self.q.load_index(IndexKind::Consumer, Ordering::Acquire)?;
+        let moved = self.q.distance(self.cons_seen, cons);
+        let allowed = self.q.distance(self.cons_seen, self.published);
+        if moved > allowed {
+            return Err(RingError::IndexOutsideWindow {
+                index: IndexKind::Consumer,
+                value: cons,
+                last: self.cons_seen,
+                ours: self.published,
+            });
+        }
+        self.cons_seen = cons;
+        Ok(())
+    }
+
+    /// Ok if the slot at `prod` is free (the queue is not full).
+    pub(crate) fn reserve(&mut self) -> Result<(), PostError> {
+        let next = self.q.next(self.prod);
+        if next != self.cons_seen {
+            return Ok(());
+        }
+        self.refresh_consumer()?;
+        if next == self.cons_seen {
+            return Err(PostError::QueueFull {
+                capacity: self.q.capacity(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Marks the slot at `prod` written.
+    pub(crate) fn advance(&mut self) {
+        self.prod = self.q.next(self.prod);
+    }
+
+    /// Slots written but not yet published.
+    pub(crate) fn pending(&self) -> u32 {
+        self.q.distance(self.published, self.prod)
+    }
+
+    /// Publishes everything written up to (not including) `upto`; returns how many slots.
+    pub(crate) fn publish_upto(&mut self, upto: u32) -> u32 {
+        let n = self.q.distance(self.published, upto);
+        if n != 0 {
+            // Release (inside store_index): orders all slot writes above before the kernel's
+            // acquire load of producer_index that observes `upto`.
+            self.q.store_index(IndexKind::Producer, upto);
+            self.published = upto;
+        }
+        n
+    }
+
+    /// Elements the kernel has not consumed yet, counting unpublished ones (uses the last seen
+    /// consumer index; call [`Self::refresh`] for a fresh value).
+    pub(crate) fn outstanding(&self) -> u32 {
+        self.q.distance(self.cons_seen, self.prod)
+    }
+
+    /// Reloads the consumer index (for [`Self::outstanding`]).
+    pub(crate) fn refresh(&mut self) -> Result<(), RingError> {
+        self.refresh_consumer()
+    }
+}

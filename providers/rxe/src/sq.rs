@@ -1,0 +1,1007 @@
+//! Send queue: builds `struct rxe_send_wqe` elements in the mmapped SQ ring.
+//!
+//! Two ways to post, mirroring libibverbs:
+//! - [`SendQueue::post`] takes one complete [`SendWr`] (`ibv_post_send` for one WR); call it per
+//!   WR of a list, then [`SendQueue::publish`] once.
+//! - The `wr_*` methods mirror the `ibv_wr_*` extended API: [`SendQueue::wr_start`], one builder
+//!   per WQE ([`SendQueue::wr_send`], [`SendQueue::wr_rdma_write`], …), setters that complete the
+//!   last WQE ([`SendQueue::wr_set_sge_list`], [`SendQueue::wr_set_inline_data`],
+//!   [`SendQueue::wr_set_ud_addr`]), then [`SendQueue::wr_complete`] or [`SendQueue::wr_abort`].
+//!
+//! Everything is validated before a slot is written; nothing here makes a syscall. After a
+//! publish the caller must kick the kernel: a legacy `write()` of `IB_USER_VERBS_CMD_POST_SEND`
+//! with `wr_count = 0` for this QP (rdma-core's `post_send_db`).
+
+use core::mem::{offset_of, size_of};
+use core::num::NonZeroU32;
+
+use bitflags::bitflags;
+use uverbs_uapi::rxe::{
+    RxeAv, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd, RxeSge,
+    RXE_WQE_STATE_POSTED,
+};
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::error::{PostError, RingError};
+use crate::producer::Producer;
+use crate::ring::Queue;
+
+/// `IB_SEND_INLINE`: set in `send_flags` when the data is inline in the WQE.
+const IB_SEND_INLINE: u32 = 1 << 3;
+/// `IBV_ACCESS_ZERO_BASED`: not supported by rxe for memory-window binds.
+const IBV_ACCESS_ZERO_BASED: u32 = 1 << 5;
+/// Offset of the data area (SGE array / inline bytes) in a send WQE slot.
+const SQ_DATA_OFFSET: usize = size_of::<RxeSendWqe>();
+const SQ_DMA_OFFSET: usize = offset_of!(RxeSendWqe, dma);
+const SQ_FLAGS_OFFSET: usize = offset_of!(RxeSendWr, send_flags);
+const SQ_WR_UNION_OFFSET: usize = offset_of!(RxeSendWr, wr);
+
+/// Transport type of the QP that owns a send queue (`IBV_QPT_*`; rxe has no XRC/raw packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected (`IBV_QPT_RC`).
+    Rc,
+    /// Unreliable connected (`IBV_QPT_UC`).
+    Uc,
+    /// Unreliable datagram (`IBV_QPT_UD`).
+    Ud,
+}
+
+/// Send opcode, numbered as `IB_UVERBS_WR_*` / `IBV_WR_*` (the value written to the WQE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SendOpcode {
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite = 0,
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm = 1,
+    /// `IBV_WR_SEND`.
+    Send = 2,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm = 3,
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead = 4,
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`.
+    AtomicCmpAndSwp = 5,
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`.
+    AtomicFetchAndAdd = 6,
+    /// `IBV_WR_LOCAL_INV`.
+    LocalInv = 7,
+    /// `IBV_WR_BIND_MW`.
+    BindMw = 8,
+    /// `IBV_WR_SEND_WITH_INV`.
+    SendWithInv = 9,
+}
+
+impl SendOpcode {
+    /// Whether a QP of `qp_type` accepts this opcode (the rxe provider's send-ops lists).
+    pub fn supported_on(self, qp_type: QpType) -> bool {
+        use SendOpcode::*;
+        match qp_type {
+            QpType::Rc => true,
+            QpType::Uc => matches!(
+                self,
+                Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
+            ),
+            QpType::Ud => matches!(self, Send | SendWithImm),
+        }
+    }
+
+    /// Whether the data may be inline (sends and RDMA writes).
+    pub fn allows_inline(self) -> bool {
+        use SendOpcode::*;
+        matches!(
+            self,
+            Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm
+        )
+    }
+
+    /// Whether the opcode moves data at all (local invalidate and MW bind do not).
+    pub fn takes_data(self) -> bool {
+        !matches!(self, SendOpcode::LocalInv | SendOpcode::BindMw)
+    }
+
+    /// Whether the opcode is an 8-byte atomic.
+    pub fn is_atomic(self) -> bool {
+        matches!(
+            self,
+            SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd
+        )
+    }
+}
+
+bitflags! {
+    /// Send flags (`IBV_SEND_*` / kernel `IB_SEND_*`). Inline is not a flag here: it follows from
+    /// [`Payload::Inline`] / [`SendQueue::wr_set_inline_data`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SendFlags: u32 {
+        /// `IBV_SEND_FENCE`: wait for prior RDMA reads/atomics to complete.
+        const FENCE = 1 << 0;
+        /// `IBV_SEND_SIGNALED`: produce a completion even if the QP is not `sq_sig_all`.
+        const SIGNALED = 1 << 1;
+        /// `IBV_SEND_SOLICITED`: set the solicited-event bit at the receiver.
+        const SOLICITED = 1 << 2;
+    }
+}
+
+/// Memory-window bind parameters (`struct ibv_mw_bind_info` plus the MW's keys).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MwBind {
+    /// Current rkey of the MW (`ibv_mw::rkey`).
+    pub mw_rkey: u32,
+    /// New rkey after the bind (`ibv_inc_rkey(mw->rkey)` in rdma-core).
+    pub rkey: u32,
+    /// lkey of the MR the window lies in.
+    pub mr_lkey: u32,
+    /// Start address of the window.
+    pub addr: u64,
+    /// Length of the window.
+    pub length: u64,
+    /// `IBV_ACCESS_*` of the window (`IBV_ACCESS_ZERO_BASED` is refused).
+    pub access: u32,
+}
+
+/// The operation of a send work request and its opcode-specific operands.
+///
+/// Immediate data is a host-order value; it is stored big-endian as the ABI requires and comes
+/// back host-order from [`crate::Cqe::imm_data`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm {
+        /// Immediate data (host order).
+        imm_data: u32,
+    },
+    /// `IBV_WR_SEND_WITH_INV`.
+    SendWithInv {
+        /// rkey to invalidate at the responder.
+        invalidate_rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (host order).
+        imm_data: u32,
+    },
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: local buffer of exactly 8 bytes, remote 8-byte aligned.
+    AtomicCmpAndSwp {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value compared with the remote one.
+        compare: u64,
+        /// Value stored if equal.
+        swap: u64,
+    },
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: local buffer of exactly 8 bytes, remote 8-byte aligned.
+    AtomicFetchAndAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value added.
+        add: u64,
+    },
+    /// `IBV_WR_LOCAL_INV`.
+    LocalInv {
+        /// Local rkey/lkey to invalidate.
+        invalidate_rkey: u32,
+    },
+    /// `IBV_WR_BIND_MW` (type-2 memory window bind).
+    BindMw(MwBind),
+}
+
+impl SendOp {
+    /// The opcode written to the WQE.
+    pub fn opcode(&self) -> SendOpcode {
+        match self {
+            SendOp::Send => SendOpcode::Send,
+            SendOp::SendWithImm { .. } => SendOpcode::SendWithImm,
+            SendOp::SendWithInv { .. } => SendOpcode::SendWithInv,
+            SendOp::RdmaWrite { .. } => SendOpcode::RdmaWrite,
+            SendOp::RdmaWriteWithImm { .. } => SendOpcode::RdmaWriteWithImm,
+            SendOp::RdmaRead { .. } => SendOpcode::RdmaRead,
+            SendOp::AtomicCmpAndSwp { .. } => SendOpcode::AtomicCmpAndSwp,
+            SendOp::AtomicFetchAndAdd { .. } => SendOpcode::AtomicFetchAndAdd,
+            SendOp::LocalInv { .. } => SendOpcode::LocalInv,
+            SendOp::BindMw(_) => SendOpcode::BindMw,
+        }
+    }
+}
+
+/// How a UD send names its address handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdAh<'a> {
+    /// Kernel AH index (`rxe_create_ah_resp.ah_num`, non-zero on current kernels).
+    Num(NonZeroU32),
+    /// Full address vector, for old kernels whose CREATE_AH returned `ah_num == 0`.
+    Av(&'a RxeAv),
+}
+
+/// Destination of a UD send (`wr.ud` of `ibv_send_wr`, `ibv_wr_set_ud_addr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdDest<'a> {
+    /// The address handle.
+    pub ah: UdAh<'a>,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// Data of a send work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload<'a> {
+    /// Scatter/gather list of registered memory (`sg_list`/`num_sge`); may be empty.
+    Sge(&'a [RxeSge]),
+    /// Bytes copied into the WQE now (`IBV_SEND_INLINE`); the buffer is free on return.
+    Inline(&'a [u8]),
+    /// Several pieces copied back to back into the WQE (`ibv_wr_set_inline_data_list`).
+    InlineList(&'a [&'a [u8]]),
+}
+
+impl Default for Payload<'_> {
+    fn default() -> Self {
+        Payload::Sge(&[])
+    }
+}
+
+/// One send work request (`struct ibv_send_wr` without `next`), for [`SendQueue::post`].
+#[doc(alias = "ibv_send_wr")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Operation and its operands.
+    pub op: SendOp,
+    /// Send flags.
+    pub flags: SendFlags,
+    /// Data.
+    pub payload: Payload<'a>,
+    /// Destination; required on UD QPs, refused on RC/UC.
+    pub ud: Option<UdDest<'a>>,
+}
+
+impl<'a> SendWr<'a> {
+    /// A work request with no flags, no data and no UD destination.
+    pub fn new(wr_id: u64, op: SendOp) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            flags: SendFlags::empty(),
+            payload: Payload::default(),
+            ud: None,
+        }
+    }
+
+    /// Sets the flags.
+    pub fn flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Sets a scatter/gather list.
+    pub fn sge(mut self, sges: &'a [RxeSge]) -> Self {
+        self.payload = Payload::Sge(sges);
+        self
+    }
+
+    /// Sets inline data.
+    pub fn inline(mut self, data: &'a [u8]) -> Self {
+        self.payload = Payload::Inline(data);
+        self
+    }
+
+    /// Sets the UD destination.
+    pub fn ud(mut self, dest: UdDest<'a>) -> Self {
+        self.ud = Some(dest);
+        self
+    }
+}
+
+/// Limits of a send queue, as the kernel returned them in the CREATE_QP response
+/// (`ib_uverbs_create_qp_resp.max_send_sge` / `max_inline_data`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendQueueCaps {
+    /// QP transport type.
+    pub qp_type: QpType,
+    /// Maximum SGEs per send WQE.
+    pub max_send_sge: u32,
+    /// Maximum inline bytes per send WQE.
+    pub max_inline_data: u32,
+}
+
+/// Shadow of the WQE the `wr_*` API built last, so setters and the final checks need not read
+/// ring memory back.
+#[derive(Clone, Copy, Debug)]
+struct Current {
+    index: u32,
+    opcode: SendOpcode,
+    flags: u32,
+    length: u64,
+    has_ud: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Batch {
+    start: u32,
+    err: Option<PostError>,
+    cur: Option<Current>,
+}
+
+/// The send queue of an rxe QP over its mmapped SQ ring.
+///
+/// Not `Sync`; take `&mut` to post. One owner (or a lock around it) per QP, as in rdma-core,
+/// which holds the SQ spinlock across a post.
+#[derive(Debug)]
+pub struct SendQueue {
+    p: Producer,
+    caps: SendQueueCaps,
+    batch: Option<Batch>,
+}
+
+/// Length check: total fits the WQE's `u32` length.
+fn check_len(total: u64) -> Result<u32, PostError> {
+    u32::try_from(total).map_err(|_| PostError::LengthOverflow { length: total })
+}
+
+impl SendQueue {
+    /// Wraps a mapped SQ ring. Fails if the element size cannot hold a send WQE with
+    /// `caps.max_send_sge` SGEs or `caps.max_inline_data` inline bytes, or if the ring's indices
+    /// are out of range.
+    pub fn new(queue: Queue, caps: SendQueueCaps) -> Result<Self, RingError> {
+        let elem = queue.elem_size();
+        if elem < SQ_DATA_OFFSET {
+            return Err(RingError::ElemTooSmall {
+                need: SQ_DATA_OFFSET,
+                found: elem,
+            });
+        }
+        let room = elem - SQ_DATA_OFFSET;
+        let fits_sge = u32::try_from(room / size_of::<RxeSge>()).unwrap_or(u32::MAX);
+        let fits_inline = u32::try_from(room).unwrap_or(u32::MAX);
+        if caps.max_send_sge > fits_sge {
+            return Err(RingError::CapsExceedSlot {
+                cap: "max_send_sge",
+                requested: caps.max_send_sge,
+                fits: fits_sge,
+            });
+        }
+        if caps.max_inline_data > fits_inline {
+            return Err(RingError::CapsExceedSlot {
+                cap: "max_inline_data",
+                requested: caps.max_inline_data,
+                fits: fits_inline,
+            });
+        }
+        Ok(SendQueue {
+            p: Producer::new(queue)?,
+            caps,
+            batch: None,
+        })
+    }
+
+    /// The limits this queue enforces.
+    pub fn caps(&self) -> SendQueueCaps {
+        self.caps
+    }
+
+    /// The underlying ring.
+    pub fn queue(&self) -> &Queue {
+        &self.p.q
+    }
+
+    /// WQEs written by [`Self::post`] (or a completed batch) but not yet published.
+    pub fn pending(&self) -> u32 {
+        self.p.pending()
+    }
+
+    /// WQEs the kernel has not consumed yet (published or not), after reloading its consumer
+    /// index.
+    pub fn outstanding(&mut self) -> Result<u32, RingError> {
+        self.p.refresh()?;
+        Ok(self.p.outstanding())
+    }
+
+    // ----- validation ------------------------------------------------------------------------
+
+    fn check_opcode(&self, op: &SendOp) -> Result<SendOpcode, PostError> {
+        let opcode = op.opcode();
+        if !opcode.supported_on(self.caps.qp_type) {
+            return Err(PostError::OpcodeNotSupported {
+                opcode,
+                qp_type: self.caps.qp_type,
+            });
+        }
+        match *op {
+            SendOp::AtomicCmpAndSwp { remote_addr, .. }
+            | SendOp::AtomicFetchAndAdd { remote_addr, .. }
+                if remote_addr % 8 != 0 =>
+            {
+                Err(PostError::AtomicMisaligned { remote_addr })
+            }
+            SendOp::BindMw(b) if b.access & IBV_ACCESS_ZERO_BASED != 0 => {
+                Err(PostError::BindMwZeroBased)
+            }
+            _ => Ok(opcode),
+        }
+    }
+
+    fn check_ud(&self, ud: Option<&UdDest<'_>>) -> Result<(), PostError> {
+        match (self.caps.qp_type, ud) {
+            (QpType::Ud, None) => Err(PostError::UdAddressMissing),
+            (QpType::Ud, Some(_)) | (_, None) => Ok(()),
+            (qp_type, Some(_)) => Err(PostError::UdAddressOnConnectedQp { qp_type }),
+        }
+    }
+
+    fn check_sges(&self, opcode: SendOpcode, sges: &[RxeSge]) -> Result<u32, PostError> {
+        if !sges.is_empty() && !opcode.takes_data() {
+            return Err(PostError::DataNotAllowed { opcode });
+        }
+        if sges.len() > self.caps.max_send_sge as usize {
+            return Err(PostError::TooManySge {
+                num_sge: sges.len(),
+                max_sge: self.caps.max_send_sge,
+            });
+        }
+        check_len(sges.iter().map(|s| u64::from(s.length)).sum())
+    }
+
+    fn check_inline(&self, opcode: SendOpcode, total: usize) -> Result<u32, PostError> {
+        if !opcode.allows_inline() {
+            return Err(PostError::InlineNotAllowed { opcode });
+        }
+        if total > self.caps.max_inline_data as usize {
+            return Err(PostError::InlineTooLong {
+                len: total,
+                max_inline: self.caps.max_inline_data,
+            });
+        }
+        check_len(total as u64)
+    }
+
+    fn check_payload(&self, opcode: SendOpcode, payload: &Payload<'_>) -> Result<u32, PostError> {
+        match payload {
+            Payload::Sge(sges) => self.check_sges(opcode, sges),
+            Payload::Inline(data) => self.check_inline(opcode, data.len()),
+            Payload::InlineList(list) => {
+                let total = list
+                    .iter()
+                    .fold(0usize, |acc, d| acc.saturating_add(d.len()));
+                self.check_inline(opcode, total)
+            }
+        }
+    }
+
+    fn check_final(&self, opcode: SendOpcode, length: u64, has_ud: bool) -> Result<(), PostError> {
+        if self.caps.qp_type == QpType::Ud && !has_ud {
+            return Err(PostError::UdAddressMissing);
+        }
+        if opcode.is_atomic() && length != 8 {
+            return Err(PostError::AtomicLength { length });
+        }
+        Ok(())
+    }
+
+    // ----- WQE writing -----------------------------------------------------------------------
+
+    /// The fixed part of a send WQE for `op` (data description filled in by the caller).
+    fn header(wr_id: u64, flags: u32, op: &SendOp) -> RxeSendWqe {
+        let mut wqe = RxeSendWqe::new_zeroed();
+        wqe.wr.wr_id = wr_id;
+        wqe.wr.opcode = op.opcode() as u32;
+        wqe.wr.send_flags = flags;
+        wqe.state = RXE_WQE_STATE_POSTED;
+        match *op {
+            SendOp::Send => {}
+            SendOp::SendWithImm { imm_data } => wqe.wr.set_imm_data(imm_data),
+            SendOp::SendWithInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
+                wqe.wr.set_invalidate_rkey(invalidate_rkey)
+            }
+            SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+                wqe.wr.set_rdma(&RxeSendWrRdma {
+                    remote_addr,
+                    rkey,
+                    reserved: 0,
+                });
+                wqe.iova = remote_addr;
+            }
+            SendOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm_data,
+            } => {
+                wqe.wr.set_rdma(&RxeSendWrRdma {
+                    remote_addr,
+                    rkey,
+                    reserved: 0,
+                });
+                wqe.wr.set_imm_data(imm_data);
+                wqe.iova = remote_addr;
+            }
+            SendOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                wqe.wr.set_atomic(&RxeSendWrAtomic {
+                    remote_addr,
+                    compare_add: compare,
+                    swap,
+                    rkey,
+                    reserved: 0,
+                });
+                wqe.iova = remote_addr;
+            }
+            SendOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                wqe.wr.set_atomic(&RxeSendWrAtomic {
+                    remote_addr,
+                    compare_add: add,
+                    swap: 0,
+                    rkey,
+                    reserved: 0,
+                });
+                wqe.iova = remote_addr;
+            }
+            SendOp::BindMw(b) => wqe.wr.set_mw(&RxeSendWrMw {
+                addr: b.addr,
+                length: b.length,
+                mr_lkey: b.mr_lkey,
+                mw_rkey: b.mw_rkey,
+                rkey: b.rkey,
+                access: b.access,
+            }),
+        }
+        wqe
+    }
+
+    fn ud_bytes(dest: &UdDest<'_>) -> RxeSendWrUd {
+        let mut ud = RxeSendWrUd {
+            remote_qpn: dest.remote_qpn,
+            remote_qkey: dest.remote_qkey,
+            ..RxeSendWrUd::default()
+        };
+        match dest.ah {
+            UdAh::Num(n) => ud.ah_num = n.get(),
+            UdAh::Av(av) => ud.av = *av,
+        }
+        ud
+    }
+
+    /// Writes `bytes` at `offset` of slot `index`; the range was proven to fit by validation
+    /// against caps that [`Self::new`] checked against the element size.
+    fn put(&self, index: u32, offset: usize, bytes: &[u8]) -> Result<(), PostError> {
+        if self.p.q.write_slot(index, offset, bytes) {
+            Ok(())
+        } else {
+            Err(PostError::Ring(RingError::ElemTooSmall {
+                need: offset.saturating_add(bytes.len()),
+                found: self.p.q.elem_size(),
+            }))
+        }
+    }
+
+    /// Writes the data area for `payload`; returns `num_sge`.
+    fn put_payload(&self, index: u32, payload: &Payload<'_>) -> Result<u32, PostError> {
+        match payload {
+            Payload::Sge(sges) => {
+                self.put(index, SQ_DATA_OFFSET, sges.as_bytes())?;
+                // sges.len() <= max_send_sge (a u32) was checked.
+                Ok(sges.len() as u32)
+            }
+            Payload::Inline(data) => {
+                self.put(index, SQ_DATA_OFFSET, data)?;
+                Ok(0)
+            }
+            Payload::InlineList(list) => {
+                let mut off = SQ_DATA_OFFSET;
+                for d in list.iter() {
+                    self.put(index, off, d)?;
+                    off += d.len();
+                }
+                Ok(0)
+            }
+        }
+    }
+
+    fn put_dma(&self, index: u32, length: u32, num_sge: u32) -> Result<(), PostError> {
+        let dma = uverbs_uapi::rxe::RxeDmaInfo {
+            length,
+            resid: length,
+            cur_sge: 0,
+            num_sge,
+            sge_offset: 0,
+            reserved: 0,
+        };
+        self.put(index, SQ_DMA_OFFSET, dma.as_bytes())
+    }
+
+    // ----- ibv_post_send ---------------------------------------------------------------------
+
+    /// Validates `wr`, writes it into the next free SQ slot and advances the private producer
+    /// index. Nothing is visible to the kernel until [`Self::publish`].
+    ///
+    /// On error the ring is unchanged; for a WR list, publish the WRs that succeeded before the
+    /// failing one, kick the kernel, and report the failing one as `bad_wr`.
+    #[doc(alias = "ibv_post_send")]
+    #[doc(alias = "post_one_send")]
+    #[doc(alias = "init_send_wqe")]
+    pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        if self.batch.is_some() {
+            return Err(PostError::BatchInProgress);
+        }
+        let opcode = self.check_opcode(&wr.op)?;
+        self.check_ud(wr.ud.as_ref())?;
+        let length = self.check_payload(opcode, &wr.payload)?;
+        let inline = !matches!(wr.payload, Payload::Sge(_));
+        self.check_final(opcode, u64::from(length), wr.ud.is_some())?;
+        self.p.reserve()?;
+
+        let flags = wr.flags.bits() | if inline { IB_SEND_INLINE } else { 0 };
+        let mut wqe = Self::header(wr.wr_id, flags, &wr.op);
+        if let Some(dest) = &wr.ud {
+            wqe.wr.set_ud(&Self::ud_bytes(dest));
+        }
+        let index = self.p.prod;
+        let num_sge = self.put_payload(index, &wr.payload)?;
+        wqe.dma.length = length;
+        wqe.dma.resid = length;
+        wqe.dma.num_sge = num_sge;
+        self.put(index, 0, wqe.as_bytes())?;
+        self.p.advance();
+        Ok(())
+    }
+
+    /// Makes every WQE written so far visible to the kernel with one `Release` store of
+    /// `producer_index`; returns how many were published. During an open `wr_start` batch only
+    /// the WQEs before the batch are published.
+    ///
+    /// Afterwards the caller must kick the kernel (POST_SEND with zero WRs).
+    pub fn publish(&mut self) -> u32 {
+        let upto = self.batch.map_or(self.p.prod, |b| b.start);
+        self.p.publish_upto(upto)
+    }
+
+    // ----- ibv_wr_* ----------------------------------------------------------------------------
+
+    /// Opens a batch of `wr_*` calls (`ibv_wr_start`).
+    #[doc(alias = "ibv_wr_start")]
+    pub fn wr_start(&mut self) -> Result<(), PostError> {
+        if self.batch.is_some() {
+            return Err(PostError::BatchInProgress);
+        }
+        self.batch = Some(Batch {
+            start: self.p.prod,
+            err: None,
+            cur: None,
+        });
+        Ok(())
+    }
+
+    /// Records `r`'s error as the batch's sticky error (the first one wins).
+    fn sticky<T>(&mut self, r: Result<T, PostError>) -> Result<T, PostError> {
+        if let (Err(e), Some(b)) = (&r, self.batch.as_mut()) {
+            if b.err.is_none() {
+                b.err = Some(*e);
+            }
+        }
+        r
+    }
+
+    fn open_batch(&self) -> Result<Batch, PostError> {
+        let b = self.batch.ok_or(PostError::NoBatch)?;
+        match b.err {
+            Some(e) => Err(e),
+            None => Ok(b),
+        }
+    }
+
+    fn finish_current(&self, b: &Batch) -> Result<(), PostError> {
+        match b.cur {
+            Some(c) => self.check_final(c.opcode, c.length, c.has_ud),
+            None => Ok(()),
+        }
+    }
+
+    fn wr_op_inner(&mut self, wr_id: u64, flags: SendFlags, op: SendOp) -> Result<(), PostError> {
+        let b = self.open_batch()?;
+        self.finish_current(&b)?;
+        let opcode = self.check_opcode(&op)?;
+        self.p.reserve()?;
+        let index = self.p.prod;
+        let wqe = Self::header(wr_id, flags.bits(), &op);
+        self.put(index, 0, wqe.as_bytes())?;
+        self.p.advance();
+        if let Some(b) = self.batch.as_mut() {
+            b.cur = Some(Current {
+                index,
+                opcode,
+                flags: flags.bits(),
+                length: 0,
+                has_ud: false,
+            });
+        }
+        Ok(())
+    }
+
+    /// Builds one WQE for `op` in the open batch (the common body of the `wr_*` builders).
+    /// Data and UD address are added by the `wr_set_*` setters.
+    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: SendOp) -> Result<(), PostError> {
+        let r = self.wr_op_inner(wr_id, flags, op);
+        self.sticky(r)
+    }
+
+    /// `ibv_wr_send`.
+    #[doc(alias = "ibv_wr_send")]
+    pub fn wr_send(&mut self, wr_id: u64, flags: SendFlags) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::Send)
+    }
+
+    /// `ibv_wr_send_imm` (`imm_data` host order).
+    #[doc(alias = "ibv_wr_send_imm")]
+    pub fn wr_send_imm(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        imm_data: u32,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::SendWithImm { imm_data })
+    }
+
+    /// `ibv_wr_send_inv`.
+    #[doc(alias = "ibv_wr_send_inv")]
+    pub fn wr_send_inv(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        invalidate_rkey: u32,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::SendWithInv { invalidate_rkey })
+    }
+
+    /// `ibv_wr_rdma_write`.
+    #[doc(alias = "ibv_wr_rdma_write")]
+    pub fn wr_rdma_write(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::RdmaWrite { remote_addr, rkey })
+    }
+
+    /// `ibv_wr_rdma_write_imm` (`imm_data` host order).
+    #[doc(alias = "ibv_wr_rdma_write_imm")]
+    pub fn wr_rdma_write_imm(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        imm_data: u32,
+    ) -> Result<(), PostError> {
+        self.wr_op(
+            wr_id,
+            flags,
+            SendOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm_data,
+            },
+        )
+    }
+
+    /// `ibv_wr_rdma_read`.
+    #[doc(alias = "ibv_wr_rdma_read")]
+    pub fn wr_rdma_read(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::RdmaRead { remote_addr, rkey })
+    }
+
+    /// `ibv_wr_atomic_cmp_swp`; follow with an 8-byte [`Self::wr_set_sge`].
+    #[doc(alias = "ibv_wr_atomic_cmp_swp")]
+    pub fn wr_atomic_cmp_swp(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        compare: u64,
+        swap: u64,
+    ) -> Result<(), PostError> {
+        self.wr_op(
+            wr_id,
+            flags,
+            SendOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            },
+        )
+    }
+
+    /// `ibv_wr_atomic_fetch_add`; follow with an 8-byte [`Self::wr_set_sge`].
+    #[doc(alias = "ibv_wr_atomic_fetch_add")]
+    pub fn wr_atomic_fetch_add(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        add: u64,
+    ) -> Result<(), PostError> {
+        self.wr_op(
+            wr_id,
+            flags,
+            SendOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            },
+        )
+    }
+
+    /// `ibv_wr_local_inv`.
+    #[doc(alias = "ibv_wr_local_inv")]
+    pub fn wr_local_inv(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        invalidate_rkey: u32,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::LocalInv { invalidate_rkey })
+    }
+
+    /// `ibv_wr_bind_mw`.
+    #[doc(alias = "ibv_wr_bind_mw")]
+    pub fn wr_bind_mw(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        bind: MwBind,
+    ) -> Result<(), PostError> {
+        self.wr_op(wr_id, flags, SendOp::BindMw(bind))
+    }
+
+    fn current(&self) -> Result<Current, PostError> {
+        self.open_batch()?.cur.ok_or(PostError::NoCurrentWqe)
+    }
+
+    fn set_current(&mut self, c: Current) {
+        if let Some(b) = self.batch.as_mut() {
+            b.cur = Some(c);
+        }
+    }
+
+    fn set_data_inner(&mut self, payload: Payload<'_>) -> Result<(), PostError> {
+        let mut c = self.current()?;
+        let length = self.check_payload(c.opcode, &payload)?;
+        let inline = !matches!(payload, Payload::Sge(_));
+        let num_sge = self.put_payload(c.index, &payload)?;
+        self.put_dma(c.index, length, num_sge)?;
+        let flags = if inline {
+            c.flags | IB_SEND_INLINE
+        } else {
+            c.flags & !IB_SEND_INLINE
+        };
+        self.put(c.index, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
+        c.flags = flags;
+        c.length = u64::from(length);
+        self.set_current(c);
+        Ok(())
+    }
+
+    /// `ibv_wr_set_sge`: one SGE for the last built WQE (a zero `length` means no data, as in
+    /// rdma-core).
+    #[doc(alias = "ibv_wr_set_sge")]
+    pub fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Result<(), PostError> {
+        let sge = [RxeSge { addr, length, lkey }];
+        let list: &[RxeSge] = if length == 0 { &[] } else { &sge };
+        let r = self.set_data_inner(Payload::Sge(list));
+        self.sticky(r)
+    }
+
+    /// `ibv_wr_set_sge_list`: the SGE list of the last built WQE.
+    #[doc(alias = "ibv_wr_set_sge_list")]
+    pub fn wr_set_sge_list(&mut self, sges: &[RxeSge]) -> Result<(), PostError> {
+        let r = self.set_data_inner(Payload::Sge(sges));
+        self.sticky(r)
+    }
+
+    /// `ibv_wr_set_inline_data`: copies `data` into the last built WQE and marks it inline.
+    #[doc(alias = "ibv_wr_set_inline_data")]
+    pub fn wr_set_inline_data(&mut self, data: &[u8]) -> Result<(), PostError> {
+        let r = self.set_data_inner(Payload::Inline(data));
+        self.sticky(r)
+    }
+
+    /// `ibv_wr_set_inline_data_list`: copies the pieces back to back into the last built WQE.
+    #[doc(alias = "ibv_wr_set_inline_data_list")]
+    pub fn wr_set_inline_data_list(&mut self, list: &[&[u8]]) -> Result<(), PostError> {
+        let r = self.set_data_inner(Payload::InlineList(list));
+        self.sticky(r)
+    }
+
+    fn set_ud_inner(&mut self, dest: &UdDest<'_>) -> Result<(), PostError> {
+        let mut c = self.current()?;
+        if self.caps.qp_type != QpType::Ud {
+            return Err(PostError::UdAddressOnConnectedQp {
+                qp_type: self.caps.qp_type,
+            });
+        }
+        self.put(c.index, SQ_WR_UNION_OFFSET, Self::ud_bytes(dest).as_bytes())?;
+        c.has_ud = true;
+        self.set_current(c);
+        Ok(())
+    }
+
+    /// `ibv_wr_set_ud_addr`: the destination of the last built WQE (UD QPs only).
+    #[doc(alias = "ibv_wr_set_ud_addr")]
+    pub fn wr_set_ud_addr(&mut self, dest: UdDest<'_>) -> Result<(), PostError> {
+        let r = self.set_ud_inner(&dest);
+        self.sticky(r)
+    }
+
+    /// Closes the batch (`ibv_wr_complete`). If every call succeeded and the last WQE is
+    /// complete, publishes the batch (and any earlier unpublished WQEs) with one `Release` store
+    /// and returns how many WQEs the batch held; the caller then kicks the kernel. Otherwise
+    /// rolls the batch back and returns the first error.
+    #[doc(alias = "ibv_wr_complete")]
+    pub fn wr_complete(&mut self) -> Result<u32, PostError> {
+        let b = self.batch.ok_or(PostError::NoBatch)?;
+        let checked = match b.err {
+            Some(e) => Err(e),
+            None => self.finish_current(&b),
+        };
+        self.batch = None;
+        if let Err(e) = checked {
+            self.p.prod = b.start;
+            return Err(e);
+        }
+        let n = self.p.q.distance(b.start, self.p.prod);
+        self.p.publish_upto(self.p.prod);
+        Ok(n)
+    }
+
+    /// Drops every WQE built since [`Self::wr_start`] (`ibv_wr_abort`); nothing was visible to
+    /// the kernel. A no-op without an open batch.
+    #[doc(alias = "ibv_wr_abort")]
+    pub fn wr_abort(&mut self) {
+        if let Some(b) = self.batch.take() {
+            self.p.prod = b.start;
+        }
+    }
+}

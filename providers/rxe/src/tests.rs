@@ -1,0 +1,995 @@
+//! Ring logic against a fake kernel: heap-backed queues with a valid `rxe_queue_buf` header, and
+//! the kernel's side of each protocol (consume SQ/RQ elements, produce CQ elements) done with
+//! the same atomics the real driver uses.
+#![allow(unsafe_code)]
+
+use core::num::NonZeroU32;
+use std::vec::Vec;
+
+use uverbs_uapi::rxe::{RxeAv, RxeRecvWqe, RxeSendWqe, RxeSge, RXE_WQE_STATE_POSTED};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::cq::UverbsWc;
+use crate::ring::fake::FakeMapping;
+use crate::*;
+
+const WQE: usize = core::mem::size_of::<RxeSendWqe>();
+
+fn open(m: &FakeMapping) -> Queue {
+    // SAFETY: every test keeps the mapping alive longer than the queue (the rig structs below
+    // declare the queue first so it is dropped first) and only the fake kernel touches it.
+    unsafe { Queue::from_raw(m.base(), m.len(), None) }.unwrap()
+}
+
+struct SqRig {
+    sq: SendQueue,
+    m: FakeMapping,
+}
+
+fn rc_caps() -> SendQueueCaps {
+    SendQueueCaps {
+        qp_type: QpType::Rc,
+        max_send_sge: 4,
+        max_inline_data: 64,
+    }
+}
+
+fn sq_rig(log2_slots: u32, caps: SendQueueCaps) -> SqRig {
+    let m = FakeMapping::new(9, log2_slots); // 512-byte elements, like the kernel's rounding
+    let sq = SendQueue::new(open(&m), caps).unwrap();
+    SqRig { sq, m }
+}
+
+/// Kernel side: next published send WQE, split into the fixed part and the data area.
+fn take_wqe(m: &FakeMapping) -> Option<(RxeSendWqe, Vec<u8>)> {
+    let bytes = m.kernel_consume()?;
+    let (wqe, _) = RxeSendWqe::read_from_prefix(&bytes).unwrap();
+    Some((wqe, bytes[WQE..].to_vec()))
+}
+
+fn sge(addr: u64, length: u32, lkey: u32) -> RxeSge {
+    RxeSge { addr, length, lkey }
+}
+
+fn sges_in(data: &[u8], n: usize) -> Vec<RxeSge> {
+    (0..n)
+        .map(|i| RxeSge::read_from_bytes(&data[i * 16..(i + 1) * 16]).unwrap())
+        .collect()
+}
+
+fn assert_dma(w: &RxeSendWqe, length: u32, num_sge: u32) {
+    assert_eq!(w.dma.length, length);
+    assert_eq!(w.dma.resid, length);
+    assert_eq!(w.dma.num_sge, num_sge);
+    assert_eq!(w.dma.cur_sge, 0);
+    assert_eq!(w.dma.sge_offset, 0);
+    assert_eq!(w.state, RXE_WQE_STATE_POSTED);
+    assert_eq!(w.status, 0);
+}
+
+// ----- send WQE bytes, opcode by opcode ------------------------------------------------------
+
+#[test]
+fn every_opcode_writes_the_right_fields() {
+    let mut r = sq_rig(4, rc_caps());
+    let list = [sge(0x1000, 8, 0x11)];
+    let bind = MwBind {
+        mw_rkey: 0x100,
+        rkey: 0x101,
+        mr_lkey: 0x55,
+        addr: 0x7000,
+        length: 0x800,
+        access: 0x2,
+    };
+    let wrs = [
+        SendWr::new(1, SendOp::Send)
+            .sge(&list)
+            .flags(SendFlags::SIGNALED),
+        SendWr::new(
+            2,
+            SendOp::SendWithImm {
+                imm_data: 0xA1B2_C3D4,
+            },
+        )
+        .sge(&list),
+        SendWr::new(
+            3,
+            SendOp::SendWithInv {
+                invalidate_rkey: 0x77,
+            },
+        )
+        .sge(&list),
+        SendWr::new(
+            4,
+            SendOp::RdmaWrite {
+                remote_addr: 0xDEAD_0000,
+                rkey: 0x99,
+            },
+        )
+        .sge(&list),
+        SendWr::new(
+            5,
+            SendOp::RdmaWriteWithImm {
+                remote_addr: 0xBEEF_0000,
+                rkey: 0x98,
+                imm_data: 7,
+            },
+        )
+        .sge(&list),
+        SendWr::new(
+            6,
+            SendOp::RdmaRead {
+                remote_addr: 0xCAFE_0000,
+                rkey: 0x97,
+            },
+        )
+        .sge(&list)
+        .flags(SendFlags::FENCE),
+        SendWr::new(
+            7,
+            SendOp::AtomicCmpAndSwp {
+                remote_addr: 0x8000,
+                rkey: 0x96,
+                compare: 10,
+                swap: 20,
+            },
+        )
+        .sge(&list),
+        SendWr::new(
+            8,
+            SendOp::AtomicFetchAndAdd {
+                remote_addr: 0x8008,
+                rkey: 0x95,
+                add: 3,
+            },
+        )
+        .sge(&list)
+        .flags(SendFlags::SOLICITED | SendFlags::SIGNALED),
+        SendWr::new(
+            9,
+            SendOp::LocalInv {
+                invalidate_rkey: 0x1234,
+            },
+        ),
+        SendWr::new(10, SendOp::BindMw(bind)),
+    ];
+    for wr in &wrs {
+        r.sq.post(wr).unwrap();
+    }
+    assert_eq!(r.sq.pending(), 10);
+    assert!(take_wqe(&r.m).is_none(), "nothing visible before publish");
+    assert_eq!(r.sq.publish(), 10);
+    assert_eq!(r.sq.pending(), 0);
+
+    let mut got = Vec::new();
+    while let Some(w) = take_wqe(&r.m) {
+        got.push(w);
+    }
+    assert_eq!(got.len(), 10);
+    for (i, (w, _)) in got.iter().enumerate() {
+        assert_eq!(w.wr.wr_id, i as u64 + 1);
+        assert_eq!(w.wr.opcode, wrs[i].op.opcode() as u32);
+        assert_eq!(w.wr.reserved, 0);
+    }
+    // IB_UVERBS_WR_* numbers.
+    let ops: Vec<u32> = got.iter().map(|(w, _)| w.wr.opcode).collect();
+    assert_eq!(ops, [2, 3, 9, 0, 1, 4, 5, 6, 7, 8]);
+
+    let (w, d) = &got[0];
+    assert_eq!(w.wr.send_flags, 2);
+    assert_dma(w, 8, 1);
+    assert_eq!(sges_in(d, 1), list);
+    assert_eq!(w.iova, 0);
+
+    let (w, _) = &got[1];
+    assert_eq!(
+        w.wr.ex,
+        [0xA1, 0xB2, 0xC3, 0xD4],
+        "imm_data stored big-endian"
+    );
+    assert_eq!(w.wr.imm_data(), 0xA1B2_C3D4);
+
+    assert_eq!(got[2].0.wr.invalidate_rkey(), 0x77);
+
+    let (w, _) = &got[3];
+    assert_eq!(w.wr.rdma().remote_addr, 0xDEAD_0000);
+    assert_eq!(w.wr.rdma().rkey, 0x99);
+    assert_eq!(w.iova, 0xDEAD_0000);
+
+    let (w, _) = &got[4];
+    assert_eq!(w.wr.rdma().remote_addr, 0xBEEF_0000);
+    assert_eq!(w.wr.rdma().rkey, 0x98);
+    assert_eq!(w.wr.imm_data(), 7);
+
+    let (w, _) = &got[5];
+    assert_eq!(w.wr.rdma().rkey, 0x97);
+    assert_eq!(w.wr.send_flags, 1);
+    assert_eq!(w.iova, 0xCAFE_0000);
+
+    let (w, d) = &got[6];
+    let a = w.wr.atomic();
+    assert_eq!(
+        (a.remote_addr, a.rkey, a.compare_add, a.swap),
+        (0x8000, 0x96, 10, 20)
+    );
+    assert_eq!(w.iova, 0x8000);
+    assert_dma(w, 8, 1);
+    assert_eq!(sges_in(d, 1), list);
+
+    let (w, _) = &got[7];
+    let a = w.wr.atomic();
+    assert_eq!(
+        (a.remote_addr, a.rkey, a.compare_add, a.swap),
+        (0x8008, 0x95, 3, 0)
+    );
+    assert_eq!(w.wr.send_flags, 6);
+
+    let (w, _) = &got[8];
+    assert_eq!(w.wr.invalidate_rkey(), 0x1234);
+    assert_dma(w, 0, 0);
+
+    let (w, _) = &got[9];
+    let mw = w.wr.mw();
+    assert_eq!(
+        (mw.addr, mw.length, mw.mr_lkey, mw.mw_rkey, mw.rkey, mw.access),
+        (0x7000, 0x800, 0x55, 0x100, 0x101, 0x2)
+    );
+}
+
+#[test]
+fn inline_and_multi_sge() {
+    let mut r = sq_rig(3, rc_caps());
+    let msg = b"hello rxe, inline";
+    r.sq.post(&SendWr::new(1, SendOp::Send).inline(msg))
+        .unwrap();
+    let pieces: [&[u8]; 3] = [b"ab", b"", b"cdef"];
+    r.sq.post(&SendWr {
+        payload: Payload::InlineList(&pieces),
+        ..SendWr::new(
+            2,
+            SendOp::RdmaWrite {
+                remote_addr: 64,
+                rkey: 1,
+            },
+        )
+    })
+    .unwrap();
+    let list = [
+        sge(0x10, 100, 1),
+        sge(0x2000, 28, 2),
+        sge(0x3000, 0, 3),
+        sge(0x4000, 1, 4),
+    ];
+    r.sq.post(&SendWr::new(3, SendOp::Send).sge(&list)).unwrap();
+    let max_inline = [0x5au8; 64];
+    r.sq.post(&SendWr::new(4, SendOp::Send).inline(&max_inline))
+        .unwrap();
+    r.sq.publish();
+
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_eq!(w.wr.send_flags, 8, "IB_SEND_INLINE set");
+    assert_dma(&w, msg.len() as u32, 0);
+    assert_eq!(&d[..msg.len()], msg);
+
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_eq!(w.wr.send_flags, 8);
+    assert_dma(&w, 6, 0);
+    assert_eq!(&d[..6], b"abcdef");
+
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_eq!(w.wr.send_flags, 0);
+    assert_dma(&w, 129, 4);
+    assert_eq!(sges_in(&d, 4), list);
+
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_dma(&w, 64, 0);
+    assert_eq!(&d[..64], &max_inline);
+}
+
+#[test]
+fn ud_destination_by_ah_num_and_by_av() {
+    let caps = SendQueueCaps {
+        qp_type: QpType::Ud,
+        ..rc_caps()
+    };
+    let mut r = sq_rig(3, caps);
+    let mut av = RxeAv {
+        port_num: 1,
+        network_type: uverbs_uapi::rxe::RXE_NETWORK_TYPE_IPV4,
+        dmac: [2, 0, 0, 0, 0, 9],
+        ..Default::default()
+    };
+    av.grh.hop_limit = 64;
+    let num = UdDest {
+        ah: UdAh::Num(NonZeroU32::new(17).unwrap()),
+        remote_qpn: 0x12,
+        remote_qkey: 0x1111_1111,
+    };
+    let full = UdDest {
+        ah: UdAh::Av(&av),
+        remote_qpn: 0x13,
+        remote_qkey: 0x2222,
+    };
+    r.sq.post(&SendWr::new(1, SendOp::Send).inline(b"x").ud(num))
+        .unwrap();
+    r.sq.post(&SendWr::new(2, SendOp::SendWithImm { imm_data: 5 }).ud(full))
+        .unwrap();
+    r.sq.publish();
+
+    let (w, _) = take_wqe(&r.m).unwrap();
+    let ud = w.wr.ud();
+    assert_eq!(
+        (ud.remote_qpn, ud.remote_qkey, ud.ah_num),
+        (0x12, 0x1111_1111, 17)
+    );
+    assert_eq!(ud.av, RxeAv::default());
+
+    let (w, _) = take_wqe(&r.m).unwrap();
+    let ud = w.wr.ud();
+    assert_eq!(
+        (ud.remote_qpn, ud.remote_qkey, ud.ah_num),
+        (0x13, 0x2222, 0)
+    );
+    assert_eq!(ud.av, av);
+    // imm shares `ex`, not the union: both survive.
+    assert_eq!(w.wr.imm_data(), 5);
+}
+
+// ----- validation ----------------------------------------------------------------------------
+
+#[test]
+fn send_validation_names_the_failed_check() {
+    let mut r = sq_rig(3, rc_caps());
+    let eight = [sge(0x1000, 8, 1)];
+    let five = [sge(0x1000, 5, 1); 5];
+    let cases: Vec<(SendWr<'_>, PostError)> = vec![
+        (
+            SendWr::new(1, SendOp::Send).sge(&five),
+            PostError::TooManySge {
+                num_sge: 5,
+                max_sge: 4,
+            },
+        ),
+        (
+            SendWr::new(1, SendOp::Send).inline(&[0u8; 65]),
+            PostError::InlineTooLong {
+                len: 65,
+                max_inline: 64,
+            },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::RdmaRead {
+                    remote_addr: 0,
+                    rkey: 1,
+                },
+            )
+            .inline(b"x"),
+            PostError::InlineNotAllowed {
+                opcode: SendOpcode::RdmaRead,
+            },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::AtomicFetchAndAdd {
+                    remote_addr: 8,
+                    rkey: 1,
+                    add: 1,
+                },
+            )
+            .sge(&five[..1]),
+            PostError::AtomicLength { length: 5 },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::AtomicFetchAndAdd {
+                    remote_addr: 8,
+                    rkey: 1,
+                    add: 1,
+                },
+            ),
+            PostError::AtomicLength { length: 0 },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::AtomicCmpAndSwp {
+                    remote_addr: 0x1004,
+                    rkey: 1,
+                    compare: 0,
+                    swap: 0,
+                },
+            )
+            .sge(&eight),
+            PostError::AtomicMisaligned {
+                remote_addr: 0x1004,
+            },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::AtomicCmpAndSwp {
+                    remote_addr: 8,
+                    rkey: 1,
+                    compare: 0,
+                    swap: 0,
+                },
+            )
+            .inline(&[0; 8]),
+            PostError::InlineNotAllowed {
+                opcode: SendOpcode::AtomicCmpAndSwp,
+            },
+        ),
+        (
+            SendWr::new(1, SendOp::LocalInv { invalidate_rkey: 1 }).sge(&eight),
+            PostError::DataNotAllowed {
+                opcode: SendOpcode::LocalInv,
+            },
+        ),
+        (
+            SendWr::new(
+                1,
+                SendOp::BindMw(MwBind {
+                    access: 1 << 5,
+                    ..MwBind::default()
+                }),
+            ),
+            PostError::BindMwZeroBased,
+        ),
+        (
+            SendWr::new(1, SendOp::Send).ud(UdDest {
+                ah: UdAh::Num(NonZeroU32::MIN),
+                remote_qpn: 1,
+                remote_qkey: 1,
+            }),
+            PostError::UdAddressOnConnectedQp {
+                qp_type: QpType::Rc,
+            },
+        ),
+    ];
+    for (wr, want) in &cases {
+        assert_eq!(r.sq.post(wr), Err(*want), "{wr:?}");
+    }
+    assert_eq!(r.sq.pending(), 0, "refused WRs leave the ring untouched");
+
+    // Lengths that overflow the WQE's u32.
+    let huge = [sge(0, u32::MAX, 1), sge(0, 1, 1)];
+    assert_eq!(
+        r.sq.post(&SendWr::new(1, SendOp::Send).sge(&huge)),
+        Err(PostError::LengthOverflow { length: 1 << 32 })
+    );
+
+    // Opcode support per QP type.
+    let mut ud = sq_rig(
+        3,
+        SendQueueCaps {
+            qp_type: QpType::Ud,
+            ..rc_caps()
+        },
+    );
+    assert_eq!(
+        ud.sq.post(&SendWr::new(
+            1,
+            SendOp::RdmaWrite {
+                remote_addr: 0,
+                rkey: 0
+            }
+        )),
+        Err(PostError::OpcodeNotSupported {
+            opcode: SendOpcode::RdmaWrite,
+            qp_type: QpType::Ud
+        })
+    );
+    assert_eq!(
+        ud.sq.post(&SendWr::new(1, SendOp::Send)),
+        Err(PostError::UdAddressMissing)
+    );
+    let mut uc = sq_rig(
+        3,
+        SendQueueCaps {
+            qp_type: QpType::Uc,
+            ..rc_caps()
+        },
+    );
+    assert_eq!(
+        uc.sq.post(&SendWr::new(
+            1,
+            SendOp::RdmaRead {
+                remote_addr: 0,
+                rkey: 0
+            }
+        )),
+        Err(PostError::OpcodeNotSupported {
+            opcode: SendOpcode::RdmaRead,
+            qp_type: QpType::Uc
+        })
+    );
+    uc.sq
+        .post(&SendWr::new(
+            1,
+            SendOp::RdmaWrite {
+                remote_addr: 0,
+                rkey: 0,
+            },
+        ))
+        .unwrap();
+}
+
+#[test]
+fn caps_that_do_not_fit_the_element_are_refused() {
+    let m = FakeMapping::new(8, 2); // 256-byte elements: 48 bytes of data room
+    let err = SendQueue::new(
+        open(&m),
+        SendQueueCaps {
+            max_send_sge: 4,
+            ..rc_caps()
+        },
+    );
+    assert_eq!(
+        err.unwrap_err(),
+        RingError::CapsExceedSlot {
+            cap: "max_send_sge",
+            requested: 4,
+            fits: 3
+        }
+    );
+    let err = SendQueue::new(
+        open(&m),
+        SendQueueCaps {
+            max_send_sge: 3,
+            max_inline_data: 49,
+            qp_type: QpType::Rc,
+        },
+    );
+    assert!(matches!(
+        err.unwrap_err(),
+        RingError::CapsExceedSlot {
+            cap: "max_inline_data",
+            ..
+        }
+    ));
+
+    let m = FakeMapping::new(7, 2); // 128 bytes < 208
+    assert!(matches!(
+        SendQueue::new(open(&m), rc_caps()).unwrap_err(),
+        RingError::ElemTooSmall {
+            need: 208,
+            found: 128
+        }
+    ));
+    let m = FakeMapping::new(6, 2); // 64 bytes: 40 + 1 SGE fits, 2 do not
+    assert!(RecvQueue::new(open(&m), 1).is_ok());
+    assert!(matches!(
+        RecvQueue::new(open(&m), 2).unwrap_err(),
+        RingError::CapsExceedSlot {
+            cap: "max_recv_sge",
+            requested: 2,
+            fits: 1
+        }
+    ));
+    let m = FakeMapping::new(5, 2); // 32 bytes < ib_uverbs_wc
+    assert!(matches!(
+        CompletionQueue::new(open(&m)).unwrap_err(),
+        RingError::ElemTooSmall {
+            need: 48,
+            found: 32
+        }
+    ));
+}
+
+// ----- full queue, wraparound, distrust ----------------------------------------------------
+
+#[test]
+fn send_queue_full_then_drains_and_wraps() {
+    let mut r = sq_rig(2, rc_caps()); // 4 slots, capacity 3
+    let list = [sge(0x1000, 4, 1)];
+    let mut next_id = 0u64;
+    let mut expect_id = 0u64;
+    for _round in 0..5 {
+        for _ in 0..3 {
+            r.sq.post(&SendWr::new(next_id, SendOp::Send).sge(&list))
+                .unwrap();
+            next_id += 1;
+        }
+        assert_eq!(
+            r.sq.post(&SendWr::new(999, SendOp::Send)),
+            Err(PostError::QueueFull { capacity: 3 })
+        );
+        r.sq.publish();
+        assert_eq!(r.sq.outstanding().unwrap(), 3);
+        // Still full while the kernel has not consumed anything.
+        assert!(matches!(
+            r.sq.post(&SendWr::new(999, SendOp::Send)),
+            Err(PostError::QueueFull { .. })
+        ));
+        while let Some((w, d)) = take_wqe(&r.m) {
+            assert_eq!(w.wr.wr_id, expect_id);
+            assert_eq!(sges_in(&d, 1), list);
+            expect_id += 1;
+        }
+        assert_eq!(r.sq.outstanding().unwrap(), 0);
+    }
+    // 15 WQEs through a 4-slot ring: more than three full wraps.
+    assert_eq!(expect_id, 15);
+    assert_eq!(r.m.producer(), 15 % 4);
+}
+
+#[test]
+fn kernel_consumer_past_published_is_corruption() {
+    let mut r = sq_rig(3, rc_caps());
+    r.sq.post(&SendWr::new(1, SendOp::Send)).unwrap();
+    r.sq.publish();
+    // The kernel claims to have consumed 3 WQEs, but only 1 was published.
+    r.m.set_consumer(3);
+    assert!(matches!(
+        r.sq.outstanding(),
+        Err(RingError::IndexOutsideWindow {
+            index: IndexKind::Consumer,
+            value: 3,
+            ..
+        })
+    ));
+    r.m.set_consumer(8);
+    assert!(matches!(
+        r.sq.outstanding(),
+        Err(RingError::IndexOutOfRange {
+            index: IndexKind::Consumer,
+            value: 8,
+            index_mask: 7
+        })
+    ));
+}
+
+#[test]
+fn full_queue_check_reloads_a_hostile_consumer() {
+    let mut r = sq_rig(1, rc_caps()); // 2 slots, capacity 1
+    r.sq.post(&SendWr::new(1, SendOp::Send)).unwrap();
+    r.m.set_consumer(0xffff);
+    assert_eq!(
+        r.sq.post(&SendWr::new(2, SendOp::Send)),
+        Err(PostError::Ring(RingError::IndexOutOfRange {
+            index: IndexKind::Consumer,
+            value: 0xffff,
+            index_mask: 1
+        }))
+    );
+}
+
+#[test]
+fn recv_queue_posts_wraps_and_validates() {
+    let m = FakeMapping::new(7, 2); // 128-byte elements, 4 slots
+    let mut rq = RecvQueue::new(open(&m), 5).unwrap();
+    assert_eq!(
+        rq.post(1, &[sge(0, 1, 1); 6]),
+        Err(PostError::TooManySge {
+            num_sge: 6,
+            max_sge: 5
+        })
+    );
+    let mut expect = 0u64;
+    let mut id = 0u64;
+    for round in 0..4u64 {
+        let n = 1 + (round as usize % 3);
+        for _ in 0..n {
+            let list: Vec<RxeSge> = (0..=(id % 5))
+                .map(|k| sge(0x100 * k, 10 + k as u32, 7))
+                .collect();
+            rq.post(id, &list).unwrap();
+            id += 1;
+        }
+        if n == 3 {
+            assert_eq!(rq.post(99, &[]), Err(PostError::QueueFull { capacity: 3 }));
+        }
+        assert_eq!(
+            m.kernel_consume(),
+            None,
+            "unpublished receives are invisible"
+        );
+        assert_eq!(rq.publish(), n as u32);
+        while let Some(bytes) = m.kernel_consume() {
+            let (w, rest) = RxeRecvWqe::read_from_prefix(&bytes).unwrap();
+            let k = (expect % 5) as usize + 1;
+            assert_eq!(w.wr_id, expect);
+            assert_eq!(w.dma.num_sge as usize, k);
+            let want: Vec<RxeSge> = (0..k as u64)
+                .map(|j| sge(0x100 * j, 10 + j as u32, 7))
+                .collect();
+            assert_eq!(sges_in(rest, k), want);
+            assert_eq!(w.dma.length, want.iter().map(|s| s.length).sum::<u32>());
+            assert_eq!(w.dma.resid, w.dma.length);
+            expect += 1;
+        }
+    }
+    for _ in 0..6 {
+        rq.post(id, &[]).unwrap();
+        rq.publish();
+        m.kernel_consume().unwrap();
+        id += 1;
+    }
+    assert_eq!(expect + 6, id);
+    assert!(id > 3 * 4, "more than three wraps");
+}
+
+// ----- completion queue ----------------------------------------------------------------------
+
+fn wc(wr_id: u64) -> UverbsWc {
+    UverbsWc {
+        wr_id,
+        status: (wr_id % 3) as u32,
+        opcode: 128,
+        vendor_err: 0,
+        byte_len: wr_id as u32 * 10,
+        ex: 0x0102_0304u32.to_be(),
+        qp_num: 0x11,
+        src_qp: 0x22,
+        wc_flags: 2,
+        pkey_index: 3,
+        slid: 4,
+        sl: 5,
+        dlid_path_bits: 6,
+        port_num: 1,
+        reserved: 0,
+    }
+}
+
+#[test]
+fn cq_polls_field_by_field_and_wraps() {
+    let m = FakeMapping::new(7, 2); // 4 slots of 128 bytes (kernel's rxe_cqe rounds up)
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    assert_eq!(cq.poll().unwrap(), None);
+    let mut produced = 0u64;
+    let mut polled = 0u64;
+    for _ in 0..5 {
+        while m.kernel_produce(wc(produced).as_bytes()) {
+            produced += 1;
+        }
+        assert_eq!(cq.ready().unwrap(), 3, "one slot stays empty");
+        let peeked = cq.peek().unwrap().unwrap();
+        let c = cq.poll().unwrap().unwrap();
+        assert_eq!(peeked, c);
+        assert_eq!(c.wr_id, polled);
+        assert_eq!(c.status, (polled % 3) as u32);
+        assert_eq!(c.opcode, 128);
+        assert_eq!(c.byte_len, polled as u32 * 10);
+        assert_eq!(c.imm_data(), 0x0102_0304);
+        assert_eq!((c.qp_num, c.src_qp, c.wc_flags), (0x11, 0x22, 2));
+        assert_eq!(
+            (c.pkey_index, c.slid, c.sl, c.dlid_path_bits, c.port_num),
+            (3, 4, 5, 6, 1)
+        );
+        polled += 1;
+        let mut out = [Cqe::default(); 8];
+        let n = cq.poll_batch(&mut out).unwrap();
+        assert_eq!(n, 2);
+        for c in &out[..n] {
+            assert_eq!(c.wr_id, polled);
+            polled += 1;
+        }
+        assert_eq!(cq.poll().unwrap(), None);
+        assert_eq!(m.consumer(), (polled % 4) as u32, "consumer index released");
+    }
+    assert_eq!(polled, 15);
+}
+
+#[test]
+fn cq_distrusts_the_producer_index() {
+    let m = FakeMapping::new(6, 3); // 8 slots of 64 bytes
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    for i in 0..4 {
+        assert!(m.kernel_produce(wc(i).as_bytes()));
+    }
+    assert_eq!(cq.ready().unwrap(), 4);
+    // Producer far ahead of anything possible: out of range, never read out of bounds.
+    m.set_producer(1000);
+    let bad = RingError::IndexOutOfRange {
+        index: IndexKind::Producer,
+        value: 1000,
+        index_mask: 7,
+    };
+    assert_eq!(cq.ready(), Err(bad));
+    // A poll that needs more than the entries already validated reloads and fails too.
+    let mut out = [Cqe::default(); 8];
+    assert_eq!(cq.poll_batch(&mut out), Err(bad));
+    // Producer moved backwards: fewer entries ready than already seen.
+    m.set_producer(2);
+    assert!(matches!(
+        cq.ready(),
+        Err(RingError::IndexOutsideWindow {
+            index: IndexKind::Producer,
+            value: 2,
+            ..
+        })
+    ));
+    m.set_producer(4);
+    assert_eq!(cq.poll().unwrap().unwrap().wr_id, 0);
+}
+
+// ----- the ibv_wr_* API -----------------------------------------------------------------------
+
+#[test]
+fn wr_api_builds_publishes_and_rolls_back() {
+    let mut r = sq_rig(3, rc_caps());
+    assert_eq!(r.sq.wr_send(1, SendFlags::empty()), Err(PostError::NoBatch));
+    assert_eq!(r.sq.wr_complete(), Err(PostError::NoBatch));
+
+    // An ordinary post before the batch: publish() during the batch must publish only it.
+    r.sq.post(&SendWr::new(100, SendOp::Send)).unwrap();
+    r.sq.wr_start().unwrap();
+    assert_eq!(r.sq.wr_start(), Err(PostError::BatchInProgress));
+    assert_eq!(
+        r.sq.post(&SendWr::new(5, SendOp::Send)),
+        Err(PostError::BatchInProgress)
+    );
+    assert_eq!(r.sq.wr_set_sge(1, 2, 3), Err(PostError::NoCurrentWqe));
+    // NoCurrentWqe is sticky: start over.
+    r.sq.wr_abort();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(1, SendFlags::SIGNALED).unwrap();
+    r.sq.wr_set_sge(0x42, 0x1000, 16).unwrap();
+    r.sq.wr_rdma_write_imm(2, SendFlags::empty(), 0x9, 0x2000, 0xfeed)
+        .unwrap();
+    r.sq.wr_set_inline_data_list(&[b"ab", b"cd"]).unwrap();
+    r.sq.wr_atomic_fetch_add(3, SendFlags::empty(), 0x8, 0x3000, 5)
+        .unwrap();
+    r.sq.wr_set_sge_list(&[sge(0x4000, 8, 0x43)]).unwrap();
+    assert_eq!(r.sq.publish(), 1, "only the WQE posted before wr_start");
+    assert_eq!(take_wqe(&r.m).unwrap().0.wr.wr_id, 100);
+    assert!(take_wqe(&r.m).is_none());
+    assert_eq!(r.sq.wr_complete(), Ok(3));
+
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_eq!((w.wr.wr_id, w.wr.opcode, w.wr.send_flags), (1, 2, 2));
+    assert_dma(&w, 16, 1);
+    assert_eq!(sges_in(&d, 1), [sge(0x1000, 16, 0x42)]);
+    let (w, d) = take_wqe(&r.m).unwrap();
+    assert_eq!((w.wr.wr_id, w.wr.opcode, w.wr.send_flags), (2, 1, 8));
+    assert_eq!(w.wr.imm_data(), 0xfeed);
+    assert_eq!(
+        (w.wr.rdma().rkey, w.wr.rdma().remote_addr, w.iova),
+        (0x9, 0x2000, 0x2000)
+    );
+    assert_dma(&w, 4, 0);
+    assert_eq!(&d[..4], b"abcd");
+    let (w, _) = take_wqe(&r.m).unwrap();
+    assert_eq!((w.wr.atomic().compare_add, w.wr.atomic().rkey), (5, 0x8));
+    assert_dma(&w, 8, 1);
+    assert!(take_wqe(&r.m).is_none());
+
+    // Abort: nothing published, and the next WQE reuses the slot.
+    let prod_before = r.m.producer();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(7, SendFlags::empty()).unwrap();
+    r.sq.wr_send(8, SendFlags::empty()).unwrap();
+    r.sq.wr_abort();
+    assert_eq!(r.sq.pending(), 0);
+    assert_eq!(r.m.producer(), prod_before);
+    r.sq.post(&SendWr::new(9, SendOp::Send)).unwrap();
+    r.sq.publish();
+    assert_eq!(take_wqe(&r.m).unwrap().0.wr.wr_id, 9);
+    assert!(take_wqe(&r.m).is_none());
+}
+
+#[test]
+fn wr_api_errors_are_sticky_and_roll_back() {
+    let mut r = sq_rig(3, rc_caps());
+    let prod_before = r.m.producer();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(1, SendFlags::empty()).unwrap();
+    let five = [sge(0, 1, 1); 5];
+    assert_eq!(
+        r.sq.wr_set_sge_list(&five),
+        Err(PostError::TooManySge {
+            num_sge: 5,
+            max_sge: 4
+        })
+    );
+    // Later calls report the first error and do nothing.
+    assert_eq!(
+        r.sq.wr_send(2, SendFlags::empty()),
+        Err(PostError::TooManySge {
+            num_sge: 5,
+            max_sge: 4
+        })
+    );
+    assert_eq!(
+        r.sq.wr_complete(),
+        Err(PostError::TooManySge {
+            num_sge: 5,
+            max_sge: 4
+        })
+    );
+    assert_eq!(r.m.producer(), prod_before);
+    assert_eq!(r.sq.pending(), 0);
+
+    // Checks that need the finished WQE run at the next builder / at complete.
+    r.sq.wr_start().unwrap();
+    r.sq.wr_atomic_cmp_swp(1, SendFlags::empty(), 1, 0x10, 1, 2)
+        .unwrap();
+    assert_eq!(
+        r.sq.wr_complete(),
+        Err(PostError::AtomicLength { length: 0 })
+    );
+    r.sq.wr_start().unwrap();
+    r.sq.wr_atomic_cmp_swp(1, SendFlags::empty(), 1, 0x10, 1, 2)
+        .unwrap();
+    assert_eq!(
+        r.sq.wr_send(2, SendFlags::empty()),
+        Err(PostError::AtomicLength { length: 0 })
+    );
+    r.sq.wr_abort();
+    r.sq.wr_start().unwrap();
+    assert_eq!(
+        r.sq.wr_atomic_fetch_add(1, SendFlags::empty(), 1, 0x11, 1),
+        Err(PostError::AtomicMisaligned { remote_addr: 0x11 })
+    );
+    r.sq.wr_abort();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_rdma_read(1, SendFlags::empty(), 1, 0x10).unwrap();
+    assert_eq!(
+        r.sq.wr_set_inline_data(b"no"),
+        Err(PostError::InlineNotAllowed {
+            opcode: SendOpcode::RdmaRead
+        })
+    );
+    r.sq.wr_abort();
+    assert!(take_wqe(&r.m).is_none());
+    assert_eq!(r.m.producer(), prod_before);
+
+    // Queue full inside a batch.
+    r.sq.wr_start().unwrap();
+    for i in 0..7 {
+        r.sq.wr_send(i, SendFlags::empty()).unwrap();
+    }
+    assert_eq!(
+        r.sq.wr_send(7, SendFlags::empty()),
+        Err(PostError::QueueFull { capacity: 7 })
+    );
+    assert!(r.sq.wr_complete().is_err());
+    assert!(take_wqe(&r.m).is_none());
+}
+
+#[test]
+fn wr_api_on_ud_needs_an_address() {
+    let mut r = sq_rig(
+        3,
+        SendQueueCaps {
+            qp_type: QpType::Ud,
+            ..rc_caps()
+        },
+    );
+    let dest = UdDest {
+        ah: UdAh::Num(NonZeroU32::new(3).unwrap()),
+        remote_qpn: 9,
+        remote_qkey: 1,
+    };
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(1, SendFlags::empty()).unwrap();
+    r.sq.wr_set_ud_addr(dest).unwrap();
+    r.sq.wr_set_inline_data(b"hi").unwrap();
+    r.sq.wr_send_imm(2, SendFlags::empty(), 4).unwrap();
+    assert_eq!(r.sq.wr_complete(), Err(PostError::UdAddressMissing));
+    assert!(take_wqe(&r.m).is_none());
+
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send_imm(2, SendFlags::SIGNALED, 4).unwrap();
+    r.sq.wr_set_ud_addr(dest).unwrap();
+    assert_eq!(r.sq.wr_complete(), Ok(1));
+    let (w, _) = take_wqe(&r.m).unwrap();
+    assert_eq!(
+        (w.wr.ud().ah_num, w.wr.ud().remote_qpn, w.wr.imm_data()),
+        (3, 9, 4)
+    );
+
+    let mut rc = sq_rig(3, rc_caps());
+    rc.sq.wr_start().unwrap();
+    rc.sq.wr_send(1, SendFlags::empty()).unwrap();
+    assert_eq!(
+        rc.sq.wr_set_ud_addr(dest),
+        Err(PostError::UdAddressOnConnectedQp {
+            qp_type: QpType::Rc
+        })
+    );
+}
