@@ -1,0 +1,750 @@
+//! The send queue: WQEs in the device's low-latency queue (LLQ).
+//!
+//! The LLQ is device memory mapped write-only and write-combined. Each WR is validated in full,
+//! then built in a local staging area; on [`SendSession::complete`] the staged WQEs are copied to
+//! the LLQ with whole-word volatile stores and published by writing the producer counter to the
+//! SQ doorbell, at most every `max_batch_wr` WQEs (the device's `max_tx_batch`, in 64-byte
+//! units) and once at the end. Nothing is ever read back from device memory.
+//!
+//! The meta descriptor's phase bit is the SQ's wrap count modulo two (0 on the first pass), so
+//! the device can tell a fresh WQE from a stale one.
+//!
+//! Owns: the LLQ write cursor, the SQ doorbell, the SQ's wr_id pool. Must not: read the LLQ,
+//! allocate on post, or write anything the validation refused.
+#![allow(unsafe_code)]
+
+use core::ptr::NonNull;
+
+use zerocopy::IntoBytes;
+
+use crate::defs::*;
+use crate::error::{EfaError, QueueKind};
+use crate::mmio::{self, Doorbell};
+use crate::wrid::WridPool;
+use uverbs_uapi::efa::{EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE};
+
+/// 64-byte send WQE (`sizeof(struct efa_io_tx_wqe)`).
+pub const EFA_IO_TX_DESC_SIZE_64: u32 = 64;
+/// 128-byte send WQE (`sizeof(struct efa_io_tx_wqe_128)`).
+pub const EFA_IO_TX_DESC_SIZE_128: u32 = 128;
+
+/// QP transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// `IBV_QPT_UD`: unreliable datagram; SEND and SEND_WITH_IMM only.
+    Ud,
+    /// SRD (`IBV_QPT_DRIVER` + `EFA_QP_DRIVER_TYPE_SRD`): reliable unordered datagrams; RDMA
+    /// read/write as the device caps allow.
+    Srd,
+}
+
+/// What the device said it can do (`struct efa_ibv_ex_query_device_resp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// `EFA_QUERY_DEVICE_CAPS_*`.
+    pub device_caps: u32,
+    /// Largest RDMA read/write in bytes.
+    pub max_rdma_size: u32,
+}
+
+/// Everything the SQ needs from the create-QP exchange and the context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqConfig {
+    /// QP number (for errors).
+    pub qp_num: u32,
+    /// Transport.
+    pub qp_type: QpType,
+    /// Number of WQE slots: a power of two (what `sq_ring_size / wqe_size` was in the request).
+    pub depth: u32,
+    /// 64 or 128 (see [`SqConfig::wqe_size_for`]).
+    pub wqe_size: u32,
+    /// The QP's `max_send_sge` (at most 2).
+    pub max_send_sge: u32,
+    /// SGEs allowed for RDMA (`min(max_sge_rd, 1)`).
+    pub max_rdma_sge: u32,
+    /// The QP's `max_inline_data` (at most 32 with 64-byte WQEs, 80 with 128-byte).
+    pub max_inline_data: u32,
+    /// `EFADV_QP_FLAGS_INLINE_WRITE`: RDMA write may carry inline data (128-byte WQEs only).
+    pub inline_write: bool,
+    /// `max_tx_batch` from the ucontext response, in 64-byte units (0: unlimited).
+    pub max_tx_batch: u16,
+    /// `min_sq_wr` from the ucontext response (non-zero: never ring for the whole SQ at once).
+    pub min_sq_wr: u16,
+    /// Device capabilities.
+    pub caps: DeviceCaps,
+    /// Generation of this QP number, carried in the high bits of the req_id.
+    pub gen: u16,
+}
+
+impl SqConfig {
+    /// WQE size rdma-core picks: 128 bytes when inline data exceeds 32 bytes or inline RDMA
+    /// write is requested, otherwise 64.
+    pub fn wqe_size_for(max_inline_data: u32, inline_write: bool) -> u32 {
+        if max_inline_data > EFA_IO_TX_DESC_INLINE_MAX_SIZE as u32 || inline_write {
+            EFA_IO_TX_DESC_SIZE_128
+        } else {
+            EFA_IO_TX_DESC_SIZE_64
+        }
+    }
+
+    /// SQ depth rdma-core picks for a requested `max_send_wr`: at least `min_sq_wr`, rounded up
+    /// to a power of two.
+    pub fn depth_for(max_send_wr: u32, min_sq_wr: u16) -> u32 {
+        max_send_wr
+            .max(u32::from(min_sq_wr))
+            .max(1)
+            .next_power_of_two()
+    }
+
+    /// `sq_ring_size` for [`uverbs_uapi::efa::EfaIbvCreateQp`]: depth × WQE size.
+    pub fn sq_ring_size(&self) -> u32 {
+        self.depth.saturating_mul(self.wqe_size)
+    }
+
+    /// WQEs per doorbell: `max_tx_batch * 64 / wqe_size` (at least 1), unlimited when
+    /// `max_tx_batch` is 0, and at most `depth - 1` when the device has a `min_sq_wr`.
+    pub fn max_batch_wr(&self) -> u32 {
+        let mut b = if self.max_tx_batch == 0 {
+            u32::from(u16::MAX)
+        } else {
+            (u32::from(self.max_tx_batch) * 64 / self.wqe_size.max(1)).max(1)
+        };
+        if self.min_sq_wr != 0 {
+            b = b.min(self.depth.saturating_sub(1)).max(1);
+        }
+        b
+    }
+
+    fn inline_capacity(&self) -> u32 {
+        if self.wqe_size == EFA_IO_TX_DESC_SIZE_128 {
+            EFA_IO_TX_DESC_INLINE_MAX_SIZE_128 as u32
+        } else {
+            EFA_IO_TX_DESC_INLINE_MAX_SIZE as u32
+        }
+    }
+
+    fn check(&self) -> Result<(), EfaError> {
+        let bad = |reason| Err(EfaError::BadConfig { ring: "sq", reason });
+        if !self.depth.is_power_of_two() || self.depth > 1 << 16 {
+            return bad("depth must be a power of two <= 65536");
+        }
+        if self.wqe_size != EFA_IO_TX_DESC_SIZE_64 && self.wqe_size != EFA_IO_TX_DESC_SIZE_128 {
+            return bad("wqe_size must be 64 or 128");
+        }
+        if self.max_send_sge as usize > EFA_IO_TX_DESC_NUM_BUFS {
+            return bad("max_send_sge exceeds the 2 buffer descriptors of a WQE");
+        }
+        if self.max_rdma_sge as usize > EFA_IO_TX_DESC_NUM_RDMA_BUFS {
+            return bad("max_rdma_sge exceeds the 1 local buffer of an RDMA WQE");
+        }
+        if self.max_inline_data > self.inline_capacity() {
+            return bad("max_inline_data exceeds the WQE's inline room");
+        }
+        if self.inline_write && self.wqe_size != EFA_IO_TX_DESC_SIZE_128 {
+            return bad("inline RDMA write needs 128-byte WQEs");
+        }
+        Ok(())
+    }
+}
+
+/// A scatter/gather entry (`struct ibv_sge`).
+#[doc(alias = "ibv_sge")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Start address in a registered MR.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The MR's lkey.
+    pub lkey: u32,
+}
+
+/// Destination of a datagram (`ibv_wr_set_ud_addr`; `wr.ud` of `ibv_send_wr`).
+#[doc(alias = "ibv_wr_set_ud_addr")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdAddr {
+    /// Device address handle number (`efa_address_handle` of the create-AH response).
+    pub ah: u16,
+    /// Remote QP number (EFA QP numbers are 16-bit).
+    pub remote_qpn: u32,
+    /// Remote Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// The operation of a send WR (`ibv_wr_send`, `ibv_wr_rdma_read`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`; `imm` is the host-order value (`be32toh(wr.imm_data)`).
+    SendImm {
+        /// Immediate data.
+        imm: u32,
+    },
+    /// `IBV_WR_RDMA_READ` (SRD, `EFA_QUERY_DEVICE_CAPS_RDMA_READ`).
+    RdmaRead {
+        /// Remote key.
+        rkey: u32,
+        /// Remote address.
+        remote_addr: u64,
+    },
+    /// `IBV_WR_RDMA_WRITE` (SRD, `EFA_QUERY_DEVICE_CAPS_RDMA_WRITE`).
+    RdmaWrite {
+        /// Remote key.
+        rkey: u32,
+        /// Remote address.
+        remote_addr: u64,
+    },
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM` (SRD, `EFA_QUERY_DEVICE_CAPS_RDMA_WRITE`).
+    RdmaWriteImm {
+        /// Remote key.
+        rkey: u32,
+        /// Remote address.
+        remote_addr: u64,
+        /// Immediate data (host order).
+        imm: u32,
+    },
+}
+
+impl SendOp {
+    fn name(&self) -> &'static str {
+        match self {
+            SendOp::Send => "SEND",
+            SendOp::SendImm { .. } => "SEND_WITH_IMM",
+            SendOp::RdmaRead { .. } => "RDMA_READ",
+            SendOp::RdmaWrite { .. } => "RDMA_WRITE",
+            SendOp::RdmaWriteImm { .. } => "RDMA_WRITE_WITH_IMM",
+        }
+    }
+}
+
+/// Where a send WR's data comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload<'a> {
+    /// `ibv_wr_set_sge_list`: buffers in registered memory.
+    Sge(&'a [Sge]),
+    /// `ibv_wr_set_inline_data_list` (or `IBV_SEND_INLINE`): bytes copied into the WQE.
+    Inline(&'a [&'a [u8]]),
+}
+
+/// A send work request: required fields in the constructors, the rest by setters.
+#[doc(alias = "ibv_send_wr")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub op: SendOp,
+    /// Destination.
+    pub dest: UdAddr,
+    /// Data.
+    pub payload: Payload<'a>,
+    /// `IBV_SEND_SIGNALED` (or the QP's `sq_sig_all`); EFA refuses unsignaled sends.
+    pub signaled: bool,
+    /// `efadv_wr_set_processing_hints` (`EFA_IO_PROCESSING_HINT_*`).
+    pub processing_hints: u8,
+}
+
+impl<'a> SendWr<'a> {
+    /// A WR with operation `op` to `dest`, no data, not yet signaled.
+    pub fn new(wr_id: u64, op: SendOp, dest: UdAddr) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            dest,
+            payload: Payload::Sge(&[]),
+            signaled: false,
+            processing_hints: 0,
+        }
+    }
+    /// `ibv_wr_send`.
+    #[doc(alias = "ibv_wr_send")]
+    pub fn send(wr_id: u64, dest: UdAddr) -> Self {
+        Self::new(wr_id, SendOp::Send, dest)
+    }
+    /// `ibv_wr_send_imm`.
+    #[doc(alias = "ibv_wr_send_imm")]
+    pub fn send_imm(wr_id: u64, dest: UdAddr, imm: u32) -> Self {
+        Self::new(wr_id, SendOp::SendImm { imm }, dest)
+    }
+    /// `ibv_wr_rdma_read`.
+    #[doc(alias = "ibv_wr_rdma_read")]
+    pub fn rdma_read(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64) -> Self {
+        Self::new(wr_id, SendOp::RdmaRead { rkey, remote_addr }, dest)
+    }
+    /// `ibv_wr_rdma_write`.
+    #[doc(alias = "ibv_wr_rdma_write")]
+    pub fn rdma_write(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64) -> Self {
+        Self::new(wr_id, SendOp::RdmaWrite { rkey, remote_addr }, dest)
+    }
+    /// `ibv_wr_rdma_write_imm`.
+    #[doc(alias = "ibv_wr_rdma_write_imm")]
+    pub fn rdma_write_imm(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64, imm: u32) -> Self {
+        Self::new(
+            wr_id,
+            SendOp::RdmaWriteImm {
+                rkey,
+                remote_addr,
+                imm,
+            },
+            dest,
+        )
+    }
+    /// `ibv_wr_set_sge_list`.
+    #[doc(alias = "ibv_wr_set_sge_list")]
+    pub fn sge_list(mut self, sges: &'a [Sge]) -> Self {
+        self.payload = Payload::Sge(sges);
+        self
+    }
+    /// `ibv_wr_set_inline_data_list`.
+    #[doc(alias = "ibv_wr_set_inline_data_list")]
+    pub fn inline_data(mut self, bufs: &'a [&'a [u8]]) -> Self {
+        self.payload = Payload::Inline(bufs);
+        self
+    }
+    /// `IBV_SEND_SIGNALED`.
+    pub fn signaled(mut self, on: bool) -> Self {
+        self.signaled = on;
+        self
+    }
+    /// `efadv_wr_set_processing_hints`.
+    #[doc(alias = "efadv_wr_set_processing_hints")]
+    pub fn processing_hints(mut self, hints: u8) -> Self {
+        self.processing_hints = hints;
+        self
+    }
+}
+
+/// A WR of a list was refused: the ones before it were posted, it and the rest were not
+/// (`bad_wr` of `ibv_post_send`/`ibv_post_recv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the refused WR in the list (= number of WRs posted).
+    pub index: usize,
+    /// Why.
+    pub error: EfaError,
+}
+
+impl core::fmt::Display for PostError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "work request {} of the list: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// The send queue of one QP.
+pub struct SendQueue {
+    cfg: SqConfig,
+    /// First WQE slot in the LLQ (write-only device memory).
+    desc: NonNull<u8>,
+    db: Doorbell,
+    pool: WridPool,
+    /// Staging area for a session: `depth` WQEs, built here, copied to the LLQ on complete.
+    staging: Box<[u8]>,
+    wqe_size: usize,
+    mask: u32,
+    max_batch: u32,
+    /// Producer counter: WQEs ever published, modulo 2^16 (what the doorbell carries).
+    pc: u16,
+    /// Phase of the slot at `pc` (flips each time `pc` wraps the ring).
+    phase: bool,
+}
+
+// SAFETY: the LLQ and doorbell pointers refer to a process-wide mapping that `new`'s caller
+// keeps alive for our lifetime and that nobody else writes; every write goes through `&mut self`.
+unsafe impl Send for SendQueue {}
+
+impl core::fmt::Debug for SendQueue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendQueue")
+            .field("qp_num", &self.cfg.qp_num)
+            .field("depth", &self.cfg.depth)
+            .field("pc", &self.pc)
+            .field("outstanding", &self.pool.outstanding())
+            .finish()
+    }
+}
+
+impl SendQueue {
+    /// Sets up the SQ over the LLQ mapping and the SQ doorbell.
+    ///
+    /// `desc` is the first WQE slot (mapping of `llq_desc_mmap_key` + `llq_desc_offset`),
+    /// `desc_len` the bytes usable from there; `db` is the SQ doorbell (mapping of
+    /// `sq_db_mmap_key` + `sq_db_offset`).
+    ///
+    /// # Safety
+    /// For the whole life of the returned queue: `desc` must be valid for writes of `desc_len`
+    /// bytes and `db` for volatile 32-bit writes, both usable from any thread, and no one else
+    /// may write them. They need not be readable (they are mapped write-only).
+    pub unsafe fn new(
+        cfg: SqConfig,
+        desc: NonNull<u8>,
+        desc_len: usize,
+        db: NonNull<u32>,
+    ) -> Result<Self, EfaError> {
+        cfg.check()?;
+        let bad = |reason| Err(EfaError::BadConfig { ring: "sq", reason });
+        if (cfg.sq_ring_size() as usize) > desc_len {
+            return bad("LLQ mapping smaller than depth * wqe_size");
+        }
+        if desc.as_ptr() as usize % 8 != 0 {
+            return bad("LLQ descriptors not 8-byte aligned");
+        }
+        if db.as_ptr() as usize % 4 != 0 {
+            return bad("SQ doorbell not 4-byte aligned");
+        }
+        let pool = WridPool::new(cfg.depth, cfg.gen)?;
+        Ok(SendQueue {
+            cfg,
+            desc,
+            // SAFETY: forwarded from our caller's contract on `db` (checked aligned above).
+            db: unsafe { Doorbell::new(db) },
+            pool,
+            staging: vec![0u8; cfg.sq_ring_size() as usize].into_boxed_slice(),
+            wqe_size: cfg.wqe_size as usize,
+            mask: cfg.depth - 1,
+            max_batch: cfg.max_batch_wr(),
+            pc: 0,
+            phase: false,
+        })
+    }
+
+    /// The configuration this queue was built with.
+    pub fn config(&self) -> &SqConfig {
+        &self.cfg
+    }
+
+    /// The wr_id pool (the CQ completes send WRs through it).
+    pub fn pool_mut(&mut self) -> &mut WridPool {
+        &mut self.pool
+    }
+
+    /// Producer counter (WQEs published, mod 2^16).
+    pub fn producer_counter(&self) -> u16 {
+        self.pc
+    }
+
+    /// Starts a batch of WRs (`ibv_wr_start`). Dropping the session without
+    /// [`complete`](SendSession::complete) discards the staged WRs like `ibv_wr_abort`.
+    #[doc(alias = "ibv_wr_start")]
+    pub fn start(&mut self) -> SendSession<'_> {
+        SendSession {
+            pc0: self.pc,
+            phase0: self.phase,
+            staged: 0,
+            sq: self,
+        }
+    }
+
+    /// `ibv_post_send`: posts `wrs` in order; the first refused WR stops the list and is
+    /// reported with its index, the ones before it are posted (doorbell rung).
+    #[doc(alias = "ibv_post_send")]
+    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize, PostError> {
+        let mut s = self.start();
+        for (index, wr) in wrs.iter().enumerate() {
+            if let Err(error) = s.post(wr) {
+                s.complete();
+                return Err(PostError { index, error });
+            }
+        }
+        Ok(s.complete())
+    }
+
+    fn validate(&self, wr: &SendWr<'_>) -> Result<(), EfaError> {
+        let qpn = self.cfg.qp_num;
+        if !wr.signaled {
+            return Err(EfaError::Unsignaled { qpn });
+        }
+        if wr.dest.remote_qpn > u32::from(u16::MAX) {
+            return Err(EfaError::BadRemoteQpn {
+                qpn,
+                remote_qpn: wr.dest.remote_qpn,
+            });
+        }
+        let (rdma, cap) = match wr.op {
+            SendOp::Send | SendOp::SendImm { .. } => (false, 0),
+            SendOp::RdmaRead { .. } => (true, EFA_QUERY_DEVICE_CAPS_RDMA_READ),
+            SendOp::RdmaWrite { .. } | SendOp::RdmaWriteImm { .. } => {
+                (true, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE)
+            }
+        };
+        if rdma {
+            if self.cfg.qp_type != QpType::Srd {
+                return Err(EfaError::OpNotSupported {
+                    qpn,
+                    op: wr.op.name(),
+                    reason: "RDMA needs an SRD QP",
+                });
+            }
+            if self.cfg.caps.device_caps & cap == 0 {
+                return Err(EfaError::OpNotSupported {
+                    qpn,
+                    op: wr.op.name(),
+                    reason: "device lacks the EFA_QUERY_DEVICE_CAPS bit for it",
+                });
+            }
+        }
+        let total: u64 = match wr.payload {
+            Payload::Sge(sges) => {
+                let max = if rdma {
+                    self.cfg.max_rdma_sge
+                } else {
+                    self.cfg.max_send_sge
+                };
+                if sges.len() > max as usize {
+                    return Err(EfaError::TooManySge {
+                        qpn,
+                        queue: QueueKind::Send,
+                        num_sge: sges.len(),
+                        max_sge: max as usize,
+                    });
+                }
+                sges.iter().map(|s| u64::from(s.length)).sum()
+            }
+            Payload::Inline(bufs) => {
+                let len: usize = bufs.iter().map(|b| b.len()).sum();
+                match wr.op {
+                    SendOp::RdmaRead { .. } => {
+                        return Err(EfaError::InlineNotSupported {
+                            qpn,
+                            op: wr.op.name(),
+                        })
+                    }
+                    SendOp::RdmaWrite { .. } | SendOp::RdmaWriteImm { .. }
+                        if !self.cfg.inline_write =>
+                    {
+                        return Err(EfaError::InlineNotSupported {
+                            qpn,
+                            op: wr.op.name(),
+                        })
+                    }
+                    _ => {}
+                }
+                if len > self.cfg.max_inline_data as usize {
+                    return Err(EfaError::InlineTooLong {
+                        qpn,
+                        len,
+                        max: self.cfg.max_inline_data as usize,
+                    });
+                }
+                len as u64
+            }
+        };
+        if rdma {
+            if total > u64::from(self.cfg.caps.max_rdma_size) {
+                return Err(EfaError::RdmaTooLong {
+                    qpn,
+                    len: total,
+                    max: self.cfg.caps.max_rdma_size,
+                });
+            }
+        } else if total > u64::from(u32::MAX) {
+            return Err(EfaError::LengthTooLong { qpn, len: total });
+        }
+        if self.pool.is_full() {
+            return Err(EfaError::QueueFull {
+                qpn,
+                queue: QueueKind::Send,
+                depth: self.cfg.depth,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Builds the WQE for a validated WR. Always builds the 128-byte layout: its first 64 bytes
+/// are exactly the 64-byte WQE for every payload that fits one (sgl, inline <= 32 bytes, and
+/// `rdma_req` whose `remote_mem` + `local_mem[0]` sit at the same offsets), so the 64-byte
+/// format is its prefix.
+pub fn build_wqe(wr: &SendWr<'_>, req_id: u16, phase: bool) -> EfaIoTxWqe128 {
+    let mut w = EfaIoTxWqe128::default();
+    let (op_type, imm, remote) = match wr.op {
+        SendOp::Send => (EFA_IO_SEND, None, None),
+        SendOp::SendImm { imm } => (EFA_IO_SEND, Some(imm), None),
+        SendOp::RdmaRead { rkey, remote_addr } => {
+            (EFA_IO_RDMA_READ, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWrite { rkey, remote_addr } => {
+            (EFA_IO_RDMA_WRITE, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWriteImm {
+            rkey,
+            remote_addr,
+            imm,
+        } => (EFA_IO_RDMA_WRITE, Some(imm), Some((rkey, remote_addr))),
+    };
+    {
+        let md = &mut w.meta;
+        md.set_meta_desc(true);
+        md.set_op_type(op_type);
+        md.set_phase(phase);
+        md.set_first(true);
+        md.set_last(true);
+        md.set_comp_req(true);
+        md.req_id.set(req_id);
+        md.dest_qp_num.set(wr.dest.remote_qpn as u16);
+        md.ah.set(wr.dest.ah);
+        md.qkey.set(wr.dest.remote_qkey);
+        md.set_processing_hints(wr.processing_hints);
+        if let Some(imm) = imm {
+            md.immediate_data.set(imm);
+            md.set_has_imm(true);
+        }
+    }
+    match (wr.payload, remote) {
+        (Payload::Sge(sges), None) => {
+            w.meta.length.set(sges.len() as u16);
+            for (d, s) in w.sgl_mut().iter_mut().zip(sges) {
+                *d = EfaIoTxBufDesc::new(s.addr, s.lkey, s.length);
+            }
+        }
+        (Payload::Inline(bufs), None) => {
+            let len = copy_inline(w.inline_data_mut(), bufs);
+            w.meta.set_inline_msg(true);
+            w.meta.length.set(len as u16);
+        }
+        (Payload::Sge(sges), Some((rkey, addr))) => {
+            w.meta.length.set(sges.len() as u16);
+            let r = w.rdma_req_mut();
+            r.remote_mem.rkey.set(rkey);
+            r.remote_mem.set_buf_addr(addr);
+            let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+            r.remote_mem.length.set(total as u32);
+            for (d, s) in r.local_mem_mut().iter_mut().zip(sges) {
+                *d = EfaIoTxBufDesc::new(s.addr, s.lkey, s.length);
+            }
+        }
+        (Payload::Inline(bufs), Some((rkey, addr))) => {
+            let r = w.rdma_req_mut();
+            r.remote_mem.rkey.set(rkey);
+            r.remote_mem.set_buf_addr(addr);
+            let len = copy_inline(r.inline_data_mut(), bufs);
+            r.remote_mem.length.set(len as u32);
+            w.meta.set_inline_msg(true);
+            w.meta.length.set(len as u16);
+        }
+    }
+    w
+}
+
+/// Concatenates `bufs` into `dst` (validated to fit), returning the byte count.
+fn copy_inline(dst: &mut [u8], bufs: &[&[u8]]) -> usize {
+    let mut off = 0;
+    for b in bufs {
+        let end = (off + b.len()).min(dst.len());
+        let n = end - off;
+        dst[off..end].copy_from_slice(&b[..n]);
+        off = end;
+    }
+    off
+}
+
+/// A batch of send WRs being staged (`ibv_wr_start` .. `ibv_wr_complete`/`ibv_wr_abort`).
+#[derive(Debug)]
+pub struct SendSession<'q> {
+    sq: &'q mut SendQueue,
+    pc0: u16,
+    phase0: bool,
+    staged: u32,
+}
+
+impl SendSession<'_> {
+    /// Validates `wr` and stages its WQE. A refused WR leaves nothing behind; WRs staged before
+    /// it stay staged.
+    pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), EfaError> {
+        self.sq.validate(wr)?;
+        let sq = &mut *self.sq;
+        let Some(req_id) = sq.pool.alloc(wr.wr_id) else {
+            // `validate` checked the pool has room; keep the refusal typed anyway.
+            return Err(EfaError::QueueFull {
+                qpn: sq.cfg.qp_num,
+                queue: QueueKind::Send,
+                depth: sq.cfg.depth,
+            });
+        };
+        let wqe = build_wqe(wr, req_id, sq.phase);
+        let off = self.staged as usize * sq.wqe_size;
+        // The pool holds `depth` slots and each staged WR holds one, so `staged < depth` and
+        // the staging slot exists.
+        if let Some(slot) = sq.staging.get_mut(off..off + sq.wqe_size) {
+            slot.copy_from_slice(&wqe.as_bytes()[..sq.wqe_size]);
+        }
+        self.staged += 1;
+        sq.pc = sq.pc.wrapping_add(1);
+        if u32::from(sq.pc) & sq.mask == 0 {
+            sq.phase = !sq.phase;
+        }
+        Ok(())
+    }
+
+    /// Number of WRs staged so far.
+    pub fn staged(&self) -> u32 {
+        self.staged
+    }
+
+    /// `ibv_wr_complete`: copies the staged WQEs to the LLQ and rings the doorbell every
+    /// `max_batch_wr` WQEs and once at the end. Returns the number of WRs posted.
+    #[doc(alias = "ibv_wr_complete")]
+    pub fn complete(mut self) -> usize {
+        let n = core::mem::take(&mut self.staged);
+        let sq = &mut *self.sq;
+        if n == 0 {
+            return 0;
+        }
+        let mut pc = self.pc0;
+        let mut in_batch = 0;
+        // Orders the previous doorbell write before the WC stores below.
+        mmio::wc_start();
+        for i in 0..n as usize {
+            let slot = (u32::from(pc) & sq.mask) as usize * sq.wqe_size;
+            let src = &sq.staging[i * sq.wqe_size..(i + 1) * sq.wqe_size];
+            // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
+            // depth - 1, size checked in `new`), `desc` and `wqe_size` are multiples of 8, and
+            // `new`'s caller made `desc` writable for `desc_len` bytes for our lifetime.
+            unsafe { mmio::copy_to_wc(sq.desc.add(slot), src) };
+            pc = pc.wrapping_add(1);
+            in_batch += 1;
+            if in_batch == sq.max_batch {
+                // Every WC store of this batch reaches the device before the doorbell.
+                mmio::wc_flush();
+                sq.db.ring(u32::from(pc));
+                in_batch = 0;
+                // The doorbell above reaches the device before the next batch's WC stores.
+                mmio::wc_start();
+            }
+        }
+        if in_batch != 0 {
+            // Every WC store since the last doorbell reaches the device before this one.
+            mmio::wc_flush();
+            sq.db.ring(u32::from(pc));
+        }
+        n as usize
+    }
+
+    /// `ibv_wr_abort`: discards the staged WRs (their req_ids return to the pool, the producer
+    /// counter and phase go back).
+    #[doc(alias = "ibv_wr_abort")]
+    pub fn abort(mut self) {
+        self.rollback();
+    }
+
+    fn rollback(&mut self) {
+        let n = core::mem::take(&mut self.staged);
+        if n != 0 {
+            self.sq.pool.rollback(n as usize);
+            self.sq.pc = self.pc0;
+            self.sq.phase = self.phase0;
+        }
+    }
+}
+
+impl Drop for SendSession<'_> {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+#[cfg(test)]
+#[path = "sq_tests.rs"]
+mod tests;

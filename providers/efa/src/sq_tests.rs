@@ -1,0 +1,439 @@
+//! SQ tests against heap memory standing in for the LLQ and the doorbell page.
+
+use super::*;
+use crate::error::{EINVAL, ENOMEM, EOPNOTSUPP};
+use crate::testmem::Mem;
+
+const DEST: UdAddr = UdAddr {
+    ah: 0x0102,
+    remote_qpn: 0x0304,
+    remote_qkey: 0x0506_0708,
+};
+
+fn cfg(depth: u32, wqe_size: u32) -> SqConfig {
+    SqConfig {
+        qp_num: 7,
+        qp_type: QpType::Srd,
+        depth,
+        wqe_size,
+        max_send_sge: 2,
+        max_rdma_sge: 1,
+        max_inline_data: if wqe_size == 128 { 80 } else { 32 },
+        inline_write: wqe_size == 128,
+        max_tx_batch: 0,
+        min_sq_wr: 0,
+        caps: DeviceCaps {
+            device_caps: EFA_QUERY_DEVICE_CAPS_RDMA_READ | EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
+            max_rdma_size: 1 << 20,
+        },
+        gen: 0,
+    }
+}
+
+/// Fields drop in declaration order: the queue goes before the memory it points into.
+struct Rig {
+    sq: SendQueue,
+    desc: Mem,
+    _db: Mem,
+}
+
+fn rig(c: SqConfig) -> Rig {
+    let desc = Mem::new(c.sq_ring_size() as usize);
+    let db = Mem::new(4);
+    // SAFETY: both regions are heap allocations of the needed sizes that `Rig` keeps alive
+    // until after the queue is dropped (field order); only this thread touches them.
+    let sq = unsafe { SendQueue::new(c, desc.ptr(), desc.len(), db.u32_ptr()) }.unwrap();
+    Rig { sq, desc, _db: db }
+}
+
+fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
+    Sge { addr, length, lkey }
+}
+
+#[test]
+fn golden_send_imm_64() {
+    let mut r = rig(cfg(4, 64));
+    let sg = [sge(0x1122_3344_5566_7788, 0x100, 0xab_cdef)];
+    let wr = SendWr::send_imm(0xdead, DEST, 0x1122_3344)
+        .sge_list(&sg)
+        .signaled(true);
+    assert_eq!(r.sq.post_send(&[wr]), Ok(1));
+    #[rustfmt::skip]
+    let expected: [u8; 64] = [
+        // req_id: first slot of a generation-0 pool -> 0
+        0x00, 0x00,
+        // ctrl1: op_type SEND (0) in 3:0 | has_imm BIT(4)=0x10 | meta_desc BIT(7)=0x80
+        0x90,
+        // ctrl2: phase 0 | first BIT(2)=0x04 | last BIT(3)=0x08 | comp_req BIT(4)=0x10
+        0x1c,
+        // dest_qp_num 0x0304 LE
+        0x04, 0x03,
+        // length: 1 buffer descriptor
+        0x01, 0x00,
+        // immediate_data 0x11223344 LE
+        0x44, 0x33, 0x22, 0x11,
+        // ah 0x0102 LE, ctrl3 0, reserved 0
+        0x02, 0x01, 0x00, 0x00,
+        // qkey 0x05060708 LE
+        0x08, 0x07, 0x06, 0x05,
+        // reserved2[6], req_id_ex[3] = 0
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        // sgl[0].length 0x100
+        0x00, 0x01, 0x00, 0x00,
+        // sgl[0].lkey 0xabcdef in 23:0
+        0xef, 0xcd, 0xab, 0x00,
+        // buf_addr_lo 0x55667788, buf_addr_hi 0x11223344
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+        // sgl[1] unused
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    assert_eq!(r.desc.read(0, 64), expected);
+    assert_eq!(r.sq.db.log, [1], "one doorbell carrying producer counter 1");
+    // The same bytes decode through the 64-byte WQE type a device model would use.
+    let w = <EfaIoTxWqe as zerocopy::FromBytes>::read_from_bytes(&expected[..]).unwrap();
+    assert_eq!(w.sgl()[0].buf_addr(), 0x1122_3344_5566_7788);
+    assert_eq!(w.sgl()[0].lkey_value(), 0xab_cdef);
+    assert!(w.meta.has_imm() && w.meta.meta_desc() && w.meta.comp_req());
+}
+
+#[test]
+fn golden_inline_rdma_write_128() {
+    let mut c = cfg(4, 128);
+    c.gen = 3;
+    let mut r = rig(c);
+    let bufs: [&[u8]; 2] = [b"hello", b"!!"];
+    let wr = SendWr::rdma_write(1, DEST, 0x99, 0x1_0000_0002)
+        .inline_data(&bufs)
+        .signaled(true);
+    assert_eq!(r.sq.post_send(&[wr]), Ok(1));
+    let got = r.desc.read(0, 128);
+    #[rustfmt::skip]
+    let meta: [u8; 32] = [
+        // req_id: generation 3 above 2 index bits (depth 4) -> 3 << 2 | slot 0 = 0x0c
+        0x0c, 0x00,
+        // ctrl1: op_type RDMA_WRITE (2) | inline_msg BIT(5)=0x20 | meta_desc 0x80
+        0xa2,
+        // ctrl2: first | last | comp_req, phase 0
+        0x1c,
+        0x04, 0x03,
+        // length: 7 inline bytes
+        0x07, 0x00,
+        0, 0, 0, 0,
+        0x02, 0x01, 0x00, 0x00,
+        0x08, 0x07, 0x06, 0x05,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    assert_eq!(got[..32], meta);
+    #[rustfmt::skip]
+    let remote: [u8; 16] = [
+        // remote_mem.length = inline length 7, rkey 0x99, addr lo 2, addr hi 1
+        0x07, 0, 0, 0, 0x99, 0, 0, 0, 0x02, 0, 0, 0, 0x01, 0, 0, 0,
+    ];
+    assert_eq!(got[32..48], remote);
+    // rdma_req_128.inline_data starts right after remote_mem
+    assert_eq!(&got[48..55], b"hello!!");
+    assert!(got[55..].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn golden_rdma_read_64() {
+    let mut r = rig(cfg(4, 64));
+    let sg = [sge(0xaaaa_0000, 4096, 0x12)];
+    let wr = SendWr::rdma_read(9, DEST, 0x77, 0x2000)
+        .sge_list(&sg)
+        .signaled(true)
+        .processing_hints(EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE);
+    r.sq.post_send(&[wr]).unwrap();
+    let got = r.desc.read(0, 64);
+    // ctrl1: op_type RDMA_READ (1) | meta_desc 0x80
+    assert_eq!(got[2], 0x81);
+    // ctrl3: processing_hints BURST_PPS_SENSITIVE (1) in 1:0
+    assert_eq!(got[14], 0x01);
+    // length: 1 local buffer
+    assert_eq!(got[6..8], [1, 0]);
+    // remote_mem: length = sum of SGEs 4096 = 0x1000, rkey 0x77, addr 0x2000
+    assert_eq!(
+        got[32..48],
+        [0, 0x10, 0, 0, 0x77, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0]
+    );
+    // local_mem[0]: length 0x1000, lkey 0x12, addr 0xaaaa0000
+    assert_eq!(
+        got[48..64],
+        [0, 0x10, 0, 0, 0x12, 0, 0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0]
+    );
+}
+
+/// Reads the req_id and phase of the WQE in `slot`, as a device would.
+fn wqe_at(r: &Rig, slot: usize, size: usize) -> (u16, bool) {
+    let b = r.desc.read(slot * size, 4);
+    (u16::from_le_bytes([b[0], b[1]]), b[3] & 1 == 1)
+}
+
+#[test]
+fn wraps_flip_phase() {
+    let mut r = rig(cfg(4, 64));
+    let sg = [sge(0x1000, 8, 1)];
+    for k in 0..14u64 {
+        let wr = SendWr::send(k, DEST).sge_list(&sg).signaled(true);
+        assert_eq!(r.sq.post_send(&[wr]), Ok(1), "post {k}");
+        let slot = (k % 4) as usize;
+        let (req_id, phase) = wqe_at(&r, slot, 64);
+        assert_eq!(
+            phase,
+            (k / 4) % 2 == 1,
+            "phase of post {k} (wrap {})",
+            k / 4
+        );
+        assert_eq!(r.sq.db.log.last(), Some(&(k as u32 + 1)));
+        // Complete it as the CQ would, with the req_id the device saw.
+        assert_eq!(r.sq.pool_mut().complete(req_id), Ok(k));
+    }
+    assert_eq!(r.sq.db.log.len(), 14);
+}
+
+#[test]
+fn batch_wrapping_the_ring_end() {
+    let mut r = rig(cfg(4, 64));
+    let sg = [sge(0x1000, 8, 1)];
+    let wrs: Vec<_> = (0..3)
+        .map(|i| SendWr::send(i, DEST).sge_list(&sg).signaled(true))
+        .collect();
+    r.sq.post_send(&wrs).unwrap();
+    for s in 0..3 {
+        let (id, _) = wqe_at(&r, s, 64);
+        r.sq.pool_mut().complete(id).unwrap();
+    }
+    let wrs: Vec<_> = (10..13)
+        .map(|i| SendWr::send(i, DEST).sge_list(&sg).signaled(true))
+        .collect();
+    r.sq.post_send(&wrs).unwrap();
+    // slot 3 is still in pass 0, slots 0 and 1 are pass 1
+    assert!(!wqe_at(&r, 3, 64).1);
+    assert!(wqe_at(&r, 0, 64).1);
+    assert!(wqe_at(&r, 1, 64).1);
+    assert!(!wqe_at(&r, 2, 64).1, "slot 2 untouched since pass 0");
+    assert_eq!(r.sq.db.log, [3, 6]);
+}
+
+#[test]
+fn doorbell_batching_limit() {
+    // max_tx_batch 2 (x 64 bytes) with 64-byte WQEs: a doorbell every 2 WQEs.
+    let mut c = cfg(16, 64);
+    c.max_tx_batch = 2;
+    let mut r = rig(c);
+    let sg = [sge(0x1000, 8, 1)];
+    let wrs: Vec<_> = (0..5)
+        .map(|i| SendWr::send(i, DEST).sge_list(&sg).signaled(true))
+        .collect();
+    assert_eq!(r.sq.post_send(&wrs), Ok(5));
+    assert_eq!(r.sq.db.log, [2, 4, 5]);
+
+    // Same batch limit with 128-byte WQEs: one WQE per doorbell.
+    let mut c = cfg(16, 128);
+    c.max_tx_batch = 2;
+    let mut r = rig(c);
+    assert_eq!(r.sq.post_send(&wrs[..3]), Ok(3));
+    assert_eq!(r.sq.db.log, [1, 2, 3]);
+
+    // min_sq_wr set: never a doorbell for the whole SQ at once (batch <= depth - 1).
+    let mut c = cfg(4, 64);
+    c.min_sq_wr = 1;
+    let mut r = rig(c);
+    assert_eq!(r.sq.post_send(&wrs[..4]), Ok(4));
+    assert_eq!(r.sq.db.log, [3, 4]);
+}
+
+#[test]
+fn unsignaled_rejected_before_device() {
+    let mut r = rig(cfg(4, 64));
+    let wr = SendWr::send(1, DEST);
+    let e = r.sq.post_send(&[wr]).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert_eq!(e.error, EfaError::Unsignaled { qpn: 7 });
+    assert_eq!(e.error.errno(), EINVAL);
+    assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
+    assert!(r.sq.db.log.is_empty());
+    assert_eq!(r.sq.pool_mut().outstanding(), 0);
+}
+
+#[test]
+fn inline_and_sge_limits() {
+    let mut r = rig(cfg(4, 64));
+    let long = [0u8; 33];
+    let bufs: [&[u8]; 1] = [&long];
+    let e =
+        r.sq.post_send(&[SendWr::send(1, DEST).inline_data(&bufs).signaled(true)])
+            .unwrap_err();
+    assert_eq!(
+        e.error,
+        EfaError::InlineTooLong {
+            qpn: 7,
+            len: 33,
+            max: 32
+        }
+    );
+    let sg = [sge(0, 1, 1); 3];
+    let e =
+        r.sq.post_send(&[SendWr::send(1, DEST).sge_list(&sg).signaled(true)])
+            .unwrap_err();
+    assert!(matches!(
+        e.error,
+        EfaError::TooManySge {
+            num_sge: 3,
+            max_sge: 2,
+            ..
+        }
+    ));
+    let e =
+        r.sq.post_send(&[SendWr::rdma_write(1, DEST, 1, 0)
+            .sge_list(&sg[..2])
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(
+        e.error,
+        EfaError::TooManySge {
+            num_sge: 2,
+            max_sge: 1,
+            ..
+        }
+    ));
+    // 64-byte WQEs have no inline RDMA write; RDMA read never carries inline data.
+    let ok: [&[u8]; 1] = [b"x"];
+    let e =
+        r.sq.post_send(&[SendWr::rdma_write(1, DEST, 1, 0)
+            .inline_data(&ok)
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::InlineNotSupported { .. }));
+    let e =
+        r.sq.post_send(&[SendWr::rdma_read(1, DEST, 1, 0)
+            .inline_data(&ok)
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::InlineNotSupported { .. }));
+    let big = [sge(0, 2 << 20, 1)];
+    let e =
+        r.sq.post_send(&[SendWr::rdma_read(1, DEST, 1, 0)
+            .sge_list(&big)
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::RdmaTooLong { .. }));
+    let e =
+        r.sq.post_send(&[SendWr::send(
+            1,
+            UdAddr {
+                remote_qpn: 0x1_0000,
+                ..DEST
+            },
+        )
+        .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::BadRemoteQpn { .. }));
+    assert!(r.sq.db.log.is_empty());
+    assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
+}
+
+#[test]
+fn rdma_needs_caps_and_srd() {
+    let mut c = cfg(4, 64);
+    c.caps.device_caps = EFA_QUERY_DEVICE_CAPS_RDMA_READ;
+    let mut r = rig(c);
+    let sg = [sge(0, 8, 1)];
+    let e =
+        r.sq.post_send(&[SendWr::rdma_write_imm(1, DEST, 1, 0, 5)
+            .sge_list(&sg)
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::OpNotSupported { .. }));
+    assert_eq!(e.error.errno(), EOPNOTSUPP);
+    assert_eq!(
+        r.sq.post_send(&[SendWr::rdma_read(1, DEST, 1, 0)
+            .sge_list(&sg)
+            .signaled(true)]),
+        Ok(1)
+    );
+
+    let mut c = cfg(4, 64);
+    c.qp_type = QpType::Ud;
+    let mut r = rig(c);
+    let e =
+        r.sq.post_send(&[SendWr::rdma_read(1, DEST, 1, 0)
+            .sge_list(&sg)
+            .signaled(true)])
+            .unwrap_err();
+    assert!(matches!(e.error, EfaError::OpNotSupported { .. }));
+}
+
+#[test]
+fn queue_full_posts_prefix() {
+    let mut r = rig(cfg(2, 64));
+    let wrs: Vec<_> = (0..3)
+        .map(|i| SendWr::send(i, DEST).signaled(true))
+        .collect();
+    let e = r.sq.post_send(&wrs).unwrap_err();
+    assert_eq!(e.index, 2);
+    assert_eq!(
+        e.error,
+        EfaError::QueueFull {
+            qpn: 7,
+            queue: QueueKind::Send,
+            depth: 2
+        }
+    );
+    assert_eq!(e.error.errno(), ENOMEM);
+    assert_eq!(r.sq.db.log, [2], "the two valid WRs were published");
+}
+
+#[test]
+fn session_abort_rolls_back() {
+    let mut r = rig(cfg(4, 64));
+    {
+        let mut s = r.sq.start();
+        s.post(&SendWr::send(1, DEST).signaled(true)).unwrap();
+        s.post(&SendWr::send(2, DEST).signaled(true)).unwrap();
+        assert_eq!(s.staged(), 2);
+        s.abort();
+    }
+    {
+        // dropping without complete is an abort too
+        let mut s = r.sq.start();
+        s.post(&SendWr::send(3, DEST).signaled(true)).unwrap();
+    }
+    assert_eq!(r.sq.producer_counter(), 0);
+    assert_eq!(r.sq.pool_mut().outstanding(), 0);
+    assert!(r.sq.db.log.is_empty());
+    assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
+    let mut s = r.sq.start();
+    s.post(&SendWr::send(4, DEST).signaled(true)).unwrap();
+    assert_eq!(s.complete(), 1);
+    let (id, phase) = wqe_at(&r, 0, 64);
+    assert!(!phase);
+    assert_eq!(r.sq.pool_mut().complete(id), Ok(4));
+}
+
+#[test]
+fn bad_configs_refused() {
+    let desc = Mem::new(256);
+    let db = Mem::new(4);
+    let try_new = |c: SqConfig, len: usize| {
+        // SAFETY: heap regions outlive the queue, which is dropped at once.
+        unsafe { SendQueue::new(c, desc.ptr(), len, db.u32_ptr()) }.map(|_| ())
+    };
+    assert!(
+        try_new(cfg(3, 64), 256).is_err(),
+        "depth not a power of two"
+    );
+    assert!(try_new(cfg(8, 64), 256).is_err(), "mapping too small");
+    let mut c = cfg(4, 64);
+    c.max_inline_data = 33;
+    assert!(try_new(c, 256).is_err());
+    let mut c = cfg(2, 64);
+    c.inline_write = true;
+    assert!(try_new(c, 256).is_err());
+    assert!(try_new(cfg(2, 128), 256).is_ok());
+    assert_eq!(SqConfig::wqe_size_for(32, false), 64);
+    assert_eq!(SqConfig::wqe_size_for(33, false), 128);
+    assert_eq!(SqConfig::wqe_size_for(0, true), 128);
+    assert_eq!(SqConfig::depth_for(100, 0), 128);
+    assert_eq!(SqConfig::depth_for(1, 64), 64);
+}
