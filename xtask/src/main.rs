@@ -1,1 +1,168 @@
-fn main() {}
+//! `cargo xtask` — developer tasks for uverbs around a soft-RoCE (rxe) test VM.
+//!
+//! The VM is a Debian kernel (6.1 and 6.12 series) under qemu TCG with a busybox initramfs;
+//! see docs/testing.md for how it works and how to use it.
+
+mod cpio;
+mod demo;
+mod elf;
+mod guest;
+mod harness;
+mod kernel;
+mod libtest;
+mod prereq;
+mod selftest;
+mod testrun;
+mod util;
+mod vm;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use kernel::Series;
+use util::{err, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test                 everything CI runs: prerequisites, fmt, clippy, host tests, then the
+                       test executables and the harness self-test in a VM on each kernel
+                       (6.1 and 6.12) and a two-VM ibv_rc_pingpong; prints a summary
+  demo                 boot the 6.12 VM and show rdma-core's and our view of its rxe device
+  selftest [--kernel K]
+                       the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
+                       failing or hanging command is reported as such)
+  vm [--kernel K] [--timeout S] [--boot-log] -- <shell command>
+                       run a shell command in the VM (default kernel 6.12, timeout 600 s);
+                       exits with the command's status
+  pingpong2            two VMs (6.1 and 6.12) joined by a link; ibv_rc_pingpong across it
+  kernels              fetch both kernels into the cache and print them
+
+K is 6.1 or 6.12. `test` and `demo` install missing packages (apt-get) and the
+x86_64-unknown-linux-musl Rust target first.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Options shared by the VM commands.
+struct VmArgs {
+    kernels: Vec<Series>,
+    timeout: Option<Duration>,
+    boot_log: bool,
+    command: Vec<String>,
+}
+
+fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
+    let mut out = VmArgs {
+        kernels: Vec::new(),
+        timeout: None,
+        boot_log: false,
+        command: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--kernel" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| err!("--kernel needs a value (6.1 or 6.12)"))?;
+                out.kernels.push(Series::parse(v)?);
+            }
+            "--timeout" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| err!("--timeout needs a number of seconds"))?;
+                let secs: u64 = v
+                    .parse()
+                    .map_err(|_| err!("--timeout {v}: not a number of seconds"))?;
+                out.timeout = Some(Duration::from_secs(secs));
+            }
+            "--boot-log" => out.boot_log = true,
+            "--" => {
+                out.command = it.cloned().collect();
+                break;
+            }
+            other => return Err(err!("unknown option `{other}`\n\n{USAGE}")),
+        }
+    }
+    Ok(out)
+}
+
+fn dispatch(args: &[String]) -> Result<bool> {
+    let Some(cmd) = args.first() else {
+        println!("{USAGE}");
+        return Ok(false);
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "test" => {
+            if !rest.is_empty() {
+                return Err(err!("`cargo xtask test` takes no arguments (got {rest:?})"));
+            }
+            testrun::full()
+        }
+        "demo" => {
+            prereq::ensure()?;
+            demo::run()
+        }
+        "selftest" => {
+            let a = parse_vm_args(rest)?;
+            prereq::ensure()?;
+            let kernels = if a.kernels.is_empty() {
+                Series::ALL.to_vec()
+            } else {
+                a.kernels
+            };
+            selftest::standalone(&kernels)
+        }
+        "vm" => {
+            let a = parse_vm_args(rest)?;
+            if a.command.is_empty() {
+                return Err(err!("`cargo xtask vm` needs a command after `--`, e.g. `cargo xtask vm -- ibv_devinfo`"));
+            }
+            if a.kernels.len() > 1 {
+                return Err(err!("`cargo xtask vm` runs one kernel; give --kernel once"));
+            }
+            let series = a.kernels.first().copied().unwrap_or(Series::V6_12);
+            testrun::vm_command(
+                series,
+                &a.command.join(" "),
+                a.timeout.unwrap_or(Duration::from_secs(600)),
+                a.boot_log,
+            )
+        }
+        "pingpong2" => {
+            prereq::ensure()?;
+            let mut h = harness::Harness::new(None);
+            selftest::two_vm_pingpong(&mut h).map(|r| r.passed())
+        }
+        "kernels" => {
+            for s in Series::ALL {
+                let k = kernel::fetch(s)?;
+                println!(
+                    "{}: {} -> {} ({})",
+                    s.label(),
+                    k.package,
+                    k.vmlinuz.display(),
+                    k.release
+                );
+            }
+            Ok(true)
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(true)
+        }
+        other => Err(err!("unknown command `{other}`\n\n{USAGE}")),
+    }
+}

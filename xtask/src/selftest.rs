@@ -1,0 +1,288 @@
+//! The harness self-test: inside the VM rdma-core sees the rxe device and an ibv_rc_pingpong
+//! pair completes on it; a failing command makes the harness report failure; a hanging one is
+//! killed at the timeout; two VMs run ibv_rc_pingpong across a link.
+
+use std::time::Duration;
+
+use crate::guest::{Net, Payload};
+use crate::harness::{command_payload, Harness};
+use crate::kernel::Series;
+use crate::testrun::{Item, Report};
+use crate::util::Result;
+use crate::vm::{Echo, Outcome, Run, Step};
+
+/// Payload lines (for `/payload.sh`) running the in-VM self-test steps; `rc` collects failures.
+pub const IN_VM_STEPS: &str = "\
+step selftest-ibv_devinfo 60 /usr/bin/ibv_devinfo -d rxe0 || rc=1
+step selftest-rc_pingpong 180 /lib/uverbs/rc_pingpong_local.sh 100 || rc=1
+";
+
+/// `ibv_devinfo` saw rxe0 with an active port.
+pub fn check_devinfo(output: &[String]) -> Result<(), String> {
+    let hca = output.iter().any(|l| {
+        let mut w = l.split_whitespace();
+        w.next() == Some("hca_id:") && w.next() == Some("rxe0")
+    });
+    let active = output
+        .iter()
+        .any(|l| l.contains("state:") && l.contains("PORT_ACTIVE"));
+    match (hca, active) {
+        (true, true) => Ok(()),
+        (false, _) => Err("ibv_devinfo did not list `hca_id: rxe0`".into()),
+        (true, false) => Err("ibv_devinfo did not show rxe0's port as PORT_ACTIVE".into()),
+    }
+}
+
+/// Both sides of an ibv_rc_pingpong printed `N iters in S seconds`.
+pub fn check_pingpong(output: &[String], sides: &[&str]) -> Result<(), String> {
+    let done = |prefix: &str| {
+        output.iter().any(|l| {
+            let l = l
+                .strip_prefix(prefix)
+                .unwrap_or(if prefix.is_empty() { l } else { "" });
+            l.contains(" iters in ") && l.contains(" seconds")
+        })
+    };
+    let missing: Vec<&str> = sides.iter().copied().filter(|s| !done(s)).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "no `... iters in ... seconds` line from {}",
+            missing
+                .iter()
+                .map(|s| if s.is_empty() {
+                    "the program"
+                } else {
+                    s.trim_end_matches(": ")
+                })
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ))
+    }
+}
+
+fn step_item(
+    run: &Run,
+    name: &str,
+    item: &str,
+    check: impl Fn(&Step) -> Result<(), String>,
+) -> Item {
+    match run.step(name) {
+        None => Item::fail(item, format!("did not run: {}", run.describe())),
+        Some(s) if s.timed_out => Item::fail(item, format!("timed out after {:.0} s", s.secs)),
+        Some(s) => match (s.status, check(s)) {
+            (Some(0), Ok(())) => Item::pass(item),
+            (Some(0), Err(e)) => Item::fail(item, e),
+            (status, Err(e)) => Item::fail(item, format!("exit status {status:?}: {e}")),
+            (status, Ok(())) => Item::fail(item, format!("exit status {status:?}")),
+        },
+    }
+}
+
+/// Results of [`IN_VM_STEPS`] in `run`.
+pub fn in_vm_items(run: &Run) -> Vec<Item> {
+    vec![
+        step_item(
+            run,
+            "selftest-ibv_devinfo",
+            "selftest::ibv_devinfo_sees_rxe0",
+            |s| check_devinfo(&s.output),
+        ),
+        step_item(
+            run,
+            "selftest-rc_pingpong",
+            "selftest::ibv_rc_pingpong_local",
+            |s| check_pingpong(&s.output, &["server: ", "client: "]),
+        ),
+    ]
+}
+
+/// A deliberately failing command is a test failure with its status, and a hanging one is
+/// killed at the timeout with a TIMEOUT outcome (two short boots of the 6.1 kernel).
+pub fn failure_and_timeout(h: &mut Harness) -> Result<Vec<Item>> {
+    let quiet = || Echo {
+        prefix: "[selftest] ".into(),
+        step_banners: false,
+        boot_messages: false,
+    };
+    let mut items = Vec::new();
+    println!(
+        "xtask: self-test: a command failing with status 3 must be reported as a test failure"
+    );
+    let mut fail = h.run(
+        Series::V6_1,
+        &command_payload("echo 'deliberate failure'; exit 3", vec![]),
+        Duration::from_secs(300),
+        quiet(),
+    )?;
+    println!("xtask: harness says: {}", fail.describe());
+    let name = "selftest::failing_command_is_a_failure";
+    if fail.outcome == Outcome::Exited(3)
+        && !fail.success()
+        && fail.describe().contains("TEST FAILURE")
+    {
+        items.push(Item::pass(name));
+        fail.discard_log();
+    } else {
+        items.push(Item::fail(
+            name,
+            format!(
+                "expected a test failure with status 3, got: {}",
+                fail.describe()
+            ),
+        ));
+    }
+
+    // Time the hang run so the timeout lands well after boot even on a slow machine.
+    let limit = Duration::from_secs((fail.total_secs as u64 + 20).max(40));
+    println!(
+        "xtask: self-test: `sleep 1000` must be killed at the {} s timeout",
+        limit.as_secs()
+    );
+    let mut hang = h.run(
+        Series::V6_1,
+        &command_payload("echo 'hanging now'; sleep 1000", vec![]),
+        limit,
+        quiet(),
+    )?;
+    println!("xtask: harness says: {}", hang.describe());
+    let name = "selftest::hang_is_killed_at_timeout";
+    let killed_in_time = hang.total_secs < limit.as_secs_f64() + 25.0;
+    match &hang.outcome {
+        Outcome::TimedOut { in_step, .. }
+            if in_step.as_deref() == Some("cmd") && killed_in_time =>
+        {
+            items.push(Item::pass(name));
+            hang.discard_log();
+        }
+        _ => items.push(Item::fail(
+            name,
+            format!(
+                "expected a TIMEOUT in step `cmd` within {} s, got: {} after {:.0} s",
+                limit.as_secs(),
+                hang.describe(),
+                hang.total_secs
+            ),
+        )),
+    }
+    Ok(items)
+}
+
+/// VM A (6.1) runs the ibv_rc_pingpong server, VM B (6.12) the client, across a virtio-net
+/// link (qemu `-netdev dgram` on 127.0.0.1), each with rxe0 on its eth0.
+pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
+    let server = Payload {
+        net: Net::Nic {
+            addr: "10.99.1.1/24".into(),
+        },
+        script: "step pingpong-server 240 /lib/uverbs/rc_pingpong_server.sh 200\n".into(),
+        files: vec![],
+    };
+    let client = Payload {
+        net: Net::Nic {
+            addr: "10.99.1.2/24".into(),
+        },
+        script: "step pingpong-client 240 /lib/uverbs/rc_pingpong_client.sh 10.99.1.1 200\n".into(),
+        files: vec![],
+    };
+    println!("xtask: two VMs joined by a link: ibv_rc_pingpong server in A (6.1, 10.99.1.1), client in B (6.12, 10.99.1.2)");
+    let (a, b) = h.run_pair(
+        (Series::V6_1, &server),
+        (Series::V6_12, &client),
+        Duration::from_secs(420),
+    )?;
+    for r in [&a, &b] {
+        if !r.success() {
+            println!("xtask: {}", r.describe());
+        }
+    }
+    let mut report = Report::new("two VMs (6.1 <-> 6.12)");
+    report.push(step_item(
+        &a,
+        "pingpong-server",
+        "two_vm::rc_pingpong_server",
+        |s| check_pingpong(&s.output, &[""]),
+    ));
+    report.push(step_item(
+        &b,
+        "pingpong-client",
+        "two_vm::rc_pingpong_client",
+        |s| check_pingpong(&s.output, &[""]),
+    ));
+    report.print();
+    Ok(report)
+}
+
+/// `cargo xtask selftest`: the in-VM checks on each kernel, then failure/timeout handling.
+pub fn standalone(kernels: &[Series]) -> Result<bool> {
+    let mut h = Harness::new(None);
+    let mut reports = Vec::new();
+    for &k in kernels {
+        let payload = Payload {
+            net: Net::Veth {
+                addr: "10.99.0.1/24".into(),
+            },
+            script: format!("rc=0\n{IN_VM_STEPS}exit $rc\n"),
+            files: vec![],
+        };
+        let echo = Echo {
+            prefix: format!("[{}] ", k.label()),
+            step_banners: true,
+            boot_messages: false,
+        };
+        let run = h.run(k, &payload, Duration::from_secs(600), echo)?;
+        println!("xtask: {}", run.describe());
+        let mut r = Report::new(&format!("kernel {}", h.kernel(k)?.release));
+        for i in in_vm_items(&run) {
+            r.push(i);
+        }
+        r.print();
+        reports.push(r);
+    }
+    let mut r = Report::new("harness failure handling");
+    for i in failure_and_timeout(&mut h)? {
+        r.push(i);
+    }
+    r.print();
+    reports.push(r);
+    Ok(crate::testrun::print_overall(&reports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn devinfo_check_needs_rxe0_and_an_active_port() {
+        let good = lines("hca_id:\trxe0\n\ttransport:\t\t\tInfiniBand (0)\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n");
+        assert_eq!(check_devinfo(&good), Ok(()));
+        let down = lines("hca_id:\trxe0\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n");
+        assert!(check_devinfo(&down).unwrap_err().contains("PORT_ACTIVE"));
+        assert!(check_devinfo(&lines("No IB devices found"))
+            .unwrap_err()
+            .contains("rxe0"));
+    }
+
+    #[test]
+    fn pingpong_check_needs_both_sides() {
+        let out = lines(
+            "server: 409600 bytes in 0.05 seconds = 65.54 Mbit/sec\n\
+             server: 100 iters in 0.05 seconds = 500.00 usec/iter\n\
+             client: 409600 bytes in 0.05 seconds = 65.54 Mbit/sec\n",
+        );
+        let e = check_pingpong(&out, &["server: ", "client: "]).unwrap_err();
+        assert!(e.contains("client") && !e.contains("server"), "{e}");
+        let mut out = out;
+        out.push("client: 100 iters in 0.05 seconds = 500.00 usec/iter".into());
+        assert_eq!(check_pingpong(&out, &["server: ", "client: "]), Ok(()));
+        assert_eq!(
+            check_pingpong(&lines("100 iters in 1.0 seconds = 1 usec/iter"), &[""]),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,487 @@
+//! `cargo xtask test` and `cargo xtask vm`: host checks, the musl test executables, one VM
+//! boot per kernel running the self-test and every test executable, the two-VM pingpong,
+//! and a summary in the form `N passed, N failed, N skipped`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::guest::{safe_name, Net, Payload};
+use crate::harness::{build_uverbs_cli, command_payload, Harness, MUSL_TARGET};
+use crate::kernel::Series;
+use crate::libtest::{self, Verdict};
+use crate::util::{err, Context, Result};
+use crate::vm::{Echo, Run};
+
+/// Time limit for one test executable inside the VM.
+const PER_BINARY_LIMIT_SECS: u32 = 900;
+/// Hard limit for one kernel's whole test boot.
+const TEST_BOOT_TIMEOUT: Duration = Duration::from_secs(2400);
+
+/// One reported result.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub name: String,
+    pub state: State,
+}
+
+#[derive(Debug, Clone)]
+pub enum State {
+    Passed,
+    Failed(String),
+    /// Not run, with the reason (e.g. needs EFA hardware).
+    Skipped(String),
+}
+
+impl Item {
+    pub fn pass(name: &str) -> Item {
+        Item {
+            name: name.into(),
+            state: State::Passed,
+        }
+    }
+    pub fn fail(name: &str, why: impl Into<String>) -> Item {
+        Item {
+            name: name.into(),
+            state: State::Failed(why.into()),
+        }
+    }
+    pub fn skip(name: &str, why: impl Into<String>) -> Item {
+        Item {
+            name: name.into(),
+            state: State::Skipped(why.into()),
+        }
+    }
+}
+
+/// Results of one section (host, a kernel, the two-VM run).
+#[derive(Debug)]
+pub struct Report {
+    pub title: String,
+    pub items: Vec<Item>,
+}
+
+impl Report {
+    pub fn new(title: &str) -> Report {
+        Report {
+            title: title.into(),
+            items: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, item: Item) {
+        self.items.push(item);
+    }
+
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut c = (0, 0, 0);
+        for i in &self.items {
+            match i.state {
+                State::Passed => c.0 += 1,
+                State::Failed(_) => c.1 += 1,
+                State::Skipped(_) => c.2 += 1,
+            }
+        }
+        c
+    }
+
+    pub fn passed(&self) -> bool {
+        self.counts().1 == 0
+    }
+
+    /// Failures and skips by name, then the `N passed, N failed, N skipped` line.
+    pub fn print(&self) {
+        println!("\n== {} ==", self.title);
+        for i in &self.items {
+            match &i.state {
+                State::Passed => {}
+                State::Failed(why) => println!("  FAILED   {}: {why}", i.name),
+                State::Skipped(why) => println!("  not run  {}: {why}", i.name),
+            }
+        }
+        let (p, f, s) = self.counts();
+        println!("{}: {p} passed, {f} failed, {s} skipped", self.title);
+    }
+}
+
+/// Print the overall line; true if nothing failed.
+pub fn print_overall(reports: &[Report]) -> bool {
+    let (mut p, mut f, mut s) = (0, 0, 0);
+    println!("\n== summary ==");
+    for r in reports {
+        let c = r.counts();
+        println!(
+            "  {:<40} {} passed, {} failed, {} skipped",
+            r.title, c.0, c.1, c.2
+        );
+        p += c.0;
+        f += c.1;
+        s += c.2;
+    }
+    let not_run: Vec<&str> = reports
+        .iter()
+        .flat_map(|r| r.items.iter())
+        .filter(|i| matches!(i.state, State::Skipped(_)))
+        .map(|i| i.name.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !not_run.is_empty() {
+        println!("not run: {}", not_run.join(", "));
+    }
+    println!("overall: {p} passed, {f} failed, {s} skipped");
+    f == 0
+}
+
+/// A musl test executable found by cargo.
+#[derive(Debug, Clone)]
+pub struct TestExe {
+    /// `package::target (kind)`.
+    pub display: String,
+    pub path: PathBuf,
+    /// Shell-safe unique file name in the VM (`/tests/<guest_name>`).
+    pub guest_name: String,
+    /// The `efa_hw` test target: run without `--include-ignored`.
+    pub efa_hw_target: bool,
+    /// Test names from `--list`.
+    pub names: Vec<String>,
+}
+
+/// Build the workspace's test executables for musl and check each is static.
+pub fn build_test_exes() -> Result<Vec<TestExe>> {
+    let root = crate::util::workspace_root();
+    let mut cmd = Command::new(env!("CARGO"));
+    // xtask is host tooling (it drives qemu); its own tests run on the host.
+    cmd.args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "xtask",
+        "--no-run",
+        "--target",
+        MUSL_TARGET,
+    ])
+    .args(["--message-format=json-render-diagnostics"])
+    .current_dir(&root)
+    .stderr(std::process::Stdio::inherit());
+    println!("$ {}", crate::util::show(&cmd));
+    let out = cmd
+        .output()
+        .context(|| "running cargo test --no-run".to_string())?;
+    if !out.status.success() {
+        return Err(err!(
+            "building the musl test executables failed ({}); see the compiler output above",
+            out.status
+        ));
+    }
+    let mut exes = Vec::new();
+    let mut taken = BTreeSet::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-artifact" || v["profile"]["test"] != true {
+            continue;
+        }
+        let Some(exe) = v["executable"].as_str() else {
+            continue;
+        };
+        let target = v["target"]["name"].as_str().unwrap_or("?");
+        let kind = v["target"]["kind"][0].as_str().unwrap_or("?");
+        let pkg = v["package_id"].as_str().unwrap_or("?");
+        // package_id is "path+file:///...#name@version" (or "name version (...)" on old cargo)
+        let pkg_name = pkg
+            .rsplit_once('#')
+            .map(|(_, t)| t.split('@').next().unwrap_or(t))
+            .unwrap_or_else(|| pkg.split(' ').next().unwrap_or(pkg));
+        let pkg_name = pkg_name.rsplit('/').next().unwrap_or(pkg_name);
+        let display = format!("{pkg_name}::{target} ({kind})");
+        let path = PathBuf::from(exe);
+        crate::elf::ensure_static(&path, &format!("test executable {display}"))?;
+        let list = crate::util::output(Command::new(&path).arg("--list"))
+            .map_err(|e| err!("listing the tests of {display}: {e}"))?;
+        exes.push(TestExe {
+            guest_name: safe_name(&format!("{pkg_name}-{kind}-{target}"), &mut taken),
+            display,
+            path,
+            efa_hw_target: kind == "test" && target == "efa_hw",
+            names: libtest::parse_list(&list),
+        });
+    }
+    Ok(exes)
+}
+
+/// Payload lines running every test executable as its own step.
+fn test_steps(exes: &[TestExe]) -> String {
+    let mut s = String::new();
+    for e in exes {
+        let bin = format!("/tests/{}", e.guest_name);
+        if e.efa_hw_target {
+            // EFA hardware tests: plain run, so their #[ignore] keeps them out (reported as not run).
+            let _ = writeln!(
+                s,
+                "step test:{} {PER_BINARY_LIMIT_SECS} {bin} --test-threads=1 || rc=1",
+                e.guest_name
+            );
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "step test:{} {PER_BINARY_LIMIT_SECS} {bin} --include-ignored --skip efa_hw --test-threads=1 || rc=1",
+            e.guest_name
+        );
+        if e.names.iter().any(|n| n.contains("efa_hw")) {
+            let _ = writeln!(
+                s,
+                "step test:{}:efa_hw {PER_BINARY_LIMIT_SECS} {bin} efa_hw --test-threads=1 || rc=1",
+                e.guest_name
+            );
+        }
+    }
+    s
+}
+
+/// Turn the test steps of a run into per-test items.
+fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
+    for e in exes {
+        let mut steps = vec![format!("test:{}", e.guest_name)];
+        if !e.efa_hw_target && e.names.iter().any(|n| n.contains("efa_hw")) {
+            steps.push(format!("test:{}:efa_hw", e.guest_name));
+        }
+        for step_name in steps {
+            let Some(step) = run.step(&step_name) else {
+                report.push(Item::fail(
+                    &e.display,
+                    format!("did not run: {}", run.describe()),
+                ));
+                continue;
+            };
+            let parsed = libtest::parse(&step.output);
+            let mut failed_any = false;
+            for t in &parsed.tests {
+                let name = format!("{}::{}", e.display, t.name);
+                match &t.verdict {
+                    Verdict::Passed => report.push(Item::pass(&name)),
+                    Verdict::Failed => {
+                        failed_any = true;
+                        report.push(Item::fail(&name, "FAILED (see its output above)"));
+                    }
+                    Verdict::Ignored(reason) => report.push(Item::skip(
+                        &name,
+                        reason.clone().unwrap_or_else(|| "ignored".into()),
+                    )),
+                }
+            }
+            if let Some(sum) = parsed.summary {
+                let seen = parsed.tests.len() as u32;
+                if seen != sum.passed + sum.failed + sum.ignored {
+                    println!(
+                        "xtask: warning: {}: read {seen} per-test lines but libtest counted {} (output garbled?)",
+                        e.display,
+                        sum.passed + sum.failed + sum.ignored
+                    );
+                }
+            }
+            if step.status != Some(0) && !failed_any {
+                let why = if step.timed_out {
+                    format!("killed after the {PER_BINARY_LIMIT_SECS} s limit")
+                } else {
+                    match step.status {
+                        Some(s) => format!("exited with status {s} without a failing test line"),
+                        None => "never finished (the VM stopped)".into(),
+                    }
+                };
+                let in_test = parsed
+                    .unfinished
+                    .map(|t| format!(" in test `{t}`"))
+                    .unwrap_or_default();
+                report.push(Item::fail(
+                    &format!("{} [{step_name}]", e.display),
+                    format!("{why}{in_test}"),
+                ));
+            }
+        }
+    }
+}
+
+/// Run one host command as a reported item.
+fn host_check(report: &mut Report, name: &str, args: &[&str]) {
+    let t = Instant::now();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(args).current_dir(crate::util::workspace_root());
+    match crate::util::run(&mut cmd) {
+        Ok(()) => report.push(Item::pass(name)),
+        Err(e) => report.push(Item::fail(name, e.to_string())),
+    }
+    println!("xtask: {name}: {:.0} s", t.elapsed().as_secs_f64());
+}
+
+/// `cargo xtask test`.
+pub fn full() -> Result<bool> {
+    let start = Instant::now();
+    crate::prereq::ensure()?;
+
+    let mut host = Report::new("host");
+    host_check(
+        &mut host,
+        "cargo fmt --all --check",
+        &["fmt", "--all", "--check"],
+    );
+    host_check(
+        &mut host,
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
+    host_check(
+        &mut host,
+        "cargo test --workspace",
+        &["test", "--workspace"],
+    );
+
+    let t = Instant::now();
+    let cli = match build_uverbs_cli() {
+        Ok(p) => {
+            host.push(Item::pass("build uverbs CLI (musl, static)"));
+            Some(p)
+        }
+        Err(e) => {
+            host.push(Item::fail("build uverbs CLI (musl, static)", e.to_string()));
+            None
+        }
+    };
+    let exes = match build_test_exes() {
+        Ok(x) => {
+            host.push(Item::pass("build test executables (musl, static)"));
+            x
+        }
+        Err(e) => {
+            host.push(Item::fail(
+                "build test executables (musl, static)",
+                e.to_string(),
+            ));
+            Vec::new()
+        }
+    };
+    println!(
+        "xtask: musl builds: {:.0} s; {} test executables",
+        t.elapsed().as_secs_f64(),
+        exes.len()
+    );
+    host.print();
+
+    let mut reports = vec![host];
+    let mut h = Harness::new(cli);
+    let files: Vec<(String, PathBuf)> = exes
+        .iter()
+        .map(|e| (format!("tests/{}", e.guest_name), e.path.clone()))
+        .collect();
+    let script = format!(
+        "rc=0\n{}{}exit $rc\n",
+        crate::selftest::IN_VM_STEPS,
+        test_steps(&exes)
+    );
+    let mut timings = Vec::new();
+    for series in Series::ALL {
+        let payload = Payload {
+            net: Net::Veth {
+                addr: "10.99.0.1/24".into(),
+            },
+            script: script.clone(),
+            files: files.clone(),
+        };
+        let echo = Echo {
+            prefix: format!("[{}] ", series.label()),
+            step_banners: true,
+            boot_messages: false,
+        };
+        let title = format!("kernel {}", h.kernel(series)?.release);
+        println!(
+            "\nxtask: ==== {title}: self-test and {} test executables in one VM boot ====",
+            exes.len()
+        );
+        let run = h.run(series, &payload, TEST_BOOT_TIMEOUT, echo)?;
+        println!("xtask: {}", run.describe());
+        timings.push(format!(
+            "{title}: boot {} s, run {:.0} s",
+            run.boot_secs
+                .map(|b| format!("{b:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            run.total_secs
+        ));
+        let mut r = Report::new(&title);
+        for i in crate::selftest::in_vm_items(&run) {
+            r.push(i);
+        }
+        test_items(&run, &exes, &mut r);
+        if !run.success() && r.passed() {
+            r.push(Item::fail("VM run", run.describe()));
+        }
+        r.print();
+        reports.push(r);
+    }
+
+    let t = Instant::now();
+    reports.push(crate::selftest::two_vm_pingpong(&mut h)?);
+    timings.push(format!(
+        "two-VM pingpong: {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
+
+    let t = Instant::now();
+    let mut r = Report::new("harness failure handling");
+    for i in crate::selftest::failure_and_timeout(&mut h)? {
+        r.push(i);
+    }
+    r.print();
+    reports.push(r);
+    timings.push(format!(
+        "failure/timeout self-test: {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
+
+    println!("\ntimings: {}", timings.join("; "));
+    println!("total: {:.0} s", start.elapsed().as_secs_f64());
+    Ok(print_overall(&reports))
+}
+
+/// `cargo xtask vm -- <command>`.
+pub fn vm_command(
+    series: Series,
+    command: &str,
+    timeout: Duration,
+    boot_log: bool,
+) -> Result<bool> {
+    // Our CLI is in the VM as /usr/bin/uverbs when it builds; a VM without it is still useful.
+    let cli = match build_uverbs_cli() {
+        Ok(p) => Some(p),
+        Err(e) => {
+            println!("xtask: note: the uverbs CLI is not in this VM: {e}");
+            None
+        }
+    };
+    let mut h = Harness::new(cli);
+    let echo = Echo {
+        prefix: String::new(),
+        step_banners: false,
+        boot_messages: boot_log,
+    };
+    println!("xtask: running in the {} VM: {command}", series.label());
+    let payload = command_payload(command, Vec::new());
+    let run = h.run(series, &payload, timeout, echo)?;
+    println!("xtask: {}", run.describe());
+    if let Some(code) = run.step("cmd").and_then(|s| s.status) {
+        if !run.success() {
+            println!("xtask: the command's exit status: {code}");
+        }
+    }
+    Ok(run.success())
+}

@@ -1,0 +1,506 @@
+//! Boots one qemu VM (TCG), streams its serial console, follows the marker protocol of
+//! [`crate::guest`], and turns what happened into an [`Outcome`]. It never hangs: a hard
+//! timeout kills qemu. The serial log of a failed run is kept and its path printed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::kernel::Kernel;
+use crate::util::{show, Context, Result};
+
+/// Default VM size: modest, so two VMs fit next to cargo on a 2-core CI machine.
+pub const MEMORY_MB: u32 = 1536;
+pub const CPUS: u32 = 2;
+/// Boot + module load + rxe set-up takes ~10 s under TCG; this leaves room for a slow machine.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A virtio-net NIC joined to another VM over UDP on 127.0.0.1 (`-netdev dgram`).
+#[derive(Debug, Clone)]
+pub struct Nic {
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub mac: String,
+}
+
+/// How to show guest output on the host terminal.
+#[derive(Debug, Clone)]
+pub struct Echo {
+    /// Put before every echoed line (e.g. `[6.1] `).
+    pub prefix: String,
+    /// Print a header/footer line for every step.
+    pub step_banners: bool,
+    /// Also echo kernel boot messages (before the rxe device is up).
+    pub boot_messages: bool,
+}
+
+pub struct VmConfig {
+    /// Short name for messages and the log file (e.g. `6.1.0-57-amd64`).
+    pub label: String,
+    pub kernel: Kernel,
+    pub initrd: PathBuf,
+    pub memory_mb: u32,
+    pub cpus: u32,
+    pub nic: Option<Nic>,
+    /// Hard limit for the whole run, boot included.
+    pub timeout: Duration,
+    pub echo: Echo,
+}
+
+/// One payload step's result (see the marker protocol in [`crate::guest`]).
+#[derive(Debug, Clone, Default)]
+pub struct Step {
+    pub name: String,
+    /// `None` if the step never finished (the VM died or timed out in it).
+    pub status: Option<i32>,
+    /// Killed by its in-guest time limit.
+    pub timed_out: bool,
+    pub output: Vec<String>,
+    pub secs: f64,
+}
+
+/// How a VM run ended. The three failure kinds are kept apart on purpose.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The payload ran and exited with this status (0 = success, else test failure).
+    Exited(i32),
+    /// The VM never got to run the payload.
+    BootFailed(String),
+    /// The hard timeout hit after boot; qemu was killed.
+    TimedOut { secs: u64, in_step: Option<String> },
+    /// The guest vanished after boot without reporting an exit status (kernel panic, qemu crash).
+    Died(String),
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub label: String,
+    pub outcome: Outcome,
+    pub steps: Vec<Step>,
+    /// Seconds from qemu start to the rxe device being ready.
+    pub boot_secs: Option<f64>,
+    pub total_secs: f64,
+    /// The serial log; kept only when the run failed.
+    pub log: Option<PathBuf>,
+}
+
+impl Run {
+    pub fn success(&self) -> bool {
+        self.outcome == Outcome::Exited(0)
+    }
+
+    pub fn step(&self, name: &str) -> Option<&Step> {
+        self.steps.iter().find(|s| s.name == name)
+    }
+
+    /// One clear sentence about the outcome.
+    pub fn describe(&self) -> String {
+        let log = match &self.log {
+            Some(p) => format!(" — serial log: {}", p.display()),
+            None => String::new(),
+        };
+        match &self.outcome {
+            Outcome::Exited(0) => format!(
+                "VM {}: command succeeded ({:.0} s)",
+                self.label, self.total_secs
+            ),
+            Outcome::Exited(code) => format!(
+                "VM {}: TEST FAILURE: the command in the VM exited with status {code}{log}",
+                self.label
+            ),
+            Outcome::BootFailed(why) => format!("VM {}: BOOT FAILURE: {why}{log}", self.label),
+            Outcome::TimedOut { secs, in_step } => format!(
+                "VM {}: TIMEOUT: killed after {secs} s{}{log}",
+                self.label,
+                in_step
+                    .as_ref()
+                    .map(|s| format!(" while running step `{s}`"))
+                    .unwrap_or_default()
+            ),
+            Outcome::Died(why) => format!("VM {}: GUEST DIED: {why}{log}", self.label),
+        }
+    }
+
+    /// Forget the log of a run whose failure was expected (harness self-test).
+    pub fn discard_log(&mut self) {
+        if let Some(p) = self.log.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+enum Line {
+    Serial(String),
+    Qemu(String),
+}
+
+fn qemu_command(cfg: &VmConfig) -> Command {
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args([
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-nodefaults",
+        "-no-user-config",
+        "-no-reboot",
+    ])
+    .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
+    .args([
+        "-m",
+        &cfg.memory_mb.to_string(),
+        "-smp",
+        &cfg.cpus.to_string(),
+    ])
+    .arg("-kernel")
+    .arg(&cfg.kernel.vmlinuz)
+    .arg("-initrd")
+    .arg(&cfg.initrd)
+    // panic=-1 + -no-reboot: a kernel panic ends qemu instead of hanging.
+    .args(["-append", "console=ttyS0 panic=-1 rdinit=/init"]);
+    match &cfg.nic {
+        None => {
+            cmd.args(["-nic", "none"]);
+        }
+        Some(nic) => {
+            cmd.arg("-netdev").arg(format!(
+                "dgram,id=net0,local.type=inet,local.host=127.0.0.1,local.port={},\
+                 remote.type=inet,remote.host=127.0.0.1,remote.port={}",
+                nic.local_port, nic.remote_port
+            ));
+            cmd.arg("-device")
+                .arg(format!("virtio-net-pci,netdev=net0,mac={}", nic.mac));
+        }
+    }
+    cmd
+}
+
+fn spawn_reader(src: impl std::io::Read + Send + 'static, tx: mpsc::Sender<Line>, serial: bool) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(src);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let s = String::from_utf8_lossy(&buf);
+                    let s = s.trim_end_matches(['\n', '\r']).replace('\r', "");
+                    let line = if serial {
+                        Line::Serial(s)
+                    } else {
+                        Line::Qemu(s)
+                    };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Marker parsing: a marker may follow unterminated output on the same line.
+fn split_marker(line: &str) -> (&str, Option<(&str, &str)>) {
+    const MARKERS: [&str; 6] = [
+        "UVERBS-INIT",
+        "UVERBS-BOOT-FAILED",
+        "UVERBS-BOOTED",
+        "UVERBS-STEP-BEGIN",
+        "UVERBS-STEP-TIMEOUT",
+        "UVERBS-STEP-END",
+    ];
+    let mut from = 0;
+    while let Some(i) = line[from..].find("UVERBS-").map(|i| i + from) {
+        let rest = &line[i..];
+        let word = rest.split(' ').next().unwrap_or(rest);
+        if MARKERS.contains(&word) || word == "UVERBS-EXIT" {
+            let arg = rest[word.len()..].trim();
+            return (&line[..i], Some((word, arg)));
+        }
+        from = i + 1;
+    }
+    (line, None)
+}
+
+struct Watch<'a> {
+    cfg: &'a VmConfig,
+    log: std::io::BufWriter<std::fs::File>,
+    start: Instant,
+    booted: Option<f64>,
+    boot_failed: Option<String>,
+    exit: Option<i32>,
+    steps: Vec<Step>,
+    current: Option<(Step, Instant)>,
+    tail: std::collections::VecDeque<String>,
+}
+
+impl Watch<'_> {
+    fn echo(&self, s: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}{s}", self.cfg.echo.prefix);
+        let _ = out.flush();
+    }
+
+    fn output_line(&mut self, text: &str) {
+        if text.is_empty() && self.current.is_none() {
+            return;
+        }
+        // After the exit marker only the kernel's power-off messages follow.
+        let show = self.exit.is_none() && (self.booted.is_some() || self.cfg.echo.boot_messages);
+        if show {
+            self.echo(text);
+        }
+        if let Some((step, _)) = &mut self.current {
+            step.output.push(text.to_string());
+        }
+    }
+
+    fn serial(&mut self, line: &str) {
+        let _ = writeln!(self.log, "{line}");
+        self.tail.push_back(line.to_string());
+        if self.tail.len() > 25 {
+            self.tail.pop_front();
+        }
+        let (before, marker) = split_marker(line);
+        if !before.is_empty() || marker.is_none() {
+            self.output_line(before);
+        }
+        let Some((word, arg)) = marker else { return };
+        match word {
+            "UVERBS-BOOT-FAILED" => self.boot_failed = Some(arg.to_string()),
+            "UVERBS-BOOTED" => {
+                let secs = self.start.elapsed().as_secs_f64();
+                self.booted = Some(secs);
+                if self.cfg.echo.step_banners {
+                    self.echo(&format!("VM booted, rxe0 ready ({secs:.1} s)"));
+                }
+            }
+            "UVERBS-STEP-BEGIN" => {
+                if self.cfg.echo.step_banners {
+                    self.echo(&format!("──── {arg} ────"));
+                }
+                self.current = Some((
+                    Step {
+                        name: arg.to_string(),
+                        ..Step::default()
+                    },
+                    Instant::now(),
+                ));
+            }
+            "UVERBS-STEP-TIMEOUT" => {
+                if let Some((step, _)) = &mut self.current {
+                    step.timed_out = true;
+                }
+                self.echo(&format!(
+                    "step timed out: {arg} s in-guest limit hit, killed"
+                ));
+            }
+            "UVERBS-STEP-END" => {
+                if let Some((mut step, t0)) = self.current.take() {
+                    step.status = arg.rsplit(' ').next().and_then(|s| s.parse().ok());
+                    step.secs = t0.elapsed().as_secs_f64();
+                    if self.cfg.echo.step_banners {
+                        let verdict = match step.status {
+                            Some(0) => "ok".to_string(),
+                            Some(s) => format!("FAILED (exit status {s})"),
+                            None => "FAILED".to_string(),
+                        };
+                        self.echo(&format!(
+                            "──── {} {verdict} ({:.1} s) ────",
+                            step.name, step.secs
+                        ));
+                    }
+                    self.steps.push(step);
+                }
+            }
+            "UVERBS-EXIT" => self.exit = arg.parse().ok().or(Some(255)),
+            _ => {}
+        }
+    }
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Boot a VM and run its payload to the end (or the timeout).
+pub fn run(cfg: &VmConfig) -> Result<Run> {
+    let logs = crate::util::work_dir()?.join("logs");
+    std::fs::create_dir_all(&logs).context(|| format!("creating {}", logs.display()))?;
+    let log_path = logs.join(format!(
+        "{}-{}.log",
+        cfg.label.replace(
+            |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
+            "_"
+        ),
+        crate::util::timestamp()
+    ));
+    let log_file =
+        std::fs::File::create(&log_path).context(|| format!("creating {}", log_path.display()))?;
+
+    let mut cmd = qemu_command(cfg);
+    let mut log = std::io::BufWriter::new(log_file);
+    let _ = writeln!(log, "# {}", show(&cmd));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .context(|| format!("starting qemu: `{}` (package qemu-system-x86)", show(&cmd)))?;
+    let (tx, rx) = mpsc::channel();
+    spawn_reader(child.stdout.take().expect("piped stdout"), tx.clone(), true);
+    spawn_reader(child.stderr.take().expect("piped stderr"), tx, false);
+
+    let mut w = Watch {
+        cfg,
+        log,
+        start,
+        booted: None,
+        boot_failed: None,
+        exit: None,
+        steps: Vec::new(),
+        current: None,
+        tail: Default::default(),
+    };
+    let mut qemu_errors: Vec<String> = Vec::new();
+    let hard_deadline = start + cfg.timeout;
+    let mut timed_out = false;
+    let mut exit_seen_at: Option<Instant> = None;
+    loop {
+        let deadline = match (w.booted, exit_seen_at) {
+            // After the exit (or boot-failed) marker qemu should be gone within seconds (poweroff -f).
+            (_, Some(t)) => t + Duration::from_secs(20),
+            (None, None) => hard_deadline.min(start + BOOT_TIMEOUT),
+            (Some(_), None) => hard_deadline,
+        };
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(Line::Serial(l)) => {
+                w.serial(&l);
+                if (w.exit.is_some() || w.boot_failed.is_some()) && exit_seen_at.is_none() {
+                    exit_seen_at = Some(Instant::now());
+                }
+            }
+            Ok(Line::Qemu(l)) => {
+                let _ = writeln!(w.log, "[qemu] {l}");
+                // TCG prints harmless "host doesn't support requested feature" warnings for -cpu max.
+                if !l.contains("doesn't support requested feature") {
+                    qemu_errors.push(l);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if exit_seen_at.is_none() {
+                    timed_out = true;
+                }
+                kill(&mut child);
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let status = child.wait().ok();
+    let total = start.elapsed();
+    let tail = w.tail.iter().cloned().collect::<Vec<_>>().join("\n    ");
+    let outcome = if let Some(code) = w.exit {
+        Outcome::Exited(code)
+    } else if let Some(why) = &w.boot_failed {
+        Outcome::BootFailed(format!("guest set-up failed: {why}"))
+    } else if timed_out && w.booted.is_none() {
+        Outcome::BootFailed(format!(
+            "the VM did not finish booting within {} s; last console lines:\n    {tail}",
+            total.as_secs()
+        ))
+    } else if timed_out {
+        Outcome::TimedOut {
+            secs: total.as_secs(),
+            in_step: w.current.as_ref().map(|(s, _)| s.name.clone()),
+        }
+    } else if w.booted.is_none() {
+        let qemu = if qemu_errors.is_empty() {
+            String::new()
+        } else {
+            format!("; qemu said: {}", qemu_errors.join(" / "))
+        };
+        Outcome::BootFailed(format!(
+            "qemu exited ({}) before the guest was ready{qemu}; last console lines:\n    {tail}",
+            status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unknown status".into())
+        ))
+    } else {
+        Outcome::Died(format!(
+            "the VM stopped{} without reporting an exit status (kernel panic?); last console lines:\n    {tail}",
+            w.current.as_ref().map(|(s, _)| format!(" during step `{}`", s.name)).unwrap_or_default()
+        ))
+    };
+    if let Some((mut step, t0)) = w.current.take() {
+        step.secs = t0.elapsed().as_secs_f64();
+        w.steps.push(step);
+    }
+    let _ = w.log.flush();
+    let mut run = Run {
+        label: cfg.label.clone(),
+        outcome,
+        steps: w.steps,
+        boot_secs: w.booted,
+        total_secs: total.as_secs_f64(),
+        log: Some(log_path),
+    };
+    if run.success() {
+        run.discard_log();
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_found_after_unterminated_output() {
+        assert_eq!(
+            split_marker("UVERBS-EXIT 3"),
+            ("", Some(("UVERBS-EXIT", "3")))
+        );
+        assert_eq!(
+            split_marker("partialUVERBS-STEP-END t 0"),
+            ("partial", Some(("UVERBS-STEP-END", "t 0")))
+        );
+        assert_eq!(
+            split_marker("UVERBS-NOTAMARKER x"),
+            ("UVERBS-NOTAMARKER x", None)
+        );
+        assert_eq!(split_marker("plain"), ("plain", None));
+    }
+
+    fn run_with(outcome: Outcome) -> Run {
+        Run {
+            label: "t".into(),
+            outcome,
+            steps: vec![],
+            boot_secs: None,
+            total_secs: 1.0,
+            log: None,
+        }
+    }
+
+    #[test]
+    fn only_exit_zero_is_success_and_failures_are_worded_apart() {
+        assert!(run_with(Outcome::Exited(0)).success());
+        let fail = run_with(Outcome::Exited(3));
+        assert!(!fail.success());
+        assert!(fail.describe().contains("TEST FAILURE") && fail.describe().contains("status 3"));
+        let boot = run_with(Outcome::BootFailed("x".into()));
+        assert!(!boot.success() && boot.describe().contains("BOOT FAILURE"));
+        let t = run_with(Outcome::TimedOut {
+            secs: 60,
+            in_step: Some("cmd".into()),
+        });
+        assert!(!t.success() && t.describe().contains("TIMEOUT: killed after 60 s"));
+    }
+}
