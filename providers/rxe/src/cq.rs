@@ -119,6 +119,8 @@ impl Cqe {
 /// An rxe completion queue over its mmapped ring.
 ///
 /// Not `Sync`; take `&mut` to poll (rdma-core holds the CQ spinlock across a poll).
+#[doc(alias = "rxe_cq")]
+#[doc(alias = "ibv_cq")]
 #[derive(Debug)]
 pub struct CompletionQueue {
     q: Queue,

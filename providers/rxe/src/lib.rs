@@ -15,6 +15,18 @@
 //! typed queue, and after [`SendQueue::publish`] kicks the kernel with a POST_SEND command that
 //! carries zero work requests. Receives and polls need no syscall.
 //!
+//! Wiring, per queue (what rdma-core's rxe provider does):
+//! - CQ: CREATE_CQ response driver data is [`uverbs_uapi::rxe::RxeCreateCqResp`]; mmap
+//!   `mi.size` bytes at offset `mi.offset` of the uverbs fd (`PROT_READ|PROT_WRITE`,
+//!   `MAP_SHARED`), then `CompletionQueue::new(Queue::from_raw(..)?)`. RESIZE_CQ returns a new
+//!   `Mminfo`: drop the old `CompletionQueue`, unmap, map the new one and build a new one.
+//! - QP: CREATE_QP returns [`uverbs_uapi::rxe::RxeCreateQpResp`] with `sq_mi` and `rq_mi`
+//!   (no RQ mapping when the QP uses an SRQ). Pass the caps the kernel returned
+//!   (`max_send_sge`, `max_inline_data`, `max_recv_sge`) to [`SendQueue::new`] /
+//!   [`RecvQueue::new`].
+//! - SRQ: CREATE_SRQ returns [`uverbs_uapi::rxe::RxeCreateSrqResp`]; MODIFY_SRQ with a new
+//!   `max_wr` writes a new `Mminfo` to the address in [`uverbs_uapi::rxe::RxeModifySrqCmd`].
+//!
 //! All `unsafe` code lives in the `ring` module.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![deny(unsafe_code)]

@@ -36,6 +36,7 @@ const MAX_SLOTS: u64 = 1 << 31;
 /// [`SendQueue`]: crate::SendQueue
 /// [`RecvQueue`]: crate::RecvQueue
 /// [`CompletionQueue`]: crate::CompletionQueue
+#[doc(alias = "rxe_queue_buf")]
 #[derive(Debug)]
 pub struct Queue {
     base: NonNull<u8>,

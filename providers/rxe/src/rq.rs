@@ -16,6 +16,8 @@ const RQ_DATA_OFFSET: usize = size_of::<RxeRecvWqe>();
 /// The receive queue of an rxe QP, or an SRQ, over its mmapped ring.
 ///
 /// Not `Sync`; take `&mut` to post (rdma-core holds the RQ spinlock across a post).
+#[doc(alias = "rxe_wq")]
+#[doc(alias = "ibv_srq")]
 #[derive(Debug)]
 pub struct RecvQueue {
     p: Producer,

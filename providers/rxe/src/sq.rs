@@ -353,6 +353,8 @@ struct Batch {
 ///
 /// Not `Sync`; take `&mut` to post. One owner (or a lock around it) per QP, as in rdma-core,
 /// which holds the SQ spinlock across a post.
+#[doc(alias = "rxe_wq")]
+#[doc(alias = "ibv_qp_ex")]
 #[derive(Debug)]
 pub struct SendQueue {
     p: Producer,

@@ -67,6 +67,15 @@ fn assert_dma(w: &RxeSendWqe, length: u32, num_sge: u32) {
     assert_eq!(w.status, 0);
 }
 
+#[test]
+fn queues_can_move_between_threads() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Queue>();
+    assert_send::<SendQueue>();
+    assert_send::<RecvQueue>();
+    assert_send::<CompletionQueue>();
+}
+
 // ----- send WQE bytes, opcode by opcode ------------------------------------------------------
 
 #[test]
