@@ -248,7 +248,7 @@ pub fn devices_in(sys: &Path, dev_dir: &Path) -> Result<Vec<Device>> {
             driver,
         });
     }
-    out.sort_by(|a, b| natural_key(&a.uverbs_name).cmp(&natural_key(&b.uverbs_name)));
+    out.sort_by_key(|d| natural_key(&d.uverbs_name));
     Ok(out)
 }
 

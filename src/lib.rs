@@ -25,13 +25,16 @@
 
 pub mod channel;
 mod context;
+mod cq;
 mod device;
 mod error;
 mod event;
 mod mr;
 mod pd;
+mod wc;
 
 pub use context::{Context, ProviderInfo};
+pub use cq::{Cq, CqDestroyed, CqInitAttr};
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
@@ -39,6 +42,7 @@ pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use pd::Pd;
+pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// The ABI structs this crate speaks, re-exported for the raw API and device models.
 pub use uverbs_uapi as uapi;

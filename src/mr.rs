@@ -219,7 +219,6 @@ impl Pd {
             .ptr_out(UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, &mut rkey);
         let r = self.context().ioctl_cmd(op, &|| self.label(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_REG_DMABUF_MR_HANDLE).unwrap_or(0) as u32;
-        drop(cmd);
         if let Err(e) = r {
             return Err(if e.is(Errno::OPNOTSUPP) || e.is(Errno::PROTONOSUPPORT) {
                 e.with_reason("the device does not support dmabuf memory regions")

@@ -538,7 +538,6 @@ mod tests {
         assert!(cmd.attr_mut(11).unwrap().write_output(&[1]).is_err());
         assert!(cmd.out_valid(9));
         assert_eq!(cmd.out_data(10), Some(42));
-        drop(cmd);
         assert_eq!(out, [1, 2, 3, 4]);
     }
 }

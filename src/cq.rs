@@ -1,0 +1,477 @@
+//! Completion queues (`ibv_create_cq`, `ibv_create_cq_ex`, `ibv_poll_cq`, `ibv_req_notify_cq`,
+//! `ibv_resize_cq`, `ibv_destroy_cq`).
+//!
+//! A CQ is two things with different owners: the kernel object ([`CqShared`], shared by the
+//! [`Cq`] and by every QP that completes into it, so the kernel never sees it destroyed under
+//! a QP) and the ring ([`Cq`] alone, which polls with `&mut self` and no locks).
+
+use std::sync::Arc;
+
+use uverbs_uapi::cmds::{
+    UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, UVERBS_ATTR_CREATE_CQ_COMP_VECTOR,
+    UVERBS_ATTR_CREATE_CQ_CQE, UVERBS_ATTR_CREATE_CQ_EVENT_FD, UVERBS_ATTR_CREATE_CQ_FLAGS,
+    UVERBS_ATTR_CREATE_CQ_HANDLE, UVERBS_ATTR_CREATE_CQ_RESP_CQE,
+    UVERBS_ATTR_CREATE_CQ_USER_HANDLE, UVERBS_ATTR_DESTROY_CQ_HANDLE, UVERBS_ATTR_DESTROY_CQ_RESP,
+    UVERBS_METHOD_CQ_CREATE, UVERBS_METHOD_CQ_DESTROY, UVERBS_OBJECT_CQ,
+};
+use uverbs_uapi::rxe::{RxeCreateCqResp, RxeResizeCqResp};
+use uverbs_uapi::write::{
+    IbUverbsDestroyCqResp, IbUverbsReqNotifyCq, IbUverbsResizeCq, IbUverbsResizeCqResp,
+    IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, IB_USER_VERBS_CMD_RESIZE_CQ,
+};
+use zerocopy::IntoBytes;
+
+use crate::channel::{IoctlCmd, MapKind, Mapping};
+use crate::context::{legacy_cmd, Context, ProviderInfo};
+use crate::error::{Errno, Error, Result};
+use crate::event::{next_user_handle, CompChannel};
+use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
+
+/// The kernel CQ object, shared by the [`Cq`] and the QPs that complete into it.
+pub(crate) struct CqShared {
+    pub(crate) ctx: Context,
+    pub(crate) handle: u32,
+    pub(crate) user_handle: u64,
+    pub(crate) channel: Option<CompChannel>,
+    /// Set when `Cq::destroy` already destroyed the kernel object.
+    destroyed: bool,
+}
+
+impl CqShared {
+    pub(crate) fn label(&self) -> String {
+        format!("cq {} on {}", self.handle, self.ctx.label())
+    }
+
+    fn destroy(&self) -> std::result::Result<IbUverbsDestroyCqResp, Errno> {
+        let mut resp = IbUverbsDestroyCqResp::default();
+        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY);
+        cmd.idr(UVERBS_ATTR_DESTROY_CQ_HANDLE, self.handle)
+            .ptr_out(UVERBS_ATTR_DESTROY_CQ_RESP, &mut resp);
+        self.ctx.inner.channel.ioctl(&mut cmd)?;
+        Ok(resp)
+    }
+}
+
+impl Drop for CqShared {
+    fn drop(&mut self) {
+        if self.destroyed {
+            return;
+        }
+        if let Err(e) = self.destroy() {
+            crate::report_drop_error("destroy_cq", &self.label(), e);
+        }
+    }
+}
+
+/// The provider's ring, dispatched by `match` (no indirect calls on poll).
+enum CqRing {
+    Rxe {
+        cq: uverbs_rxe::CompletionQueue,
+        // Keeps the ring mapped for as long as `cq` points into it; dropped after it.
+        _map: Mapping,
+    },
+}
+
+/// Options for [`Context::create_cq_ex`] (`struct ibv_cq_init_attr_ex`).
+#[doc(alias = "ibv_cq_init_attr_ex")]
+#[derive(Debug, Clone, Default)]
+pub struct CqInitAttr<'a> {
+    /// Minimum number of entries.
+    pub cqe: u32,
+    /// Completion channel for notifications.
+    pub channel: Option<&'a CompChannel>,
+    /// Completion vector (`0..num_comp_vectors`).
+    pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
+    pub flags: u32,
+}
+
+/// What the kernel reported when a CQ was destroyed (`struct ib_uverbs_destroy_cq_resp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqDestroyed {
+    /// Completion events the kernel delivered for this CQ.
+    pub comp_events_reported: u32,
+    /// Async events the kernel delivered for this CQ.
+    pub async_events_reported: u32,
+}
+
+/// A completion queue (`struct ibv_cq`): the ring and the right to poll it.
+#[doc(alias = "ibv_cq")]
+#[doc(alias = "ibv_cq_ex")]
+pub struct Cq {
+    shared: Arc<CqShared>,
+    ring: CqRing,
+    cqe: u32,
+}
+
+impl std::fmt::Debug for Cq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cq({}, cqe {})", self.shared.label(), self.cqe)
+    }
+}
+
+impl Context {
+    /// Creates a CQ with at least `cqe` entries (`ibv_create_cq`).
+    #[doc(alias = "ibv_create_cq")]
+    pub fn create_cq(
+        &self,
+        cqe: u32,
+        channel: Option<&CompChannel>,
+        comp_vector: u32,
+    ) -> Result<Cq> {
+        self.create_cq_ex(&CqInitAttr {
+            cqe,
+            channel,
+            comp_vector,
+            flags: 0,
+        })
+    }
+
+    /// Creates a CQ (`ibv_create_cq_ex`) through the `UVERBS_METHOD_CQ_CREATE` ioctl.
+    #[doc(alias = "ibv_create_cq_ex")]
+    pub fn create_cq_ex(&self, attr: &CqInitAttr<'_>) -> Result<Cq> {
+        let op = "create_cq";
+        if attr.cqe == 0 {
+            return Err(Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::INVAL,
+                "cqe is 0; a CQ needs at least one entry",
+            ));
+        }
+        if let Some(ch) = attr.channel {
+            if !ch.same_context(self) {
+                return Err(Error::invalid(
+                    op,
+                    self.label().to_string(),
+                    Errno::INVAL,
+                    "the completion channel belongs to another device context",
+                ));
+            }
+        }
+        match self.provider() {
+            ProviderInfo::Rxe => self.create_rxe_cq(attr),
+            ProviderInfo::Efa(_) => Err(Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::OPNOTSUPP,
+                "EFA CQs are created with efadv_create_cq",
+            )),
+        }
+    }
+
+    /// Issues `UVERBS_METHOD_CQ_CREATE` with the given driver data and returns the kernel
+    /// object (destroyed again on drop if a later step fails) and the actual cqe count.
+    pub(crate) fn create_cq_object(
+        &self,
+        attr: &CqInitAttr<'_>,
+        driver_in: &[u8],
+        driver_out: &mut [u8],
+    ) -> Result<(Arc<CqShared>, u32)> {
+        let op = "create_cq";
+        let user_handle = next_user_handle();
+        let mut resp_cqe = 0u32;
+        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE);
+        cmd.idr_new(UVERBS_ATTR_CREATE_CQ_HANDLE)
+            .ptr_out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, &mut resp_cqe)
+            .u32_in(UVERBS_ATTR_CREATE_CQ_CQE, attr.cqe)
+            .u64_in(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, user_handle);
+        if let Some(ch) = attr.channel {
+            cmd.fd(UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, ch.fd());
+        }
+        cmd.u32_in(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, attr.comp_vector)
+            .fd(UVERBS_ATTR_CREATE_CQ_EVENT_FD, self.async_fd())
+            .optional();
+        if attr.flags != 0 {
+            cmd.u32_in(UVERBS_ATTR_CREATE_CQ_FLAGS, attr.flags);
+        }
+        cmd.driver_in(driver_in).driver_out(driver_out);
+        let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
+        let handle = cmd.out_data(UVERBS_ATTR_CREATE_CQ_HANDLE).unwrap_or(0) as u32;
+        r.map_err(|e| self.explain_cq_error(e, attr))?;
+        Ok((
+            Arc::new(CqShared {
+                ctx: self.clone(),
+                handle,
+                user_handle,
+                channel: attr.channel.cloned(),
+                destroyed: false,
+            }),
+            resp_cqe,
+        ))
+    }
+
+    fn explain_cq_error(&self, e: Error, attr: &CqInitAttr<'_>) -> Error {
+        if e.is(Errno::INVAL) {
+            if attr.comp_vector >= self.num_comp_vectors() {
+                return e.with_reason(format!(
+                    "comp_vector {} is out of range (the device has {})",
+                    attr.comp_vector,
+                    self.num_comp_vectors()
+                ));
+            }
+            return e.with_reason(format!(
+                "cqe {} rejected (more than the device's max_cqe?)",
+                attr.cqe
+            ));
+        }
+        e
+    }
+
+    fn create_rxe_cq(&self, attr: &CqInitAttr<'_>) -> Result<Cq> {
+        let mut resp = RxeCreateCqResp::default();
+        let (shared, cqe) = self.create_cq_object(attr, &[], resp.as_mut_bytes())?;
+        let ring = rxe_ring(
+            self,
+            &shared,
+            resp.mi.offset,
+            u64::from(resp.mi.size),
+            "create_cq",
+        )?;
+        Ok(Cq { shared, ring, cqe })
+    }
+}
+
+fn rxe_ring(
+    ctx: &Context,
+    shared: &CqShared,
+    offset: u64,
+    size: u64,
+    op: &'static str,
+) -> Result<CqRing> {
+    let len = usize::try_from(size).map_err(|_| {
+        Error::invalid(
+            op,
+            shared.label(),
+            Errno::INVAL,
+            "ring size does not fit in memory",
+        )
+    })?;
+    let map = ctx
+        .channel()
+        .mmap(offset, len, MapKind::ReadWrite)
+        .map_err(|e| Error::os(op, shared.label(), e).with_reason("mmap of the CQ ring failed"))?;
+    // SAFETY: `map` is a live mapping of exactly this CQ's ring (the kernel gave its offset and
+    // size for this CQ); the CqRing keeps `map` alive as long as the queue, and nothing else
+    // in the process accesses this memory.
+    #[allow(unsafe_code)]
+    let queue =
+        unsafe { uverbs_rxe::Queue::from_raw(map.as_ptr(), map.len(), None) }.map_err(|e| {
+            Error::invalid(
+                op,
+                shared.label(),
+                Errno::IO,
+                format!("bad CQ ring from the kernel: {e}"),
+            )
+        })?;
+    let cq = uverbs_rxe::CompletionQueue::new(queue).map_err(|e| {
+        Error::invalid(
+            op,
+            shared.label(),
+            Errno::IO,
+            format!("bad CQ ring from the kernel: {e}"),
+        )
+    })?;
+    Ok(CqRing::Rxe { cq, _map: map })
+}
+
+#[inline]
+fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
+    Wc {
+        wr_id: c.wr_id,
+        status: WcStatus(c.status),
+        opcode: WcOpcode(c.opcode),
+        vendor_err: c.vendor_err,
+        byte_len: c.byte_len,
+        imm_data: c.ex,
+        qp_num: c.qp_num,
+        src_qp: c.src_qp,
+        wc_flags: WcFlags::from_bits_retain(c.wc_flags),
+        pkey_index: c.pkey_index,
+        slid: c.slid,
+        sl: c.sl,
+        dlid_path_bits: c.dlid_path_bits,
+    }
+}
+
+impl Cq {
+    /// Polls up to `wcs.len()` completions into `wcs` (`ibv_poll_cq`); returns how many.
+    ///
+    /// No lock, no allocation, no syscall. An error means the ring itself is corrupt (an index
+    /// the kernel could not have written); completions are never dropped silently.
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline]
+    pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize> {
+        match &mut self.ring {
+            CqRing::Rxe { cq, .. } => {
+                let mut n = 0;
+                while n < wcs.len() {
+                    match cq.poll() {
+                        Ok(Some(c)) => {
+                            wcs[n] = wc_from_rxe(&c);
+                            n += 1;
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Err(ring_error(&self.shared, e)),
+                    }
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    /// Polls one completion.
+    #[inline]
+    pub fn poll_one(&mut self) -> Result<Option<Wc>> {
+        let mut wc = [Wc::default()];
+        Ok((self.poll(&mut wc)? == 1).then_some(wc[0]))
+    }
+
+    /// Requests a completion event on the CQ's channel for the next completion
+    /// (`ibv_req_notify_cq`); with `solicited_only`, only for solicited ones.
+    #[doc(alias = "ibv_req_notify_cq")]
+    pub fn req_notify(&mut self, solicited_only: bool) -> Result<()> {
+        let op = "req_notify_cq";
+        let Some(ch) = &self.shared.channel else {
+            return Err(Error::invalid(
+                op,
+                self.shared.label(),
+                Errno::INVAL,
+                "the CQ was created without a completion channel",
+            ));
+        };
+        let req = IbUverbsReqNotifyCq {
+            cq_handle: self.shared.handle,
+            solicited_only: u32::from(solicited_only),
+        };
+        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
+        self.shared
+            .ctx
+            .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
+        ch.note_armed();
+        Ok(())
+    }
+
+    /// Resizes the CQ to at least `cqe` entries (`ibv_resize_cq`). Completions not yet polled
+    /// are kept by the kernel.
+    #[doc(alias = "ibv_resize_cq")]
+    pub fn resize(&mut self, cqe: u32) -> Result<()> {
+        let op = "resize_cq";
+        if cqe == 0 {
+            return Err(Error::invalid(
+                op,
+                self.shared.label(),
+                Errno::INVAL,
+                "cqe is 0",
+            ));
+        }
+        match &self.ring {
+            CqRing::Rxe { .. } => {
+                let req = IbUverbsResizeCq {
+                    cq_handle: self.shared.handle,
+                    cqe,
+                    ..Default::default()
+                };
+                let mut cmd = legacy_cmd(
+                    IB_USER_VERBS_CMD_RESIZE_CQ,
+                    &req,
+                    &[],
+                    std::mem::size_of::<IbUverbsResizeCqResp>(),
+                    std::mem::size_of::<RxeResizeCqResp>(),
+                );
+                self.shared
+                    .ctx
+                    .write_cmd(op, &|| self.shared.label(), &mut cmd)
+                    .map_err(|e| {
+                        if e.is(Errno::INVAL) {
+                            e.with_reason(format!(
+                                "cqe {cqe} rejected: above max_cqe or below the completions now queued"
+                            ))
+                        } else {
+                            e
+                        }
+                    })?;
+                let resp: IbUverbsResizeCqResp = cmd.response_as();
+                let drv: RxeResizeCqResp = cmd.driver_response_as();
+                // The kernel moved the queue to a new buffer; map it, then drop the old ring.
+                self.ring = rxe_ring(
+                    &self.shared.ctx,
+                    &self.shared,
+                    drv.mi.offset,
+                    u64::from(drv.mi.size),
+                    op,
+                )?;
+                self.cqe = resp.cqe;
+                Ok(())
+            }
+        }
+    }
+
+    /// The number of entries the CQ holds (`ibv_cq.cqe`), at least what was asked for.
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// The value the kernel returns in completion events and async events for this CQ.
+    pub fn user_handle(&self) -> u64 {
+        self.shared.user_handle
+    }
+
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.shared.handle
+    }
+
+    /// The completion channel, if any.
+    pub fn channel(&self) -> Option<&CompChannel> {
+        self.shared.channel.as_ref()
+    }
+
+    #[allow(dead_code)] // used by QPs (rxe and EFA providers)
+    pub(crate) fn shared(&self) -> &Arc<CqShared> {
+        &self.shared
+    }
+
+    /// Destroys the CQ now (`ibv_destroy_cq`) and returns the event counts the kernel reports.
+    ///
+    /// Fails with `EBUSY`, and leaves the kernel object to be destroyed with its last QP, if
+    /// QPs still complete into this CQ.
+    #[doc(alias = "ibv_destroy_cq")]
+    pub fn destroy(self) -> Result<CqDestroyed> {
+        let Cq { shared, ring, .. } = self;
+        drop(ring);
+        match Arc::try_unwrap(shared) {
+            Ok(mut shared) => {
+                let r = shared.destroy();
+                let label = shared.label();
+                // Destroyed, or failed and reported here: Drop must not try again.
+                shared.destroyed = true;
+                match r {
+                    Ok(resp) => Ok(CqDestroyed {
+                        comp_events_reported: resp.comp_events_reported,
+                        async_events_reported: resp.async_events_reported,
+                    }),
+                    Err(e) => Err(Error::os("destroy_cq", label, e)),
+                }
+            }
+            Err(shared) => Err(Error::invalid(
+                "destroy_cq",
+                shared.label(),
+                Errno::BUSY,
+                format!(
+                    "{} QP(s) still complete into this CQ; it is destroyed with the last of them",
+                    Arc::strong_count(&shared) - 1
+                ),
+            )),
+        }
+    }
+}
+
+fn ring_error(shared: &CqShared, e: uverbs_rxe::RingError) -> Error {
+    Error::invalid(
+        "poll_cq",
+        shared.label(),
+        Errno::IO,
+        format!("CQ ring corrupt: {e}"),
+    )
+}

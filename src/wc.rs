@@ -1,0 +1,193 @@
+//! Work completions (`struct ibv_wc`) and their status, opcode and flag types.
+
+use bitflags::bitflags;
+
+/// A completion status (`enum ibv_wc_status`): a number with named values, so a value the
+/// hardware invents is just a number, never undefined behaviour.
+#[doc(alias = "ibv_wc_status")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct WcStatus(pub u32);
+
+#[allow(missing_docs)]
+impl WcStatus {
+    pub const SUCCESS: Self = Self(0);
+    pub const LOC_LEN_ERR: Self = Self(1);
+    pub const LOC_QP_OP_ERR: Self = Self(2);
+    pub const LOC_EEC_OP_ERR: Self = Self(3);
+    pub const LOC_PROT_ERR: Self = Self(4);
+    pub const WR_FLUSH_ERR: Self = Self(5);
+    pub const MW_BIND_ERR: Self = Self(6);
+    pub const BAD_RESP_ERR: Self = Self(7);
+    pub const LOC_ACCESS_ERR: Self = Self(8);
+    pub const REM_INV_REQ_ERR: Self = Self(9);
+    pub const REM_ACCESS_ERR: Self = Self(10);
+    pub const REM_OP_ERR: Self = Self(11);
+    pub const RETRY_EXC_ERR: Self = Self(12);
+    pub const RNR_RETRY_EXC_ERR: Self = Self(13);
+    pub const LOC_RDD_VIOL_ERR: Self = Self(14);
+    pub const REM_INV_RD_REQ_ERR: Self = Self(15);
+    pub const REM_ABORT_ERR: Self = Self(16);
+    pub const INV_EECN_ERR: Self = Self(17);
+    pub const INV_EEC_STATE_ERR: Self = Self(18);
+    pub const FATAL_ERR: Self = Self(19);
+    pub const RESP_TIMEOUT_ERR: Self = Self(20);
+    pub const GENERAL_ERR: Self = Self(21);
+    pub const TM_ERR: Self = Self(22);
+    pub const TM_RNDV_INCOMPLETE: Self = Self(23);
+
+    /// Whether this is `SUCCESS`.
+    pub fn is_success(self) -> bool {
+        self == Self::SUCCESS
+    }
+
+    /// The text `ibv_wc_status_str` gives.
+    #[doc(alias = "ibv_wc_status_str")]
+    pub fn as_str(self) -> &'static str {
+        const S: [&str; 24] = [
+            "success",
+            "local length error",
+            "local QP operation error",
+            "local EE context operation error",
+            "local protection error",
+            "Work Request Flushed Error",
+            "memory management operation error",
+            "bad response error",
+            "local access error",
+            "remote invalid request error",
+            "remote access error",
+            "remote operation error",
+            "transport retry counter exceeded",
+            "RNR retry counter exceeded",
+            "local RDD violation error",
+            "remote invalid RD request",
+            "aborted error",
+            "invalid EE context number",
+            "invalid EE context state",
+            "fatal error",
+            "response timeout error",
+            "general error",
+            "TM error",
+            "TM software rendezvous",
+        ];
+        S.get(self.0 as usize).copied().unwrap_or("unknown")
+    }
+}
+
+impl std::fmt::Display for WcStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.as_str(), self.0)
+    }
+}
+
+/// A completion opcode (`enum ibv_wc_opcode`).
+#[doc(alias = "ibv_wc_opcode")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct WcOpcode(pub u32);
+
+#[allow(missing_docs)]
+impl WcOpcode {
+    pub const SEND: Self = Self(0);
+    pub const RDMA_WRITE: Self = Self(1);
+    pub const RDMA_READ: Self = Self(2);
+    pub const COMP_SWAP: Self = Self(3);
+    pub const FETCH_ADD: Self = Self(4);
+    pub const BIND_MW: Self = Self(5);
+    pub const LOCAL_INV: Self = Self(6);
+    pub const TSO: Self = Self(7);
+    pub const FLUSH: Self = Self(8);
+    pub const ATOMIC_WRITE: Self = Self(9);
+    pub const RECV: Self = Self(1 << 7);
+    pub const RECV_RDMA_WITH_IMM: Self = Self((1 << 7) + 1);
+
+    /// Whether this completes a receive (`opcode & IBV_WC_RECV`).
+    pub fn is_recv(self) -> bool {
+        self.0 & Self::RECV.0 != 0
+    }
+}
+
+bitflags! {
+    /// Completion flags (`enum ibv_wc_flags`).
+    #[doc(alias = "ibv_wc_flags")]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct WcFlags: u32 {
+        /// A GRH is in the first 40 bytes of the receive buffer.
+        const GRH = 1 << 0;
+        /// `imm_data` is valid.
+        const WITH_IMM = 1 << 1;
+        /// IP checksum verified.
+        const IP_CSUM_OK = 1 << 2;
+        /// `invalidated_rkey` is valid.
+        const WITH_INV = 1 << 3;
+        /// Tag matching completion.
+        const TM_SYNC_REQ = 1 << 4;
+        /// Tag matching.
+        const TM_MATCH = 1 << 5;
+        /// Tag matching data valid.
+        const TM_DATA_VALID = 1 << 6;
+    }
+}
+
+/// A work completion (`struct ibv_wc`).
+#[doc(alias = "ibv_wc")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Wc {
+    /// The `wr_id` of the completed work request.
+    pub wr_id: u64,
+    /// Success or the error.
+    pub status: WcStatus,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// The device's own error code.
+    pub vendor_err: u32,
+    /// Bytes transferred (receives, RDMA reads, atomics).
+    pub byte_len: u32,
+    /// Immediate data (host order is the caller's business: the kernel's value is kept) or
+    /// the invalidated rkey, depending on `wc_flags`.
+    pub imm_data: u32,
+    /// The local QP number.
+    pub qp_num: u32,
+    /// The source QP number (UD, SRD).
+    pub src_qp: u32,
+    /// Flags.
+    pub wc_flags: WcFlags,
+    /// P_Key index (GSI QPs).
+    pub pkey_index: u16,
+    /// Source LID (IB UD).
+    pub slid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Destination LID path bits.
+    pub dlid_path_bits: u8,
+}
+
+impl Wc {
+    /// The invalidated rkey when `wc_flags` has `WITH_INV`.
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        self.wc_flags
+            .contains(WcFlags::WITH_INV)
+            .then_some(self.imm_data)
+    }
+
+    /// The immediate data when `wc_flags` has `WITH_IMM`.
+    pub fn imm(&self) -> Option<u32> {
+        self.wc_flags
+            .contains(WcFlags::WITH_IMM)
+            .then_some(self.imm_data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_status_is_a_number_with_a_name() {
+        assert_eq!(WcStatus(999).as_str(), "unknown");
+        assert_eq!(
+            WcStatus::WR_FLUSH_ERR.as_str(),
+            "Work Request Flushed Error"
+        );
+        assert!(WcOpcode::RECV_RDMA_WITH_IMM.is_recv());
+        assert!(!WcOpcode::RDMA_READ.is_recv());
+    }
+}
