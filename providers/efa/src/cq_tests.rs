@@ -1,1 +1,379 @@
+//! CQ tests: the test writes CQEs into heap memory as the device would.
 
+use super::*;
+use crate::error::{ReqIdProblem, EIO, EOPNOTSUPP};
+use crate::testmem::Mem;
+
+/// Fields drop in declaration order: the queue goes before the memory it points into.
+struct Rig {
+    cq: CompletionQueue,
+    buf: Mem,
+    db: Mem,
+}
+
+fn rig(cfg: CqConfig, with_db: bool) -> Rig {
+    let buf = Mem::new(cfg.buffer_size());
+    let db = Mem::new(4);
+    let dbp = with_db.then(|| db.u32_ptr());
+    // SAFETY: heap regions of the needed sizes, kept alive by `Rig` until after the queue is
+    // dropped (field order); only this thread touches them.
+    let cq = unsafe { CompletionQueue::new(cfg, buf.ptr(), buf.len(), dbp) }.unwrap();
+    Rig { cq, buf, db }
+}
+
+fn cfg(num_sub_cqs: u16, depth: u32, entry_size: u32, with_sgid: bool) -> CqConfig {
+    CqConfig {
+        cqn: 3,
+        num_sub_cqs,
+        sub_cq_depth: depth,
+        entry_size,
+        with_sgid,
+    }
+}
+
+impl Rig {
+    /// Device side: writes `bytes` as entry `idx` of sub-CQ `sub`.
+    fn put(&self, sub: usize, idx: usize, bytes: &[u8]) {
+        let c = self.cq.config();
+        let off = (sub * c.sub_cq_depth as usize + idx) * c.entry_size as usize;
+        self.buf.write(off, bytes);
+    }
+}
+
+/// A send CQE (16 bytes) built with the typed accessors.
+fn tx_cqe(req_id: u16, qp: u16, status: u8, op: u8, phase: bool) -> [u8; 16] {
+    let mut c = EfaIoTxCdesc::default();
+    c.common.req_id.set(req_id);
+    c.common.qp_num.set(qp);
+    c.common.status = status;
+    c.common.set_q_type(EFA_IO_SEND_QUEUE);
+    c.common.set_op_type(op);
+    c.common.set_phase(phase);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(c.as_bytes());
+    out
+}
+
+fn rx_cqe(req_id: u16, qp: u16, phase: bool) -> [u8; 32] {
+    let mut c = EfaIoRxCdescEx::default();
+    c.base.common.req_id.set(req_id);
+    c.base.common.qp_num.set(qp);
+    c.base.common.set_q_type(EFA_IO_RECV_QUEUE);
+    c.base.common.set_phase(phase);
+    c.base.length.set(64);
+    c.base.ah.set(1);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(c.as_bytes());
+    out
+}
+
+#[test]
+fn golden_recv_with_imm_and_sgid() {
+    let mut r = rig(cfg(1, 4, 32, true), true);
+    let mut recv = WridPool::new(4, 0).unwrap();
+    let id = recv.alloc(0xabc).unwrap();
+    assert_eq!(id, 0);
+    #[rustfmt::skip]
+    let cqe: [u8; 32] = [
+        // req_id 0, status OK
+        0x00, 0x00, 0x00,
+        // flags: phase BIT(0)=1 | q_type RECV (2) in 2:1 = 0x04 | has_imm BIT(3)=0x08
+        //        | op_type SEND (0) in 6:4 -> 0x0d
+        0x0d,
+        // qp_num 0x0011
+        0x11, 0x00,
+        // length 0x0400, ah 0xffff (unknown sender), src_qp_num 0x0022
+        0x00, 0x04, 0xff, 0xff, 0x22, 0x00,
+        // imm 0xcafebabe LE
+        0xbe, 0xba, 0xfe, 0xca,
+        // src_addr (GID) 0xf0..0xff
+        0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7,
+        0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff,
+    ];
+    r.put(0, 0, &cqe);
+    let mut table = [QpEntry {
+        qp_num: 0x11,
+        send: None,
+        recv: Some(&mut recv),
+    }];
+    let mut wcs = [Wc::default(); 4];
+    assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(1));
+    let gid: [u8; 16] = core::array::from_fn(|i| 0xf0 + i as u8);
+    assert_eq!(
+        wcs[0],
+        Wc {
+            wr_id: 0xabc,
+            status: WcStatus::SUCCESS,
+            vendor_err: 0,
+            opcode: WcOpcode::RECV,
+            byte_len: 0x400,
+            imm_data: 0xcafe_babe,
+            qp_num: 0x11,
+            src_qp: 0x22,
+            slid: 0xffff,
+            wc_flags: IBV_WC_WITH_IMM,
+            sgid: Some(gid),
+            is_unsolicited: false,
+        }
+    );
+    assert_eq!(recv.outstanding(), 0, "the receive slot was returned");
+    assert_eq!(
+        r.cq.db.as_ref().unwrap().log,
+        [1],
+        "consumer counter 1, no arm"
+    );
+}
+
+#[test]
+fn golden_send_error_and_unsolicited_write() {
+    let mut r = rig(cfg(1, 4, 32, true), true);
+    let mut send = WridPool::new(4, 0).unwrap();
+    let mut recv = WridPool::new(4, 0).unwrap();
+    let sid = send.alloc(0x51).unwrap();
+    #[rustfmt::skip]
+    let tx: [u8; 16] = [
+        // req_id (slot 0), status 7 = REMOTE_ERROR_BAD_ADDRESS
+        0x00, 0x00, 0x07,
+        // flags: phase 1 | q_type SEND (1) << 1 = 0x02 | op_type RDMA_WRITE (2) << 4 = 0x20
+        0x23,
+        // qp_num 0x0011, req_id_ex, reserved
+        0x11, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    assert_eq!(sid, 0);
+    r.put(0, 0, &tx);
+    #[rustfmt::skip]
+    let rx: [u8; 32] = [
+        // req_id garbage (unsolicited: no receive consumed, must not be looked up)
+        0x34, 0x12, 0x00,
+        // flags: phase 1 | q_type RECV 0x04 | has_imm 0x08 | op RDMA_WRITE 0x20
+        //        | unsolicited BIT(7) 0x80 -> 0xad
+        0xad,
+        0x11, 0x00,
+        // length bits 15:0 = 0x0010, ah 5 (known), src_qp 0x0022
+        0x10, 0x00, 0x05, 0x00, 0x22, 0x00,
+        // imm 7
+        0x07, 0x00, 0x00, 0x00,
+        // u.rdma_write.length_hi = 0x0001 -> byte_len 0x10010
+        0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    r.put(0, 1, &rx);
+    let mut table = [QpEntry {
+        qp_num: 0x11,
+        send: Some(&mut send),
+        recv: Some(&mut recv),
+    }];
+    let mut wcs = [Wc::default(); 4];
+    assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(2));
+    assert_eq!(wcs[0].wr_id, 0x51);
+    assert_eq!(wcs[0].status, WcStatus::REM_ACCESS_ERR);
+    assert_eq!(wcs[0].vendor_err, 7);
+    assert_eq!(wcs[0].opcode, WcOpcode::RDMA_WRITE);
+    assert_eq!(wcs[0].byte_len, 0);
+    assert_eq!(wcs[1].wr_id, 0);
+    assert!(wcs[1].is_unsolicited);
+    assert_eq!(wcs[1].opcode, WcOpcode::RECV_RDMA_WITH_IMM);
+    assert_eq!(wcs[1].byte_len, 0x1_0010);
+    assert_eq!(wcs[1].imm_data, 7);
+    assert_eq!(wcs[1].sgid, None, "known AH: no SGID");
+    assert_eq!(send.outstanding(), 0);
+}
+
+#[test]
+fn round_robin_across_sub_cqs() {
+    let mut r = rig(cfg(2, 4, 32, false), true);
+    let mut send = WridPool::new(8, 0).unwrap();
+    // sub-CQ 0 gets WRs 0,1,2; sub-CQ 1 gets WR 3.
+    let ids: Vec<u16> = (0..4).map(|i| send.alloc(i).unwrap()).collect();
+    for (i, &id) in ids[..3].iter().enumerate() {
+        r.put(0, i, &tx_cqe(id, 9, 0, EFA_IO_SEND, true));
+    }
+    r.put(1, 0, &tx_cqe(ids[3], 9, 0, EFA_IO_SEND, true));
+    let mut table = [QpEntry {
+        qp_num: 9,
+        send: Some(&mut send),
+        recv: None,
+    }];
+    let mut order = Vec::new();
+    let mut wc = [Wc::default(); 1];
+    while r.cq.poll(&mut wc, &mut table[..]) == Ok(1) {
+        order.push(wc[0].wr_id);
+    }
+    // next_poll_idx: 0 -> take s0; 1 -> take s1; 0 -> take s0; 1 -> s1 empty, s0.
+    assert_eq!(order, [0, 3, 1, 2]);
+    assert_eq!(r.cq.consumer_counter(), 4);
+}
+
+#[test]
+fn sub_cq_wraps_and_phase() {
+    for entry_size in [16u32, 32] {
+        let mut r = rig(cfg(2, 4, entry_size, false), true);
+        let mut send = WridPool::new(4, 0).unwrap();
+        let mut recv = WridPool::new(4, 0).unwrap();
+        let mut wcs = [Wc::default(); 4];
+        for k in 0..14u64 {
+            let idx = (k % 4) as usize;
+            // The device writes phase 1 on pass 0, 0 on pass 1, ...
+            let phase = (k / 4) % 2 == 0;
+            {
+                let mut table = [QpEntry {
+                    qp_num: 4,
+                    send: Some(&mut send),
+                    recv: Some(&mut recv),
+                }];
+                // Before the device writes, the stale entries of the previous pass (and the
+                // zeroed ring on pass 0) must not be taken.
+                assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0), "k={k}");
+            }
+            let s = send.alloc(100 + k).unwrap();
+            let v = recv.alloc(200 + k).unwrap();
+            r.put(0, idx, &tx_cqe(s, 4, 0, EFA_IO_SEND, phase));
+            r.put(1, idx, &rx_cqe(v, 4, phase)[..entry_size as usize]);
+            let mut table = [QpEntry {
+                qp_num: 4,
+                send: Some(&mut send),
+                recv: Some(&mut recv),
+            }];
+            let n = r.cq.poll(&mut wcs, &mut table[..]).unwrap();
+            assert_eq!(n, 2, "k={k} entry_size={entry_size}");
+            let mut got = [wcs[0].wr_id, wcs[1].wr_id];
+            got.sort();
+            assert_eq!(got, [100 + k, 200 + k]);
+            assert_eq!(
+                wcs.iter()
+                    .take(2)
+                    .filter(|w| w.opcode == WcOpcode::RECV)
+                    .count(),
+                1
+            );
+            // Doorbell: CQ-wide consumer counter after the poll, no arm, cmd_sn 0.
+            let log = &r.cq.db.as_ref().unwrap().log;
+            assert_eq!(log.last(), Some(&(2 * (k as u32 + 1))));
+        }
+        // Empty polls wrote no doorbell: one write per non-empty poll.
+        assert_eq!(r.cq.db.as_ref().unwrap().log.len(), 14);
+    }
+}
+
+#[test]
+fn distrusts_cqe_contents() {
+    let mut r = rig(cfg(1, 8, 32, false), true);
+    let mut send = WridPool::new(3, 0).unwrap();
+    let good = send.alloc(1).unwrap();
+    // 0: good; 1: slot 3 (mask has room, pool does not); 2: slot 1 never posted;
+    // 3: unknown QP; 4: q_type 0; 5: generation bits set; 6: good id completed twice.
+    r.put(0, 0, &tx_cqe(good, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 1, &tx_cqe(3, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 2, &tx_cqe(1, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 3, &tx_cqe(good, 10, 0, EFA_IO_SEND, true));
+    let mut bad_type = tx_cqe(good, 9, 0, EFA_IO_SEND, true);
+    bad_type[3] = 0x01; // phase only, q_type 0
+    r.put(0, 4, &bad_type);
+    r.put(0, 5, &tx_cqe(0x8000, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 6, &tx_cqe(good, 9, 0, EFA_IO_SEND, true));
+    let mut table = [QpEntry {
+        qp_num: 9,
+        send: Some(&mut send),
+        recv: None,
+    }];
+    let mut wcs = [Wc::default(); 8];
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert_eq!(
+        e.polled, 1,
+        "the good completion before the bad one is delivered"
+    );
+    assert_eq!(wcs[0].wr_id, 1);
+    let problem = |e: PollError| match e.error {
+        EfaError::BadReqId { problem, .. } => Some(problem),
+        _ => None,
+    };
+    assert_eq!(problem(e), Some(ReqIdProblem::OutOfRange));
+    assert_eq!(e.error.errno(), EIO);
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert_eq!(
+        (e.polled, problem(e)),
+        (0, Some(ReqIdProblem::NotOutstanding))
+    );
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert_eq!(
+        e.error,
+        EfaError::UnknownQp {
+            cqn: 3,
+            qpn: 10,
+            queue: QueueKind::Send
+        }
+    );
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert!(matches!(e.error, EfaError::BadCqe { flags: 0x01, .. }));
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert_eq!(problem(e), Some(ReqIdProblem::StaleGeneration));
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert_eq!(
+        problem(e),
+        Some(ReqIdProblem::NotOutstanding),
+        "double completion"
+    );
+    assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0));
+    assert_eq!(r.cq.consumer_counter(), 7, "bad CQEs are consumed too");
+    // A QP without a receive queue cannot take a (solicited) receive completion.
+    r.put(0, 7, &rx_cqe(0, 9, true));
+    let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
+    assert!(matches!(
+        e.error,
+        EfaError::UnknownQp {
+            queue: QueueKind::Recv,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn arm_and_events() {
+    let mut r = rig(cfg(1, 4, 32, false), true);
+    r.cq.req_notify(false).unwrap();
+    r.cq.note_event();
+    r.cq.note_event();
+    r.cq.req_notify(false).unwrap();
+    let e = r.cq.req_notify(true).unwrap_err();
+    assert_eq!(e.errno(), EOPNOTSUPP);
+    // arm BIT(31); cmd_sn 2 in bits 30:29 -> 0x4000_0000; consumer index 0
+    assert_eq!(r.cq.db.as_ref().unwrap().log, [0x8000_0000, 0xc000_0000]);
+    assert_eq!(r.db.word(), 0xc000_0000);
+
+    let mut nodb = rig(cfg(1, 4, 32, false), false);
+    assert_eq!(
+        nodb.cq.req_notify(false),
+        Err(EfaError::NoCqDoorbell { cqn: 3 })
+    );
+    // Polling without a doorbell works and writes nothing.
+    let mut send = WridPool::new(2, 0).unwrap();
+    let id = send.alloc(5).unwrap();
+    nodb.put(0, 0, &tx_cqe(id, 1, 0, EFA_IO_SEND, true));
+    let mut table = [QpEntry {
+        qp_num: 1,
+        send: Some(&mut send),
+        recv: None,
+    }];
+    let mut wcs = [Wc::default(); 2];
+    assert_eq!(nodb.cq.poll(&mut wcs, &mut table[..]), Ok(1));
+}
+
+#[test]
+fn bad_configs_refused() {
+    let buf = Mem::new(256);
+    let try_new = |c: CqConfig| {
+        // SAFETY: the heap region outlives the queue, which is dropped at once.
+        unsafe { CompletionQueue::new(c, buf.ptr(), 256, None) }.map(|_| ())
+    };
+    assert!(try_new(cfg(1, 8, 32, false)).is_ok());
+    assert!(try_new(cfg(2, 8, 32, false)).is_err(), "buffer too small");
+    assert!(
+        try_new(cfg(1, 3, 32, false)).is_err(),
+        "depth not a power of two"
+    );
+    assert!(
+        try_new(cfg(1, 4, 16, true)).is_err(),
+        "SGID needs 32-byte CQEs"
+    );
+    assert!(try_new(cfg(0, 4, 32, false)).is_err());
+    assert!(try_new(cfg(1, 4, 24, false)).is_err());
+}

@@ -34,7 +34,7 @@ fn cfg(depth: u32, wqe_size: u32) -> SqConfig {
 struct Rig {
     sq: SendQueue,
     desc: Mem,
-    _db: Mem,
+    db: Mem,
 }
 
 fn rig(c: SqConfig) -> Rig {
@@ -43,7 +43,7 @@ fn rig(c: SqConfig) -> Rig {
     // SAFETY: both regions are heap allocations of the needed sizes that `Rig` keeps alive
     // until after the queue is dropped (field order); only this thread touches them.
     let sq = unsafe { SendQueue::new(c, desc.ptr(), desc.len(), db.u32_ptr()) }.unwrap();
-    Rig { sq, desc, _db: db }
+    Rig { sq, desc, db }
 }
 
 fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
@@ -89,6 +89,7 @@ fn golden_send_imm_64() {
     ];
     assert_eq!(r.desc.read(0, 64), expected);
     assert_eq!(r.sq.db.log, [1], "one doorbell carrying producer counter 1");
+    assert_eq!(r.db.word(), 1);
     // The same bytes decode through the 64-byte WQE type a device model would use.
     let w = <EfaIoTxWqe as zerocopy::FromBytes>::read_from_bytes(&expected[..]).unwrap();
     assert_eq!(w.sgl()[0].buf_addr(), 0x1122_3344_5566_7788);
@@ -227,6 +228,11 @@ fn doorbell_batching_limit() {
         .collect();
     assert_eq!(r.sq.post_send(&wrs), Ok(5));
     assert_eq!(r.sq.db.log, [2, 4, 5]);
+    assert_eq!(
+        r.db.word(),
+        5,
+        "the register holds the last producer counter"
+    );
 
     // Same batch limit with 128-byte WQEs: one WQE per doorbell.
     let mut c = cfg(16, 128);
