@@ -31,6 +31,7 @@ mod error;
 mod event;
 mod mr;
 mod pd;
+mod query;
 mod wc;
 
 pub use context::{Context, ProviderInfo};
@@ -42,6 +43,7 @@ pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use pd::Pd;
+pub use query::*;
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// The ABI structs this crate speaks, re-exported for the raw API and device models.
