@@ -18,6 +18,21 @@
 //! | `mmio`    | doorbell stores and barriers (private)                                |
 //!
 //! `unsafe` is denied here and allowed only in `mmio`, `sq`, `rq` and `cq`.
+//!
+//! What the core has to know when wiring this up:
+//! - SQ: mmap `llq_desc_mmap_key` write-only (write-combined, device memory), WQEs start at
+//!   `llq_desc_offset`; SQ doorbell = page of `sq_db_mmap_key` + `sq_db_offset` (write-only).
+//! - RQ: mmap `rq_mmap_key` (`rq_mmap_size` bytes) write-only; doorbell = page of
+//!   `rq_db_mmap_key` + `rq_db_offset`.
+//! - CQ: mmap `q_mmap_key` (`q_mmap_size` bytes) read-only; sub-CQ `i` starts at
+//!   `i * cqe * entry_size`; doorbell (only with `EFA_CREATE_CQ_RESP_DB_OFF`) = page of
+//!   `db_mmap_key` + `db_off`. Send/receive completions of a QP land in sub-CQ
+//!   `send_sub_cq_idx`/`recv_sub_cq_idx`; polling visits all sub-CQs round-robin anyway.
+//! - Request ids are always 16-bit pool ids (slot | generation). If the core creates QPs with
+//!   `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID` the device echoes the same low 16 bits, so it is
+//!   harmless but gains nothing; the `req_id_ex` words are written as zero and ignored.
+//! - Post and poll of one QP both need `&mut` of its wr_id pools: one owner drives both (the
+//!   facts warn that they race otherwise).
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
