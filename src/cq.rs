@@ -286,12 +286,26 @@ fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
         imm_data: c.ex,
         qp_num: c.qp_num,
         src_qp: c.src_qp,
-        wc_flags: WcFlags::from_bits_retain(c.wc_flags),
+        wc_flags: wc_flags_from_kernel(c.wc_flags),
         pkey_index: c.pkey_index,
         slid: c.slid,
         sl: c.sl,
         dlid_path_bits: c.dlid_path_bits,
     }
+}
+
+/// The kernel's `enum ib_wc_flags` (what rxe writes into its CQ ring) differs from libibverbs'
+/// `enum ibv_wc_flags` in two bits: the kernel has WITH_INVALIDATE at bit 2 and IP_CSUM_OK at
+/// bit 3, libibverbs the reverse. Translate so `WcFlags` always means the libibverbs bits.
+#[inline]
+fn wc_flags_from_kernel(k: u32) -> WcFlags {
+    use uverbs_uapi::verbs::{IB_WC_GRH, IB_WC_IP_CSUM_OK, IB_WC_WITH_IMM, IB_WC_WITH_INVALIDATE};
+    let mut f = WcFlags::empty();
+    f.set(WcFlags::GRH, k & IB_WC_GRH != 0);
+    f.set(WcFlags::WITH_IMM, k & IB_WC_WITH_IMM != 0);
+    f.set(WcFlags::WITH_INV, k & IB_WC_WITH_INVALIDATE != 0);
+    f.set(WcFlags::IP_CSUM_OK, k & IB_WC_IP_CSUM_OK != 0);
+    f
 }
 
 impl Cq {
