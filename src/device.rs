@@ -160,6 +160,21 @@ impl Device {
     pub fn driver(&self) -> &Driver {
         &self.driver
     }
+    /// A device description not found in sysfs, for a [`crate::channel::Channel`] that is not
+    /// the kernel (a device model in tests): `Context::with_channel(Device::synthetic(..), ..)`.
+    pub fn synthetic(name: &str, driver: Driver, node_guid: u64) -> Device {
+        Device {
+            name: name.to_string(),
+            uverbs_name: format!("model-{name}"),
+            dev_path: PathBuf::new(),
+            ibdev_path: PathBuf::new(),
+            abi_version: 1,
+            node_guid,
+            node_type: NodeType::Unspecified,
+            driver,
+        }
+    }
+
     /// Whether uverbs can open this device.
     pub fn is_supported(&self) -> bool {
         !matches!(self.driver, Driver::Unsupported(_))
