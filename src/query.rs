@@ -1036,7 +1036,6 @@ impl Context {
         cmd.const_u64(UVERBS_ATTR_QUERY_PORT_PORT_NUM, u64::from(port_num))
             .ptr_out(UVERBS_ATTR_QUERY_PORT_RESP, &mut resp);
         let r = self.ioctl_cmd(op, &object, &mut cmd);
-        drop(cmd);
         match r {
             Ok(()) => Ok(PortAttr::from_ex(&resp)),
             Err(e) if lacks_method(&e) => {
@@ -1078,7 +1077,6 @@ impl Context {
             &|| format!("port {port_num} of {}", self.label()),
             &mut cmd,
         );
-        drop(cmd);
         r.map_err(|e| {
             if e.is(Errno::PROTONOSUPPORT) {
                 e.with_reason("the kernel does not have UVERBS_METHOD_QUERY_PORT_SPEED")
@@ -1141,7 +1139,6 @@ impl Context {
                 &mut num_entries,
             );
         let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
-        drop(cmd);
         let nets = NetDevs::read(Path::new("/sys/class/net"));
         match r {
             Ok(()) => {
@@ -1210,7 +1207,6 @@ impl Context {
             .u32_in(UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 0)
             .ptr_out(UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, &mut resp);
         let r = self.ioctl_cmd(op, &object, &mut cmd);
-        drop(cmd);
         let nets = NetDevs::read(Path::new("/sys/class/net"));
         match r {
             Ok(()) => Ok(decode_gid_entry(&resp, &nets)),
