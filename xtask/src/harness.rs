@@ -26,7 +26,7 @@ pub struct Harness {
 pub fn build_uverbs_cli() -> Result<PathBuf> {
     let root = crate::util::workspace_root();
     crate::util::run(
-        Command::new(env!("CARGO"))
+        Command::new(crate::util::cargo())
             .args([
                 "build",
                 "--release",
@@ -133,44 +133,30 @@ impl Harness {
         let (ka, ia) = self.prepare(a.0, a.1, "a")?;
         let (kb, ib) = self.prepare(b.0, b.1, "b")?;
         let (pa, pb) = (free_udp_port()?, free_udp_port()?);
-        let cfg =
-            |label: String, kernel: Kernel, initrd: PathBuf, local: u16, remote: u16, mac: &str| {
-                VmConfig {
-                    echo: Echo {
-                        prefix: format!("[{label}] "),
-                        step_banners: true,
-                        boot_messages: false,
-                    },
-                    label,
-                    kernel,
-                    initrd,
-                    // Two TCG VMs share the 2 host cores: one vCPU each keeps them from starving each other.
-                    memory_mb: 1024,
-                    cpus: 1,
-                    nic: Some(Nic {
-                        local_port: local,
-                        remote_port: remote,
-                        mac: mac.to_string(),
-                    }),
-                    timeout,
-                }
-            };
-        let ca = cfg(
-            format!("A {}", ka.release),
-            ka,
-            ia.clone(),
-            pa,
-            pb,
-            "52:54:00:99:01:01",
-        );
-        let cb = cfg(
-            format!("B {}", kb.release),
-            kb,
-            ib.clone(),
-            pb,
-            pa,
-            "52:54:00:99:01:02",
-        );
+        let cfg = |name: &str, kernel: Kernel, initrd: PathBuf, ports: (u16, u16), mac: &str| {
+            let series = kernel.series.label();
+            VmConfig {
+                echo: Echo {
+                    prefix: format!("[{name} {series}] "),
+                    step_banners: true,
+                    boot_messages: false,
+                },
+                label: format!("{name}-{}", kernel.release),
+                kernel,
+                initrd,
+                // Two TCG VMs share the 2 host cores: one vCPU each keeps them from starving each other.
+                memory_mb: 1024,
+                cpus: 1,
+                nic: Some(Nic {
+                    local_port: ports.0,
+                    remote_port: ports.1,
+                    mac: mac.to_string(),
+                }),
+                timeout,
+            }
+        };
+        let ca = cfg("A", ka, ia.clone(), (pa, pb), "52:54:00:99:01:01");
+        let cb = cfg("B", kb, ib.clone(), (pb, pa), "52:54:00:99:01:02");
         let (ra, rb) = std::thread::scope(|s| {
             let ta = s.spawn(|| vm::run(&ca));
             let tb = s.spawn(|| vm::run(&cb));

@@ -33,9 +33,10 @@ commands:
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
                        failing or hanging command is reported as such)
-  vm [--kernel K] [--timeout S] [--boot-log] -- <shell command>
+  vm [--kernel K] [--timeout S] [--boot-log] [--test-exe PATH]... -- <shell command>
                        run a shell command in the VM (default kernel 6.12, timeout 600 s);
-                       exits with the command's status
+                       exits with the command's status. --test-exe copies a static
+                       executable in as /tests/<name> (cargo's -<hash> suffix dropped)
   pingpong2            two VMs (6.1 and 6.12) joined by a link; ibv_rc_pingpong across it
   kernels              fetch both kernels into the cache and print them
 
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
 /// Options shared by the VM commands.
 struct VmArgs {
     kernels: Vec<Series>,
+    test_exes: Vec<std::path::PathBuf>,
     timeout: Option<Duration>,
     boot_log: bool,
     command: Vec<String>,
@@ -65,6 +67,7 @@ struct VmArgs {
 fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
     let mut out = VmArgs {
         kernels: Vec::new(),
+        test_exes: Vec::new(),
         timeout: None,
         boot_log: false,
         command: Vec::new(),
@@ -88,6 +91,12 @@ fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
                 out.timeout = Some(Duration::from_secs(secs));
             }
             "--boot-log" => out.boot_log = true,
+            "--test-exe" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| err!("--test-exe needs the path of a static executable"))?;
+                out.test_exes.push(v.into());
+            }
             "--" => {
                 out.command = it.cloned().collect();
                 break;
@@ -139,6 +148,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
                 &a.command.join(" "),
                 a.timeout.unwrap_or(Duration::from_secs(600)),
                 a.boot_log,
+                &a.test_exes,
             )
         }
         "pingpong2" => {

@@ -149,10 +149,18 @@ pub struct TestExe {
     pub names: Vec<String>,
 }
 
-/// Build the workspace's test executables for musl and check each is static.
-pub fn build_test_exes() -> Result<Vec<TestExe>> {
+/// The musl test executables that built, and the build error if some did not.
+pub struct TestBuild {
+    pub exes: Vec<TestExe>,
+    pub build_error: Option<String>,
+}
+
+/// Build the workspace's test executables for musl and check each is static. With
+/// `--no-fail-fast` cargo keeps building the other targets when one fails to compile, so
+/// what did build still runs in the VM while the failure is reported.
+pub fn build_test_exes() -> Result<TestBuild> {
     let root = crate::util::workspace_root();
-    let mut cmd = Command::new(env!("CARGO"));
+    let mut cmd = Command::new(crate::util::cargo());
     // xtask is host tooling (it drives qemu); its own tests run on the host.
     cmd.args([
         "test",
@@ -160,22 +168,25 @@ pub fn build_test_exes() -> Result<Vec<TestExe>> {
         "--exclude",
         "xtask",
         "--no-run",
+        "--no-fail-fast",
+    ])
+    .args([
         "--target",
         MUSL_TARGET,
+        "--message-format=json-render-diagnostics",
     ])
-    .args(["--message-format=json-render-diagnostics"])
     .current_dir(&root)
     .stderr(std::process::Stdio::inherit());
     println!("$ {}", crate::util::show(&cmd));
     let out = cmd
         .output()
         .context(|| "running cargo test --no-run".to_string())?;
-    if !out.status.success() {
-        return Err(err!(
-            "building the musl test executables failed ({}); see the compiler output above",
+    let build_error = (!out.status.success()).then(|| {
+        format!(
+            "some musl test executables did not build ({}); see the compiler output above",
             out.status
-        ));
-    }
+        )
+    });
     let mut exes = Vec::new();
     let mut taken = BTreeSet::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -210,7 +221,7 @@ pub fn build_test_exes() -> Result<Vec<TestExe>> {
             names: libtest::parse_list(&list),
         });
     }
-    Ok(exes)
+    Ok(TestBuild { exes, build_error })
 }
 
 /// Payload lines running every test executable as its own step.
@@ -309,11 +320,11 @@ fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
 /// Run one host command as a reported item.
 fn host_check(report: &mut Report, name: &str, args: &[&str]) {
     let t = Instant::now();
-    let mut cmd = Command::new(env!("CARGO"));
+    let mut cmd = Command::new(crate::util::cargo());
     cmd.args(args).current_dir(crate::util::workspace_root());
     match crate::util::run(&mut cmd) {
         Ok(()) => report.push(Item::pass(name)),
-        Err(e) => report.push(Item::fail(name, e.to_string())),
+        Err(e) => report.push(Item::fail(name, format!("{e}; see its output above"))),
     }
     println!("xtask: {name}: {:.0} s", t.elapsed().as_secs_f64());
 }
@@ -359,9 +370,19 @@ pub fn full() -> Result<bool> {
         }
     };
     let exes = match build_test_exes() {
-        Ok(x) => {
+        Ok(TestBuild {
+            exes,
+            build_error: None,
+        }) => {
             host.push(Item::pass("build test executables (musl, static)"));
-            x
+            exes
+        }
+        Ok(TestBuild {
+            exes,
+            build_error: Some(e),
+        }) => {
+            host.push(Item::fail("build test executables (musl, static)", e));
+            exes
         }
         Err(e) => {
             host.push(Item::fail(
@@ -453,13 +474,35 @@ pub fn full() -> Result<bool> {
     Ok(print_overall(&reports))
 }
 
+/// The name a test executable gets in the VM: its file name without cargo's `-<hash>`.
+fn exe_guest_name(path: &std::path::Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match file.rsplit_once('-') {
+        Some((stem, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            stem.to_string()
+        }
+        _ => file,
+    }
+}
+
 /// `cargo xtask vm -- <command>`.
 pub fn vm_command(
     series: Series,
     command: &str,
     timeout: Duration,
     boot_log: bool,
+    test_exes: &[PathBuf],
 ) -> Result<bool> {
+    let mut files = Vec::new();
+    for exe in test_exes {
+        crate::elf::ensure_static(exe, "--test-exe")?;
+        let name = exe_guest_name(exe);
+        println!("xtask: {} -> /tests/{name}", exe.display());
+        files.push((format!("tests/{name}"), exe.clone()));
+    }
     // Our CLI is in the VM as /usr/bin/uverbs when it builds; a VM without it is still useful.
     let cli = match build_uverbs_cli() {
         Ok(p) => Some(p),
@@ -475,7 +518,7 @@ pub fn vm_command(
         boot_messages: boot_log,
     };
     println!("xtask: running in the {} VM: {command}", series.label());
-    let payload = command_payload(command, Vec::new());
+    let payload = command_payload(command, files);
     let run = h.run(series, &payload, timeout, echo)?;
     println!("xtask: {}", run.describe());
     if let Some(code) = run.step("cmd").and_then(|s| s.status) {
@@ -484,4 +527,114 @@ pub fn vm_command(
         }
     }
     Ok(run.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_names_drop_the_cargo_hash() {
+        let p = |s: &str| exe_guest_name(std::path::Path::new(s));
+        assert_eq!(
+            p("target/x/debug/deps/core_objects-1b78c3de3b21379b"),
+            "core_objects"
+        );
+        assert_eq!(
+            p("target/x/debug/deps/uverbs_uapi-c529f8c32789b6aa"),
+            "uverbs_uapi"
+        );
+        assert_eq!(p("/tmp/my-tool"), "my-tool");
+    }
+
+    fn item_states(r: &Report) -> Vec<(String, &'static str)> {
+        r.items
+            .iter()
+            .map(|i| {
+                let s = match i.state {
+                    State::Passed => "pass",
+                    State::Failed(_) => "fail",
+                    State::Skipped(_) => "skip",
+                };
+                (i.name.clone(), s)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn steps_become_per_test_items_and_crashes_are_failures() {
+        use crate::vm::{Outcome, Step};
+        let exe = |name: &str, names: &[&str], efa: bool| TestExe {
+            display: name.into(),
+            path: PathBuf::from("/x"),
+            guest_name: name.into(),
+            efa_hw_target: efa,
+            names: names.iter().map(|s| s.to_string()).collect(),
+        };
+        let exes = vec![
+            exe("a", &["t1", "dev_efa_hw"], false),
+            exe("efa_hw", &["x"], true),
+            exe("crash", &["c1"], false),
+        ];
+        let step = |name: &str, status: i32, out: &str| Step {
+            name: name.into(),
+            status: Some(status),
+            timed_out: false,
+            output: out.lines().map(str::to_string).collect(),
+            secs: 0.1,
+        };
+        let run = Run {
+            label: "k".into(),
+            outcome: Outcome::Exited(1),
+            steps: vec![
+                step(
+                    "test:a",
+                    0,
+                    "test t1 ... ok\ntest result: ok. 1 passed; 0 failed; 0 ignored",
+                ),
+                step(
+                    "test:a:efa_hw",
+                    0,
+                    "test dev_efa_hw ... ignored, needs EFA hardware",
+                ),
+                step("test:efa_hw", 0, "test x ... ignored"),
+                step("test:crash", 139, "test c1 ... "),
+            ],
+            boot_secs: Some(1.0),
+            total_secs: 2.0,
+            log: None,
+        };
+        let script = test_steps(&exes);
+        assert!(
+            script.contains(
+                "step test:a 900 /tests/a --include-ignored --skip efa_hw --test-threads=1"
+            ),
+            "{script}"
+        );
+        assert!(
+            script.contains("step test:a:efa_hw 900 /tests/a efa_hw --test-threads=1"),
+            "{script}"
+        );
+        assert!(
+            script.contains("step test:efa_hw 900 /tests/efa_hw --test-threads=1"),
+            "{script}"
+        );
+        assert!(!script.contains("test:crash:efa_hw"), "{script}");
+        let mut r = Report::new("k");
+        test_items(&run, &exes, &mut r);
+        assert_eq!(
+            item_states(&r),
+            vec![
+                ("a::t1".to_string(), "pass"),
+                ("a::dev_efa_hw".to_string(), "skip"),
+                ("efa_hw::x".to_string(), "skip"),
+                ("crash [test:crash]".to_string(), "fail"),
+            ]
+        );
+        assert_eq!(r.counts(), (1, 1, 2));
+        let State::Failed(why) = &r.items[3].state else {
+            unreachable!()
+        };
+        assert!(why.contains("status 139") && why.contains("`c1`"), "{why}");
+    }
 }

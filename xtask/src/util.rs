@@ -72,9 +72,19 @@ pub fn cache_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Render a command line for messages.
+/// The cargo that runs us (`cargo xtask` sets CARGO), for nested builds.
+pub fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Render a command line for messages (cargo by its short name).
 pub fn show(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    let program = cmd.get_program();
+    let mut s = if Some(program) == Some(cargo().as_os_str()) {
+        "cargo".to_string()
+    } else {
+        program.to_string_lossy().into_owned()
+    };
     for arg in cmd.get_args() {
         let arg = arg.to_string_lossy();
         if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || c == '\'') {

@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -331,13 +332,16 @@ fn kill(child: &mut Child) {
 pub fn run(cfg: &VmConfig) -> Result<Run> {
     let logs = crate::util::work_dir()?.join("logs");
     std::fs::create_dir_all(&logs).context(|| format!("creating {}", logs.display()))?;
+    static RUNS: AtomicU32 = AtomicU32::new(0);
     let log_path = logs.join(format!(
-        "{}-{}.log",
+        "{}-{}-{}-{}.log",
         cfg.label.replace(
             |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
             "_"
         ),
-        crate::util::timestamp()
+        crate::util::timestamp(),
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
     ));
     let log_file =
         std::fs::File::create(&log_path).context(|| format!("creating {}", log_path.display()))?;
