@@ -24,18 +24,26 @@
 #![warn(missing_docs)]
 
 pub mod channel;
+mod ah;
 mod context;
 mod cq;
+mod cq_ex;
 mod device;
 mod error;
 mod event;
 mod mr;
 mod pd;
+mod qp;
 mod query;
+mod srq;
 mod wc;
+mod wr;
+mod xrcd;
 
+pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use context::{Context, ProviderInfo};
 pub use cq::{Cq, CqDestroyed, CqInitAttr};
+pub use cq_ex::PollCq;
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
@@ -43,8 +51,15 @@ pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use pd::Pd;
+pub use qp::{
+    Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
+    WrBatch,
+};
 pub use query::*;
+pub use srq::{Srq, SrqAttr, SrqAttrMask, SrqDestroyed, SrqInitAttrEx, SrqType};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
+pub use wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrData, WrOp};
+pub use xrcd::{Xrcd, XRCD_O_CREAT, XRCD_O_EXCL};
 
 /// The ABI structs this crate speaks, re-exported for the raw API and device models.
 pub use uverbs_uapi as uapi;

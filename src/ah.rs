@@ -1,0 +1,292 @@
+//! Address handles (`ibv_create_ah`, `ibv_destroy_ah`) and address vectors (`ibv_ah_attr`).
+//!
+//! An [`Ah`] is the kernel AH (`IB_USER_VERBS_CMD_CREATE_AH`) plus what rxe needs in a UD send
+//! WQE: the kernel's AH index (`rxe_create_ah_resp.ah_num`, non-zero on every kernel since
+//! 5.10, including both test kernels). Kernels older than that return 0 and expect a full
+//! `struct rxe_av` (with the destination MAC resolved from the neighbour table) in every WQE;
+//! uverbs refuses those kernels with `EOPNOTSUPP` rather than sending with a guessed MAC.
+//!
+//! `Ah` is a cheap clone of an `Arc`: a QP keeps a clone for every UD send still in its queue,
+//! so an AH can never be destroyed under a send that names it.
+
+use std::sync::Arc;
+
+use uverbs_uapi::rxe::RxeCreateAhResp;
+use uverbs_uapi::write::{
+    IbUverbsAhAttr, IbUverbsCreateAh, IbUverbsCreateAhResp, IbUverbsDestroyAh, IbUverbsGlobalRoute,
+    IB_USER_VERBS_CMD_CREATE_AH, IB_USER_VERBS_CMD_DESTROY_AH,
+};
+
+use crate::context::legacy_cmd;
+use crate::error::{Errno, Error, Result};
+use crate::event::next_user_handle;
+use crate::pd::Pd;
+use crate::query::Gid;
+use crate::ProviderInfo;
+
+/// The global route of an address vector (`struct ibv_global_route`): the GRH fields, which
+/// RoCE always uses.
+#[doc(alias = "ibv_global_route")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// IPv6 flow label.
+    pub flow_label: u32,
+    /// Index of the source GID in the port's GID table (decides RoCE v1/v2, IPv4/IPv6).
+    pub sgid_index: u8,
+    /// Hop limit (IP TTL).
+    pub hop_limit: u8,
+    /// Traffic class (IP DSCP/ECN).
+    pub traffic_class: u8,
+}
+
+/// An address vector (`struct ibv_ah_attr`), for [`Pd::create_ah`] and the QP's primary and
+/// alternate paths ([`crate::QpAttr::ah_attr`]).
+#[doc(alias = "ibv_ah_attr")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AhAttr {
+    /// GRH fields (valid when `is_global`).
+    pub grh: GlobalRoute,
+    /// Destination LID (0 on RoCE).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits.
+    pub src_path_bits: u8,
+    /// Static rate (`enum ibv_rate`).
+    pub static_rate: u8,
+    /// Whether `grh` is valid: required on RoCE (rxe refuses an AH without it).
+    pub is_global: bool,
+    /// Port number (from 1).
+    pub port_num: u8,
+}
+
+impl AhAttr {
+    /// A RoCE address vector: destination GID, source GID index and port, hop limit 1.
+    pub fn roce(dgid: Gid, sgid_index: u8, port_num: u8) -> Self {
+        AhAttr {
+            grh: GlobalRoute {
+                dgid,
+                sgid_index,
+                hop_limit: 1,
+                ..GlobalRoute::default()
+            },
+            is_global: true,
+            port_num,
+            ..AhAttr::default()
+        }
+    }
+
+    pub(crate) fn to_uverbs(self) -> IbUverbsAhAttr {
+        IbUverbsAhAttr {
+            grh: IbUverbsGlobalRoute {
+                dgid: self.grh.dgid.raw,
+                flow_label: self.grh.flow_label,
+                sgid_index: self.grh.sgid_index,
+                hop_limit: self.grh.hop_limit,
+                traffic_class: self.grh.traffic_class,
+                reserved: 0,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: u8::from(self.is_global),
+            port_num: self.port_num,
+            reserved: 0,
+        }
+    }
+}
+
+pub(crate) struct AhInner {
+    pub(crate) pd: Pd,
+    pub(crate) handle: u32,
+    /// rxe's AH index for UD WQEs (non-zero).
+    pub(crate) ah_num: u32,
+    pub(crate) attr: AhAttr,
+    destroyed: bool,
+}
+
+impl AhInner {
+    fn label(&self) -> String {
+        format!("ah {} on {}", self.handle, self.pd.context().label())
+    }
+
+    fn destroy_cmd(&self) -> std::result::Result<(), Errno> {
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_DESTROY_AH,
+            &IbUverbsDestroyAh {
+                ah_handle: self.handle,
+            },
+            &[],
+            0,
+            0,
+        );
+        self.pd.context().inner.channel.write(&mut cmd)
+    }
+}
+
+impl Drop for AhInner {
+    fn drop(&mut self) {
+        if self.destroyed {
+            return;
+        }
+        if let Err(e) = self.destroy_cmd() {
+            crate::report_drop_error("destroy_ah", &self.label(), e);
+        }
+    }
+}
+
+/// An address handle (`struct ibv_ah`). Cheap to clone; destroyed when the last clone is
+/// dropped and no queued UD send names it.
+#[doc(alias = "ibv_ah")]
+#[derive(Clone)]
+pub struct Ah {
+    pub(crate) inner: Arc<AhInner>,
+}
+
+impl std::fmt::Debug for Ah {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Ah({}, ah_num {})",
+            self.inner.label(),
+            self.inner.ah_num
+        )
+    }
+}
+
+impl Pd {
+    /// Creates an address handle for UD sends (`ibv_create_ah`).
+    ///
+    /// On RoCE the attribute must be global (`is_global` with a destination GID and a source
+    /// GID index); the kernel resolves the route and the destination MAC.
+    #[doc(alias = "ibv_create_ah")]
+    pub fn create_ah(&self, attr: &AhAttr) -> Result<Ah> {
+        let op = "create_ah";
+        let ctx = self.context();
+        if !matches!(ctx.provider(), ProviderInfo::Rxe) {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::OPNOTSUPP,
+                "only rxe address handles are implemented here",
+            ));
+        }
+        if attr.port_num == 0 {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::INVAL,
+                "port_num 0: ports are numbered from 1",
+            ));
+        }
+        if !attr.is_global {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::INVAL,
+                "RoCE address handles need a GRH (is_global with dgid and sgid_index)",
+            ));
+        }
+        let req = IbUverbsCreateAh {
+            user_handle: next_user_handle(),
+            pd_handle: self.handle(),
+            attr: attr.to_uverbs(),
+            ..Default::default()
+        };
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_CREATE_AH,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsCreateAhResp>(),
+            std::mem::size_of::<RxeCreateAhResp>(),
+        );
+        ctx.write_cmd(op, &|| self.label(), &mut cmd).map_err(|e| {
+            if e.is(Errno::INVAL) || e.is(Errno::NOENT) || e.is(Errno::NODATA) {
+                e.with_reason(format!(
+                    "sgid_index {} on port {} is not a usable GID, or dgid {} has no route",
+                    attr.grh.sgid_index, attr.port_num, attr.grh.dgid
+                ))
+            } else {
+                e
+            }
+        })?;
+        let resp: IbUverbsCreateAhResp = cmd.response_as();
+        let drv: RxeCreateAhResp = cmd.driver_response_as();
+        let mut inner = AhInner {
+            pd: self.clone(),
+            handle: resp.ah_handle,
+            ah_num: drv.ah_num,
+            attr: *attr,
+            destroyed: false,
+        };
+        if drv.ah_num == 0 {
+            let label = inner.label();
+            // Destroy what the kernel made before refusing.
+            let r = inner.destroy_cmd();
+            inner.destroyed = true;
+            if let Err(e) = r {
+                crate::report_drop_error("destroy_ah", &label, e);
+            }
+            return Err(Error::invalid(
+                op,
+                label,
+                Errno::OPNOTSUPP,
+                "this kernel's rxe returns no AH index (ah_num 0, kernels before 5.10): UD \
+                 sends would need a userspace address vector with a resolved MAC, which uverbs \
+                 does not build",
+            ));
+        }
+        Ok(Ah {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+impl Ah {
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// rxe's AH index, as UD work queue entries carry it.
+    pub fn ah_num(&self) -> u32 {
+        self.inner.ah_num
+    }
+
+    /// The attributes the AH was created with.
+    pub fn attr(&self) -> &AhAttr {
+        &self.inner.attr
+    }
+
+    /// The PD the AH belongs to.
+    pub fn pd(&self) -> &Pd {
+        &self.inner.pd
+    }
+
+    /// Destroys the AH now (`ibv_destroy_ah`), returning the kernel's error if it fails.
+    ///
+    /// Fails with `EBUSY` (and destroys nothing) while another clone exists or a UD send
+    /// still queued in a QP names it; the AH is then destroyed with its last user.
+    #[doc(alias = "ibv_destroy_ah")]
+    pub fn destroy(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                let r = inner.destroy_cmd();
+                inner.destroyed = true;
+                r.map_err(|e| Error::os("destroy_ah", inner.label(), e))
+            }
+            Err(inner) => Err(Error::invalid(
+                "destroy_ah",
+                inner.label(),
+                Errno::BUSY,
+                format!(
+                    "{} other reference(s) (clones or queued UD sends) still use it",
+                    Arc::strong_count(&inner) - 1
+                ),
+            )),
+        }
+    }
+}

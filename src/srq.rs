@@ -1,0 +1,457 @@
+//! Shared receive queues (`ibv_create_srq`, `ibv_create_srq_ex`, `ibv_modify_srq`,
+//! `ibv_query_srq`, `ibv_post_srq_recv`, `ibv_destroy_srq`).
+//!
+//! Like a CQ, an SRQ is split: the kernel object ([`SrqShared`], held by the [`Srq`] and by
+//! every QP that receives from it, so the kernel never sees it destroyed under a QP) and the
+//! ring ([`Srq`] alone, which posts with `&mut self` and no lock).
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use uverbs_rxe::RecvQueue;
+use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
+use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
+use uverbs_uapi::write::{
+    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrq,
+    IbUverbsDestroySrqResp, IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp,
+    IB_USER_VERBS_CMD_CREATE_SRQ, IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ,
+    IB_USER_VERBS_CMD_MODIFY_SRQ, IB_USER_VERBS_CMD_QUERY_SRQ,
+};
+use zerocopy::IntoBytes;
+
+use crate::channel::{Mapping, WriteCmd};
+use crate::context::legacy_cmd;
+use crate::cq::{Cq, CqShared};
+use crate::error::{Errno, Error, Result};
+use crate::event::next_user_handle;
+use crate::pd::Pd;
+use crate::qp::{map_rxe_queue, post_recv_list};
+use crate::wr::{post_errno, PostError, RecvWr};
+use crate::xrcd::Xrcd;
+use crate::ProviderInfo;
+
+/// Sizes and limit of an SRQ (`struct ibv_srq_attr`).
+#[doc(alias = "ibv_srq_attr")]
+#[doc(alias = "ibv_srq_init_attr")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SrqAttr {
+    /// Receive work requests the SRQ holds.
+    pub max_wr: u32,
+    /// SGEs per receive work request.
+    pub max_sge: u32,
+    /// When fewer than this many receives are left, an `SRQ_LIMIT_REACHED` async event fires
+    /// once (0: not armed).
+    pub srq_limit: u32,
+}
+
+bitflags::bitflags! {
+    /// What [`Srq::modify`] changes (`enum ibv_srq_attr_mask`).
+    #[doc(alias = "ibv_srq_attr_mask")]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct SrqAttrMask: u32 {
+        /// `IBV_SRQ_MAX_WR`: resize.
+        const MAX_WR = 1 << 0;
+        /// `IBV_SRQ_LIMIT`: arm the limit event.
+        const LIMIT = 1 << 1;
+    }
+}
+
+/// The kind of SRQ (`enum ibv_srq_type`).
+#[doc(alias = "ibv_srq_type")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SrqType {
+    /// `IBV_SRQT_BASIC`.
+    #[default]
+    Basic,
+    /// `IBV_SRQT_XRC` (needs an XRCD and a CQ; rxe has no XRC).
+    Xrc,
+    /// `IBV_SRQT_TM` (tag matching; rxe has none).
+    Tm,
+}
+
+/// What [`Pd::create_srq_ex`] creates (`struct ibv_srq_init_attr_ex`).
+#[doc(alias = "ibv_srq_init_attr_ex")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SrqInitAttrEx<'a> {
+    /// Sizes and limit.
+    pub attr: SrqAttr,
+    /// The type.
+    pub srq_type: SrqType,
+    /// XRC domain (XRC SRQs).
+    pub xrcd: Option<&'a Xrcd>,
+    /// Completion queue (XRC and TM SRQs).
+    pub cq: Option<&'a Cq>,
+    /// Tag list size (TM SRQs).
+    pub max_num_tags: u32,
+}
+
+/// The kernel SRQ, shared by the [`Srq`] and the QPs that receive from it.
+pub(crate) struct SrqShared {
+    pd: Pd,
+    pub(crate) handle: u32,
+    user_handle: u64,
+    _xrcd: Option<Xrcd>,
+    _cq: Option<Arc<CqShared>>,
+    destroyed: bool,
+}
+
+impl SrqShared {
+    fn label(&self) -> String {
+        format!("srq {} on {}", self.handle, self.pd.context().label())
+    }
+
+    fn destroy_cmd(&self) -> std::result::Result<IbUverbsDestroySrqResp, Errno> {
+        let req = IbUverbsDestroySrq {
+            srq_handle: self.handle,
+            ..Default::default()
+        };
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_DESTROY_SRQ,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsDestroySrqResp>(),
+            0,
+        );
+        self.pd.context().inner.channel.write(&mut cmd)?;
+        Ok(cmd.response_as())
+    }
+}
+
+impl Drop for SrqShared {
+    fn drop(&mut self) {
+        if self.destroyed {
+            return;
+        }
+        if let Err(e) = self.destroy_cmd() {
+            crate::report_drop_error("destroy_srq", &self.label(), e);
+        }
+    }
+}
+
+/// A shared receive queue (`struct ibv_srq`): the ring and the right to post to it.
+#[doc(alias = "ibv_srq")]
+pub struct Srq {
+    // Drop order: the ring view, the kernel object (if this was its last holder), the mapping.
+    rq: RecvQueue,
+    shared: Arc<SrqShared>,
+    attr: SrqAttr,
+    srq_num: u32,
+    map: Mapping,
+}
+
+impl std::fmt::Debug for Srq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Srq({}, {:?})", self.shared.label(), self.attr)
+    }
+}
+
+/// What the kernel reported when an SRQ was destroyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrqDestroyed {
+    /// Async events delivered for this SRQ.
+    pub events_reported: u32,
+}
+
+impl Pd {
+    /// Creates a basic SRQ (`ibv_create_srq`, `IB_USER_VERBS_CMD_CREATE_SRQ` as rdma-core's rxe
+    /// does). `attr.max_wr`/`max_sge` are written back in [`Srq::attr`].
+    #[doc(alias = "ibv_create_srq")]
+    pub fn create_srq(&self, attr: &SrqAttr) -> Result<Srq> {
+        let req = IbUverbsCreateSrq {
+            user_handle: next_user_handle(),
+            pd_handle: self.handle(),
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge,
+            srq_limit: attr.srq_limit,
+            ..Default::default()
+        };
+        let cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_CREATE_SRQ,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsCreateSrqResp>(),
+            std::mem::size_of::<RxeCreateSrqResp>(),
+        );
+        self.finish_create_srq(cmd, req.user_handle, attr, None, None)
+    }
+
+    /// Creates an SRQ of any type (`ibv_create_srq_ex`, `IB_USER_VERBS_CMD_CREATE_XSRQ`).
+    /// XRC SRQs are fully encoded, but rxe has no XRC: the request fails with `EOPNOTSUPP`.
+    #[doc(alias = "ibv_create_srq_ex")]
+    pub fn create_srq_ex(&self, init: &SrqInitAttrEx<'_>) -> Result<Srq> {
+        let op = "create_srq";
+        let (srq_type, xrcd, cq) = match init.srq_type {
+            SrqType::Basic => (IB_UVERBS_SRQT_BASIC, None, None),
+            SrqType::Xrc | SrqType::Tm => {
+                let t = if init.srq_type == SrqType::Xrc {
+                    IB_UVERBS_SRQT_XRC
+                } else {
+                    IB_UVERBS_SRQT_TM
+                };
+                let Some(cq) = init.cq else {
+                    return Err(Error::invalid(
+                        op,
+                        self.label(),
+                        Errno::INVAL,
+                        format!("a {:?} SRQ needs a CQ", init.srq_type),
+                    ));
+                };
+                if init.srq_type == SrqType::Xrc && init.xrcd.is_none() {
+                    return Err(Error::invalid(
+                        op,
+                        self.label(),
+                        Errno::INVAL,
+                        "an XRC SRQ needs an XRCD",
+                    ));
+                }
+                (t, init.xrcd, Some(cq))
+            }
+        };
+        let req = IbUverbsCreateXsrq {
+            user_handle: next_user_handle(),
+            srq_type,
+            pd_handle: self.handle(),
+            max_wr: init.attr.max_wr,
+            max_sge: init.attr.max_sge,
+            srq_limit: init.attr.srq_limit,
+            max_num_tags: init.max_num_tags,
+            xrcd_handle: xrcd.map_or(0, |x| x.handle()),
+            cq_handle: cq.map_or(0, |c| c.handle()),
+            ..Default::default()
+        };
+        let cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_CREATE_XSRQ,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsCreateSrqResp>(),
+            std::mem::size_of::<RxeCreateSrqResp>(),
+        );
+        if srq_type != IB_UVERBS_SRQT_BASIC
+            && matches!(self.context().provider(), ProviderInfo::Rxe)
+        {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::OPNOTSUPP,
+                format!("rxe does not support {:?} SRQs", init.srq_type),
+            ));
+        }
+        self.finish_create_srq(
+            cmd,
+            req.user_handle,
+            &init.attr,
+            xrcd.cloned(),
+            cq.map(|c| c.shared().clone()),
+        )
+    }
+
+    fn finish_create_srq(
+        &self,
+        mut cmd: WriteCmd,
+        user_handle: u64,
+        attr: &SrqAttr,
+        xrcd: Option<Xrcd>,
+        cq: Option<Arc<CqShared>>,
+    ) -> Result<Srq> {
+        let op = "create_srq";
+        let ctx = self.context();
+        ctx.write_cmd(op, &|| self.label(), &mut cmd).map_err(|e| {
+            if e.is(Errno::INVAL) {
+                e.with_reason(format!(
+                    "max_wr {} / max_sge {} / srq_limit {} rejected (above the device's \
+                     max_srq_wr / max_srq_sge, or limit above max_wr?)",
+                    attr.max_wr, attr.max_sge, attr.srq_limit
+                ))
+            } else {
+                e
+            }
+        })?;
+        let resp: IbUverbsCreateSrqResp = cmd.response_as();
+        let drv: RxeCreateSrqResp = cmd.driver_response_as();
+        let shared = Arc::new(SrqShared {
+            pd: self.clone(),
+            handle: resp.srq_handle,
+            user_handle,
+            _xrcd: xrcd,
+            _cq: cq,
+            destroyed: false,
+        });
+        let label = || shared.label();
+        let (map, q) = map_rxe_queue(ctx, &drv.mi, op, &label, "SRQ")?;
+        let rq = RecvQueue::new(q, resp.max_sge)
+            .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
+        Ok(Srq {
+            rq,
+            attr: SrqAttr {
+                max_wr: resp.max_wr,
+                max_sge: resp.max_sge,
+                srq_limit: attr.srq_limit,
+            },
+            srq_num: drv.srq_num,
+            shared,
+            map,
+        })
+    }
+}
+
+impl Srq {
+    pub(crate) fn shared(&self) -> &Arc<SrqShared> {
+        &self.shared
+    }
+
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.shared.handle
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Pd {
+        &self.shared.pd
+    }
+
+    /// The value `SRQ_LIMIT_REACHED` / `SRQ_ERR` async events carry for this SRQ.
+    pub fn user_handle(&self) -> u64 {
+        self.shared.user_handle
+    }
+
+    /// Sizes as the kernel made them (`max_wr`, `max_sge` written back at create/resize).
+    pub fn attr(&self) -> SrqAttr {
+        self.attr
+    }
+
+    /// The SRQ number (`ibv_get_srq_num`).
+    #[doc(alias = "ibv_get_srq_num")]
+    pub fn srq_num(&self) -> u32 {
+        self.srq_num
+    }
+
+    /// Posts receive work requests (`ibv_post_srq_recv`): ring writes and one publish, no
+    /// syscall, no lock. Failure names the first WR not posted (those before it were).
+    #[doc(alias = "ibv_post_srq_recv")]
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let r = post_recv_list(&mut self.rq, wrs);
+        self.rq.publish();
+        r.map_err(|(index, e)| PostError {
+            index,
+            error: Error::invalid(
+                "post_srq_recv",
+                self.shared.label(),
+                post_errno(&e),
+                e.to_string(),
+            ),
+        })
+    }
+
+    /// Modifies the SRQ (`ibv_modify_srq`): `MAX_WR` resizes it (the kernel moves the ring;
+    /// posted receives are kept), `LIMIT` arms the limit event at `attr.srq_limit`.
+    #[doc(alias = "ibv_modify_srq")]
+    pub fn modify(&mut self, attr: &SrqAttr, mask: SrqAttrMask) -> Result<()> {
+        let op = "modify_srq";
+        let mut mi = Mminfo::default();
+        let drv = RxeModifySrqCmd {
+            mmap_info_addr: (&mut mi as *mut Mminfo) as u64,
+        };
+        let req = IbUverbsModifySrq {
+            srq_handle: self.shared.handle,
+            attr_mask: mask.bits(),
+            max_wr: attr.max_wr,
+            srq_limit: attr.srq_limit,
+        };
+        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_MODIFY_SRQ, &req, drv.as_bytes(), 0, 0);
+        let label = || self.shared.label();
+        self.pd()
+            .context()
+            .write_cmd(op, &label, &mut cmd)
+            .map_err(|e| {
+                if e.is(Errno::INVAL) {
+                    e.with_reason(format!(
+                        "max_wr {} / srq_limit {} rejected (limit must be below max_wr; a \
+                         resize cannot shrink below the receives queued or exceed max_srq_wr)",
+                        attr.max_wr, attr.srq_limit
+                    ))
+                } else {
+                    e
+                }
+            })?;
+        if mask.contains(SrqAttrMask::LIMIT) {
+            self.attr.srq_limit = attr.srq_limit;
+        }
+        if mask.contains(SrqAttrMask::MAX_WR) {
+            // SAFETY: `mi` is a live, aligned local; the kernel wrote it during the write()
+            // above through the address we passed, which Rust did not see: read it volatile so
+            // the compiler cannot assume it still holds the default.
+            let mi = unsafe { std::ptr::read_volatile(&mi) };
+            let (map, q) = map_rxe_queue(self.pd().context(), &mi, op, &label, "resized SRQ")?;
+            let rq = RecvQueue::new(q, self.attr.max_sge)
+                .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
+            // Replace the view first, then the mapping it pointed into (unmapped last).
+            self.rq = rq;
+            self.map = map;
+            self.attr.max_wr = self.query()?.max_wr;
+        }
+        Ok(())
+    }
+
+    /// Queries the SRQ (`ibv_query_srq`).
+    #[doc(alias = "ibv_query_srq")]
+    pub fn query(&self) -> Result<SrqAttr> {
+        let req = IbUverbsQuerySrq {
+            srq_handle: self.shared.handle,
+            ..Default::default()
+        };
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_QUERY_SRQ,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsQuerySrqResp>(),
+            0,
+        );
+        self.pd()
+            .context()
+            .write_cmd("query_srq", &|| self.shared.label(), &mut cmd)?;
+        let r: IbUverbsQuerySrqResp = cmd.response_as();
+        Ok(SrqAttr {
+            max_wr: r.max_wr,
+            max_sge: r.max_sge,
+            srq_limit: r.srq_limit,
+        })
+    }
+
+    /// Destroys the SRQ now (`ibv_destroy_srq`).
+    ///
+    /// QPs that receive from the SRQ hold it, so while one exists this fails with `EBUSY`
+    /// (the kernel would refuse too) and the SRQ is destroyed with its last QP.
+    #[doc(alias = "ibv_destroy_srq")]
+    pub fn destroy(self) -> Result<SrqDestroyed> {
+        // The ring view holds no resources; the mapping is released after the kernel object.
+        let Srq { shared, map, .. } = self;
+        let r = match Arc::try_unwrap(shared) {
+            Ok(mut shared) => {
+                let r = shared.destroy_cmd();
+                shared.destroyed = true;
+                r.map(|resp| SrqDestroyed {
+                    events_reported: resp.events_reported,
+                })
+                .map_err(|e| {
+                    let err = Error::os("destroy_srq", shared.label(), e);
+                    if e == Errno::BUSY {
+                        err.with_reason("the kernel reports QPs still attached to the SRQ")
+                    } else {
+                        err
+                    }
+                })
+            }
+            Err(shared) => Err(Error::invalid(
+                "destroy_srq",
+                shared.label(),
+                Errno::BUSY,
+                format!(
+                    "{} QP(s) still receive from this SRQ; it is destroyed with the last of them",
+                    Arc::strong_count(&shared) - 1
+                ),
+            )),
+        };
+        drop(map);
+        r
+    }
+}

@@ -1,0 +1,267 @@
+//! Work requests (`struct ibv_send_wr`, `struct ibv_recv_wr`) as the safe API takes them.
+//!
+//! These are plain borrowed descriptions: building one allocates nothing, and posting a slice
+//! of them ([`crate::Qp::post_send`], [`crate::Qp::post_recv`], [`crate::Srq::post_recv`])
+//! copies them into the provider's ring. There is no `next` pointer: a list is a slice, and a
+//! failure names the index of the work request that failed (`bad_wr`).
+//!
+//! Memory is named by [`Sge`] (built by [`crate::Mr::sge`], bounds checked). A UD destination
+//! borrows its [`Ah`], so the AH cannot be destroyed while a work request naming it exists; the
+//! QP keeps a clone of it until the send queue slot is reused (see [`crate::Qp::post_send`]).
+
+use bitflags::bitflags;
+
+use crate::ah::Ah;
+use crate::mr::Sge;
+
+bitflags! {
+    /// Send flags (`enum ibv_send_flags`). `IBV_SEND_INLINE` is not a flag here: it follows
+    /// from [`SendWr::inline`].
+    #[doc(alias = "ibv_send_flags")]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct SendFlags: u32 {
+        /// `IBV_SEND_FENCE`: wait for earlier RDMA reads and atomics to finish first.
+        const FENCE = 1 << 0;
+        /// `IBV_SEND_SIGNALED`: produce a completion (always, on a QP with `sq_sig_all`).
+        const SIGNALED = 1 << 1;
+        /// `IBV_SEND_SOLICITED`: set the solicited-event bit at the receiver.
+        const SOLICITED = 1 << 2;
+    }
+}
+
+/// The operation of a send work request and its operands (`ibv_send_wr.opcode` with the
+/// matching part of `ibv_send_wr.wr`, `imm_data`, `invalidate_rkey`).
+///
+/// Immediate data is host order here; it travels big-endian, and a completion carries it as
+/// the kernel stores it (`u32::from_be(wc.imm_data)`, or [`crate::PollCq::read_imm_data`]).
+#[doc(alias = "ibv_wr_opcode")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrOp {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm {
+        /// Immediate data (host order).
+        imm_data: u32,
+    },
+    /// `IBV_WR_SEND_WITH_INV`: send and invalidate `invalidate_rkey` at the responder.
+    SendWithInv {
+        /// The remote key to invalidate (a memory window's, on rxe).
+        invalidate_rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (host order).
+        imm_data: u32,
+    },
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the local SGE list must total exactly 8 bytes and the
+    /// remote address be 8-byte aligned; the old remote value lands in the local buffer.
+    AtomicCmpAndSwp {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Compared with the remote value.
+        compare: u64,
+        /// Stored if equal.
+        swap: u64,
+    },
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: as for compare-and-swap, 8 bytes, aligned.
+    AtomicFetchAndAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Added to the remote value.
+        add: u64,
+    },
+    /// `IBV_WR_LOCAL_INV`: invalidate a local key.
+    LocalInv {
+        /// The key to invalidate.
+        invalidate_rkey: u32,
+    },
+}
+
+/// The data of a send work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrData<'a> {
+    /// Registered memory (`sg_list`, `num_sge`); may be empty.
+    Sge(&'a [Sge]),
+    /// Bytes copied into the work queue entry while posting (`IBV_SEND_INLINE`): the buffer is
+    /// free again when `post_send` returns.
+    Inline(&'a [u8]),
+}
+
+/// Where a UD send goes (`ibv_send_wr.wr.ud`, `ibv_wr_set_ud_addr`).
+#[derive(Debug, Clone, Copy)]
+pub struct UdDest<'a> {
+    /// The address handle (borrowed: it outlives the work request).
+    pub ah: &'a Ah,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// One send work request (`struct ibv_send_wr` without `next`).
+#[doc(alias = "ibv_send_wr")]
+#[derive(Debug, Clone, Copy)]
+pub struct SendWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: WrOp,
+    /// Send flags.
+    pub flags: SendFlags,
+    /// The data.
+    pub data: WrData<'a>,
+    /// UD destination: required on UD QPs, refused on connected QPs.
+    pub ud: Option<UdDest<'a>>,
+}
+
+impl<'a> SendWr<'a> {
+    /// A work request for `op` with no flags, no data and no UD destination.
+    pub fn new(wr_id: u64, op: WrOp) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            flags: SendFlags::empty(),
+            data: WrData::Sge(&[]),
+            ud: None,
+        }
+    }
+
+    /// `IBV_WR_SEND`.
+    pub fn send(wr_id: u64) -> Self {
+        Self::new(wr_id, WrOp::Send)
+    }
+
+    /// Sets the scatter/gather list.
+    pub fn sge(mut self, sg_list: &'a [Sge]) -> Self {
+        self.data = WrData::Sge(sg_list);
+        self
+    }
+
+    /// Sets inline data (copied into the queue while posting).
+    pub fn inline(mut self, data: &'a [u8]) -> Self {
+        self.data = WrData::Inline(data);
+        self
+    }
+
+    /// Sets the send flags.
+    pub fn flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Adds `IBV_SEND_SIGNALED`.
+    pub fn signaled(mut self) -> Self {
+        self.flags |= SendFlags::SIGNALED;
+        self
+    }
+
+    /// Sets the UD destination.
+    pub fn ud(mut self, ah: &'a Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
+        self.ud = Some(UdDest {
+            ah,
+            remote_qpn,
+            remote_qkey,
+        });
+        self
+    }
+}
+
+/// One receive work request (`struct ibv_recv_wr` without `next`).
+#[doc(alias = "ibv_recv_wr")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Where the received bytes go.
+    pub sg_list: &'a [Sge],
+}
+
+impl<'a> RecvWr<'a> {
+    /// A receive into `sg_list`.
+    pub fn new(wr_id: u64, sg_list: &'a [Sge]) -> Self {
+        RecvWr { wr_id, sg_list }
+    }
+}
+
+/// A failed `post_send`/`post_recv` of a list (`bad_wr`).
+///
+/// Work requests before `index` were posted (and for sends the doorbell was rung for them);
+/// the one at `index` and everything after it were not. If the doorbell write itself fails,
+/// `index` is the number of work requests that were queued: they stay queued and run on the
+/// next successful post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the first work request that was not posted (`bad_wr`).
+    pub index: usize,
+    /// Why (operation `post_send`/`post_recv`, the QP, the check that failed).
+    pub error: crate::Error,
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "work request {}: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for PostError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Largest SGE list copied on the stack while posting (rxe allows 32 per WQE).
+pub(crate) const MAX_STACK_SGE: usize = 64;
+
+/// Copies `sges` into `buf` as rxe SGEs (same layout as `struct ibv_sge`), no allocation.
+/// Returns `None` if there are more than fit; the caller has checked against the queue's limit.
+#[inline]
+pub(crate) fn to_rxe_sges<'b>(
+    sges: &[Sge],
+    buf: &'b mut [uverbs_rxe::RxeSge; MAX_STACK_SGE],
+) -> Option<&'b [uverbs_rxe::RxeSge]> {
+    if sges.len() > MAX_STACK_SGE {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(sges) {
+        *d = uverbs_rxe::RxeSge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        };
+    }
+    Some(&buf[..sges.len()])
+}
+
+/// The errno that stands for a ring-layer refusal (rdma-core's rxe returns these).
+pub(crate) fn post_errno(e: &uverbs_rxe::PostError) -> crate::Errno {
+    use uverbs_rxe::PostError as P;
+    match e {
+        P::QueueFull { .. } => crate::Errno::NOMEM,
+        P::Ring(_) => crate::Errno::IO,
+        P::OpcodeNotSupported { .. } => crate::Errno::OPNOTSUPP,
+        _ => crate::Errno::INVAL,
+    }
+}
