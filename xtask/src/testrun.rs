@@ -15,10 +15,17 @@ use crate::libtest::{self, Verdict};
 use crate::util::{err, Context, Result};
 use crate::vm::{Echo, Run};
 
+/// Tests (or test targets) with this in their name need the host (a C compiler, headers):
+/// `cargo test --workspace` runs them there; the VM reports them as not run, by name.
+const HOST_ONLY: &str = "host_only";
+/// Tests (or the test target) with this in their name need EFA hardware: the VM runs them
+/// without `--include-ignored`, so their `#[ignore]` reports them as not run, by name.
+const EFA_HW: &str = "efa_hw";
+
 /// Time limit for one test executable inside the VM.
-const PER_BINARY_LIMIT_SECS: u32 = 900;
+const PER_BINARY_LIMIT_SECS: u32 = 600;
 /// Hard limit for one kernel's whole test boot.
-const TEST_BOOT_TIMEOUT: Duration = Duration::from_secs(2400);
+const TEST_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
 
 /// One reported result.
 #[derive(Debug, Clone)]
@@ -145,6 +152,8 @@ pub struct TestExe {
     pub guest_name: String,
     /// The `efa_hw` test target: run without `--include-ignored`.
     pub efa_hw_target: bool,
+    /// A test target whose name contains `host_only`: not run in the VM at all.
+    pub host_only_target: bool,
     /// Test names from `--list`.
     pub names: Vec<String>,
 }
@@ -218,6 +227,7 @@ pub fn build_test_exes() -> Result<TestBuild> {
             display,
             path,
             efa_hw_target: kind == "test" && target == "efa_hw",
+            host_only_target: target.contains(HOST_ONLY),
             names: libtest::parse_list(&list),
         });
     }
@@ -228,26 +238,28 @@ pub fn build_test_exes() -> Result<TestBuild> {
 fn test_steps(exes: &[TestExe]) -> String {
     let mut s = String::new();
     for e in exes {
+        if e.host_only_target {
+            continue;
+        }
         let bin = format!("/tests/{}", e.guest_name);
+        let limit = PER_BINARY_LIMIT_SECS;
+        let name = &e.guest_name;
         if e.efa_hw_target {
-            // EFA hardware tests: plain run, so their #[ignore] keeps them out (reported as not run).
+            // EFA hardware tests: a plain run, so their #[ignore] keeps them out.
             let _ = writeln!(
                 s,
-                "step test:{} {PER_BINARY_LIMIT_SECS} {bin} --test-threads=1 || rc=1",
-                e.guest_name
+                "step test:{name} {limit} {bin} --skip {HOST_ONLY} --test-threads=1 || rc=1"
             );
             continue;
         }
         let _ = writeln!(
             s,
-            "step test:{} {PER_BINARY_LIMIT_SECS} {bin} --include-ignored --skip efa_hw --test-threads=1 || rc=1",
-            e.guest_name
+            "step test:{name} {limit} {bin} --include-ignored --skip {EFA_HW} --skip {HOST_ONLY} --test-threads=1 || rc=1"
         );
-        if e.names.iter().any(|n| n.contains("efa_hw")) {
+        if e.names.iter().any(|n| n.contains(EFA_HW)) {
             let _ = writeln!(
                 s,
-                "step test:{}:efa_hw {PER_BINARY_LIMIT_SECS} {bin} efa_hw --test-threads=1 || rc=1",
-                e.guest_name
+                "step test:{name}:{EFA_HW} {limit} {bin} {EFA_HW} --skip {HOST_ONLY} --test-threads=1 || rc=1"
             );
         }
     }
@@ -257,9 +269,22 @@ fn test_steps(exes: &[TestExe]) -> String {
 /// Turn the test steps of a run into per-test items.
 fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
     for e in exes {
+        for n in e
+            .names
+            .iter()
+            .filter(|n| e.host_only_target || n.contains(HOST_ONLY))
+        {
+            report.push(Item::skip(
+                &format!("{}::{n}", e.display),
+                "host-only test: runs in `cargo test --workspace` on the host",
+            ));
+        }
+        if e.host_only_target {
+            continue;
+        }
         let mut steps = vec![format!("test:{}", e.guest_name)];
-        if !e.efa_hw_target && e.names.iter().any(|n| n.contains("efa_hw")) {
-            steps.push(format!("test:{}:efa_hw", e.guest_name));
+        if !e.efa_hw_target && e.names.iter().any(|n| n.contains(EFA_HW)) {
+            steps.push(format!("test:{}:{EFA_HW}", e.guest_name));
         }
         for step_name in steps {
             let Some(step) = run.step(&step_name) else {
@@ -569,10 +594,12 @@ mod tests {
             path: PathBuf::from("/x"),
             guest_name: name.into(),
             efa_hw_target: efa,
+            host_only_target: name.contains("host_only"),
             names: names.iter().map(|s| s.to_string()).collect(),
         };
         let exes = vec![
-            exe("a", &["t1", "dev_efa_hw"], false),
+            exe("a", &["t1", "dev_efa_hw", "layout_host_only"], false),
+            exe("c_layout_host_only", &["l1"], false),
             exe("efa_hw", &["x"], true),
             exe("crash", &["c1"], false),
         ];
@@ -607,32 +634,37 @@ mod tests {
         let script = test_steps(&exes);
         assert!(
             script.contains(
-                "step test:a 900 /tests/a --include-ignored --skip efa_hw --test-threads=1"
+                "step test:a 600 /tests/a --include-ignored --skip efa_hw --skip host_only --test-threads=1"
             ),
             "{script}"
         );
         assert!(
-            script.contains("step test:a:efa_hw 900 /tests/a efa_hw --test-threads=1"),
+            script.contains(
+                "step test:a:efa_hw 600 /tests/a efa_hw --skip host_only --test-threads=1"
+            ),
             "{script}"
         );
         assert!(
-            script.contains("step test:efa_hw 900 /tests/efa_hw --test-threads=1"),
+            script.contains("step test:efa_hw 600 /tests/efa_hw --skip host_only --test-threads=1"),
             "{script}"
         );
         assert!(!script.contains("test:crash:efa_hw"), "{script}");
+        assert!(!script.contains("/tests/c_layout_host_only"), "{script}");
         let mut r = Report::new("k");
         test_items(&run, &exes, &mut r);
         assert_eq!(
             item_states(&r),
             vec![
+                ("a::layout_host_only".to_string(), "skip"),
                 ("a::t1".to_string(), "pass"),
                 ("a::dev_efa_hw".to_string(), "skip"),
+                ("c_layout_host_only::l1".to_string(), "skip"),
                 ("efa_hw::x".to_string(), "skip"),
                 ("crash [test:crash]".to_string(), "fail"),
             ]
         );
-        assert_eq!(r.counts(), (1, 1, 2));
-        let State::Failed(why) = &r.items[3].state else {
+        assert_eq!(r.counts(), (1, 1, 4));
+        let State::Failed(why) = &r.items[5].state else {
             unreachable!()
         };
         assert!(why.contains("status 139") && why.contains("`c1`"), "{why}");
