@@ -70,6 +70,8 @@ enum CqRing {
         // Keeps the ring mapped for as long as `cq` points into it; dropped after it.
         _map: Mapping,
     },
+    /// EFA: sub-CQs, the QP table for wr_id hand-off, and the mappings (see `crate::efa`).
+    Efa(Box<crate::efa::EfaCqRing>),
 }
 
 /// Options for [`Context::create_cq_ex`] (`struct ibv_cq_init_attr_ex`).
@@ -168,6 +170,18 @@ impl Context {
         driver_in: &[u8],
         driver_out: &mut [u8],
     ) -> Result<(Arc<CqShared>, u32)> {
+        self.create_cq_object_with(attr, driver_in, driver_out, |_| {})
+    }
+
+    /// [`Context::create_cq_object`] with extra attributes added by `extra` (EFA's external
+    /// CQ memory travels in `UVERBS_ATTR_CREATE_CQ_BUFFER_*`).
+    pub(crate) fn create_cq_object_with(
+        &self,
+        attr: &CqInitAttr<'_>,
+        driver_in: &[u8],
+        driver_out: &mut [u8],
+        extra: impl FnOnce(&mut IoctlCmd<'_>),
+    ) -> Result<(Arc<CqShared>, u32)> {
         let op = "create_cq";
         let user_handle = next_user_handle();
         let mut resp_cqe = 0u32;
@@ -185,6 +199,7 @@ impl Context {
         if attr.flags != 0 {
             cmd.u32_in(UVERBS_ATTR_CREATE_CQ_FLAGS, attr.flags);
         }
+        extra(&mut cmd);
         cmd.driver_in(driver_in).driver_out(driver_out);
         let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_CREATE_CQ_HANDLE).unwrap_or(0) as u32;
@@ -331,6 +346,35 @@ impl Cq {
                 }
                 Ok(n)
             }
+            CqRing::Efa(r) => {
+                let shared = &self.shared;
+                r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = w.wc)
+            }
+        }
+    }
+
+    /// Wraps an EFA ring made by `efadv_create_cq`.
+    pub(crate) fn from_efa(shared: Arc<CqShared>, ring: crate::efa::EfaCqRing, cqe: u32) -> Cq {
+        Cq {
+            shared,
+            ring: CqRing::Efa(Box::new(ring)),
+            cqe,
+        }
+    }
+
+    /// The EFA ring, if this is an EFA CQ.
+    pub(crate) fn efa_ring(&self) -> Option<&crate::efa::EfaCqRing> {
+        match &self.ring {
+            CqRing::Efa(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The kernel object and the EFA ring (split borrows for labels while polling).
+    pub(crate) fn efa_parts(&mut self) -> (&CqShared, Option<&mut crate::efa::EfaCqRing>) {
+        match &mut self.ring {
+            CqRing::Efa(r) => (&self.shared, Some(r)),
+            _ => (&self.shared, None),
         }
     }
 
@@ -354,6 +398,12 @@ impl Cq {
                 "the CQ was created without a completion channel",
             ));
         };
+        if let CqRing::Efa(r) = &mut self.ring {
+            // EFA arms through its CQ doorbell, not a kernel command.
+            r.req_notify(solicited_only, self.shared.label())?;
+            ch.note_armed();
+            return Ok(());
+        }
         let req = IbUverbsReqNotifyCq {
             cq_handle: self.shared.handle,
             solicited_only: u32::from(solicited_only),
@@ -418,6 +468,12 @@ impl Cq {
                 self.cqe = resp.cqe;
                 Ok(())
             }
+            CqRing::Efa(_) => Err(Error::invalid(
+                op,
+                self.shared.label(),
+                Errno::OPNOTSUPP,
+                "EFA CQs cannot be resized",
+            )),
         }
     }
 

@@ -29,6 +29,7 @@ mod context;
 mod cq;
 mod cq_ex;
 mod device;
+mod efa;
 mod error;
 mod event;
 mod mr;
@@ -44,6 +45,7 @@ pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use context::{Context, ProviderInfo};
 pub use cq::{Cq, CqDestroyed, CqInitAttr};
 pub use cq_ex::PollCq;
+pub use efa::*;
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };

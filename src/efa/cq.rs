@@ -1,0 +1,443 @@
+//! `efadv_create_cq` and EFA completion polling (`ibv_poll_cq`, `efadv_wc_read_sgid`,
+//! `efadv_wc_is_unsolicited`).
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use bitflags::bitflags;
+use uverbs_efa::cq::{CompletionQueue, CqConfig, EFA_CQE_SIZE_EX};
+use uverbs_efa::EfaError;
+use uverbs_uapi::cmds::{
+    UVERBS_ATTR_CREATE_CQ_BUFFER_FD, UVERBS_ATTR_CREATE_CQ_BUFFER_LENGTH,
+    UVERBS_ATTR_CREATE_CQ_BUFFER_OFFSET,
+};
+use uverbs_uapi::efa::{
+    EfaIbvCreateCq, EfaIbvCreateCqResp, EFA_CREATE_CQ_RESP_DB_OFF,
+    EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL, EFA_CREATE_CQ_WITH_SGID,
+    EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS, EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM,
+    EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+};
+use zerocopy::IntoBytes;
+
+use super::table::QpTable;
+use crate::channel::{MapKind, Mapping};
+use crate::context::Context;
+use crate::cq::{Cq, CqInitAttr};
+use crate::error::{Errno, Error, Result};
+use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
+
+bitflags! {
+    /// `EFADV_WC_EX_WITH_*`: extra completion fields to enable.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EfaWcFlags: u64 {
+        /// `EFADV_WC_EX_WITH_SGID`: receives from senders without an AH here carry their GID.
+        const WITH_SGID = 1 << 0;
+        /// `EFADV_WC_EX_WITH_IS_UNSOLICITED`: report unsolicited RDMA-write-with-imm receives.
+        const WITH_IS_UNSOLICITED = 1 << 1;
+    }
+}
+
+bitflags! {
+    /// `EFADV_CQ_INIT_FLAGS_*`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EfaCqInitFlags: u64 {
+        /// `EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF`: the CQ ring lives in [`EfaCqExtMem`].
+        const EXT_MEM_DMABUF = 1 << 0;
+    }
+}
+
+/// External CQ memory (`ext_mem_dmabuf` of `struct efadv_cq_init_attr`): `length` bytes at
+/// `offset` of a dmabuf. uverbs maps the same range read-only for polling, so unlike rdma-core
+/// no CPU pointer is taken from the caller.
+#[derive(Debug, Clone, Copy)]
+pub struct EfaCqExtMem<'a> {
+    /// The dmabuf (any mmap-able fd the kernel accepts as one).
+    pub fd: BorrowedFd<'a>,
+    /// Byte offset of the ring in it.
+    pub offset: u64,
+    /// Length in bytes.
+    pub length: u64,
+}
+
+/// `struct efadv_cq_init_attr`.
+#[doc(alias = "efadv_cq_init_attr")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EfaCqInitAttr<'a> {
+    /// Extra completion fields.
+    pub wc_flags: EfaWcFlags,
+    /// Creation flags.
+    pub flags: EfaCqInitFlags,
+    /// With [`EfaCqInitFlags::EXT_MEM_DMABUF`]: the memory.
+    pub ext_mem: Option<EfaCqExtMem<'a>>,
+}
+
+/// A work completion with the EFA extras (`efadv_wc_read_sgid`, `efadv_wc_is_unsolicited`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EfaWc {
+    /// The standard fields.
+    pub wc: Wc,
+    sgid: Option<[u8; 16]>,
+    is_unsolicited: bool,
+}
+
+impl EfaWc {
+    /// The sender's GID (`efadv_wc_read_sgid`): only for a receive on a CQ created with
+    /// [`EfaWcFlags::WITH_SGID`] from a sender this side has no AH for; otherwise `ENOENT`
+    /// (rdma-core returns -ENOENT when the AH is known).
+    #[doc(alias = "efadv_wc_read_sgid")]
+    pub fn read_sgid(&self) -> Result<[u8; 16]> {
+        self.sgid.ok_or_else(|| {
+            Error::invalid(
+                "efadv_wc_read_sgid",
+                format!("completion wr_id {} on qp {}", self.wc.wr_id, self.wc.qp_num),
+                Errno::NOENT,
+                "no source GID: the sender's AH is known here, or the CQ was created without WITH_SGID",
+            )
+        })
+    }
+
+    /// Whether this is an unsolicited RDMA-write-with-immediate receive, which consumed no
+    /// receive WR (`efadv_wc_is_unsolicited`; its `wr_id` is 0).
+    #[doc(alias = "efadv_wc_is_unsolicited")]
+    pub fn is_unsolicited(&self) -> bool {
+        self.is_unsolicited
+    }
+}
+
+/// The EFA ring of a [`Cq`]: the provider's queue, the table of QPs completing into it and the
+/// mappings it reads (dropped after the queue).
+pub(crate) struct EfaCqRing {
+    cq: CompletionQueue,
+    pub(crate) table: Arc<QpTable>,
+    stale: u64,
+    _buf: Mapping,
+    _db: Option<Mapping>,
+}
+
+impl std::fmt::Debug for EfaCqRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EfaCqRing").field("cq", &self.cq).finish()
+    }
+}
+
+#[inline]
+fn wc_from_efa(c: &uverbs_efa::Wc) -> EfaWc {
+    let mut flags = WcFlags::empty();
+    if c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM != 0 {
+        flags |= WcFlags::WITH_IMM;
+    }
+    EfaWc {
+        wc: Wc {
+            wr_id: c.wr_id,
+            status: WcStatus(c.status.0),
+            opcode: WcOpcode(c.opcode.0),
+            vendor_err: c.vendor_err,
+            byte_len: c.byte_len,
+            imm_data: c.imm_data,
+            qp_num: c.qp_num,
+            src_qp: c.src_qp,
+            wc_flags: flags,
+            pkey_index: 0,
+            slid: c.slid,
+            sl: 0,
+            dlid_path_bits: 0,
+        },
+        sgid: c.sgid,
+        is_unsolicited: c.is_unsolicited,
+    }
+}
+
+/// Provider completions decoded per chunk: a stack array, so poll allocates nothing.
+const CHUNK: usize = 16;
+
+impl EfaCqRing {
+    /// Polls into `out` through `put`; skips (and counts) completions of QPs that are gone.
+    #[inline]
+    pub(crate) fn poll_with<F: FnMut(usize, &EfaWc)>(
+        &mut self,
+        max: usize,
+        label: &dyn Fn() -> String,
+        mut put: F,
+    ) -> Result<usize> {
+        let mut n = 0;
+        let mut buf = [uverbs_efa::Wc::default(); CHUNK];
+        let mut lookup = self.table.begin_poll();
+        while n < max {
+            let want = (max - n).min(CHUNK);
+            let r = self.cq.poll(&mut buf[..want], &mut lookup);
+            let (got, err) = match r {
+                Ok(k) => (k, None),
+                Err(e) => (e.polled, Some(e.error)),
+            };
+            for c in &buf[..got] {
+                put(n, &wc_from_efa(c));
+                n += 1;
+            }
+            match err {
+                // The device may still write completions for a QP destroyed since: consumed
+                // and skipped (counted), never used to index anything.
+                Some(EfaError::UnknownQp { .. }) => {
+                    self.stale += 1;
+                    continue;
+                }
+                Some(e) => {
+                    return Err(Error::invalid(
+                        "poll_cq",
+                        label(),
+                        Errno::from_raw_os_error(e.errno()),
+                        format!("bad completion from the device after {n} good ones: {e}"),
+                    ))
+                }
+                None => {}
+            }
+            if got < want {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    pub(crate) fn req_notify(&mut self, solicited_only: bool, label: String) -> Result<()> {
+        self.cq
+            .req_notify(solicited_only)
+            .map_err(|e| super::provider_error("req_notify_cq", label, &e))
+    }
+
+    pub(crate) fn stale(&self) -> u64 {
+        self.stale
+    }
+
+    pub(crate) fn sub_cqs(&self) -> u16 {
+        self.cq.config().num_sub_cqs
+    }
+}
+
+impl Cq {
+    /// Polls EFA completions with their extras (the `ibv_start_poll`/`efadv_wc_*` view);
+    /// `EOPNOTSUPP` on a non-EFA CQ. Lock-free, allocation-free, no syscall.
+    #[doc(alias = "efadv_wc_read_sgid")]
+    #[doc(alias = "efadv_wc_is_unsolicited")]
+    pub fn poll_efa(&mut self, wcs: &mut [EfaWc]) -> Result<usize> {
+        match self.efa_parts() {
+            (shared, Some(r)) => r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = *w),
+            (shared, None) => Err(Error::invalid(
+                "poll_cq",
+                shared.label(),
+                Errno::OPNOTSUPP,
+                "not an EFA CQ",
+            )),
+        }
+    }
+
+    /// Completions consumed for QPs that no longer exist (skipped by poll).
+    pub fn efa_stale_completions(&self) -> u64 {
+        self.efa_ring().map_or(0, |r| r.stale())
+    }
+
+    /// Number of sub-CQs the EFA CQ is split into (0 for other CQs).
+    pub fn efa_sub_cqs(&self) -> u16 {
+        self.efa_ring().map_or(0, |r| r.sub_cqs())
+    }
+}
+
+impl Context {
+    /// Creates an EFA CQ (`efadv_create_cq`): 32-byte CQEs in `sub_cqs_per_cq` sub-CQs,
+    /// optionally with source GIDs, a completion channel or external (dmabuf) memory.
+    pub fn efadv_create_cq(&self, attr: &CqInitAttr<'_>, efa: &EfaCqInitAttr<'_>) -> Result<Cq> {
+        let op = "efadv_create_cq";
+        let label = || self.label().to_string();
+        let uctx = self.efa_ucontext(op)?;
+        let caps = self.efa_query_raw(op)?.device_caps;
+        let bad = |why: String| Error::invalid(op, label(), Errno::OPNOTSUPP, why);
+        if attr.cqe == 0 {
+            return Err(Error::invalid(op, label(), Errno::INVAL, "cqe is 0"));
+        }
+        let cqe = attr.cqe.checked_next_power_of_two().ok_or_else(|| {
+            Error::invalid(
+                op,
+                label(),
+                Errno::INVAL,
+                format!("cqe {} too large", attr.cqe),
+            )
+        })?;
+        let mut flags = 0u8;
+        let with_sgid = efa.wc_flags.contains(EfaWcFlags::WITH_SGID);
+        if with_sgid {
+            if caps & EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID == 0 {
+                return Err(bad(
+                    "the device cannot report source GIDs (no CQ_WITH_SGID cap)".into(),
+                ));
+            }
+            flags |= EFA_CREATE_CQ_WITH_SGID;
+        }
+        if let Some(ch) = attr.channel {
+            if caps & EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS == 0 {
+                return Err(bad("the device has no CQ notifications".into()));
+            }
+            if !ch.same_context(self) {
+                return Err(Error::invalid(
+                    op,
+                    label(),
+                    Errno::INVAL,
+                    "the completion channel belongs to another device context",
+                ));
+            }
+            flags |= EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL;
+        }
+        let ext = efa.flags.contains(EfaCqInitFlags::EXT_MEM_DMABUF);
+        let ext_mem = match (ext, efa.ext_mem) {
+            (true, Some(m)) => {
+                if caps & EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM == 0 {
+                    return Err(bad("the device cannot place CQs in external memory".into()));
+                }
+                Some(m)
+            }
+            (true, None) => {
+                return Err(Error::invalid(
+                    op,
+                    label(),
+                    Errno::INVAL,
+                    "EXT_MEM_DMABUF set but no ext_mem given",
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(Error::invalid(
+                    op,
+                    label(),
+                    Errno::INVAL,
+                    "ext_mem given without the EXT_MEM_DMABUF flag",
+                ))
+            }
+            (false, None) => None,
+        };
+        let num_sub_cqs = uctx.sub_cqs_per_cq;
+        let needed = u64::from(cqe) * u64::from(num_sub_cqs) * u64::from(EFA_CQE_SIZE_EX);
+        if let Some(m) = ext_mem {
+            if m.length < needed {
+                return Err(Error::invalid(
+                    op,
+                    label(),
+                    Errno::INVAL,
+                    format!(
+                        "external memory of {} bytes is smaller than {cqe} entries x {num_sub_cqs} sub-CQs x 32 bytes = {needed}",
+                        m.length
+                    ),
+                ));
+            }
+        }
+        let cmd = EfaIbvCreateCq {
+            cq_entry_size: EFA_CQE_SIZE_EX,
+            num_sub_cqs,
+            flags,
+            ..Default::default()
+        };
+        let mut resp = EfaIbvCreateCqResp::default();
+        let attr2 = CqInitAttr {
+            cqe,
+            ..attr.clone()
+        };
+        let (shared, got_cqe) =
+            self.create_cq_object_with(&attr2, cmd.as_bytes(), resp.as_mut_bytes(), |c| {
+                if let Some(m) = ext_mem {
+                    c.u32_in(UVERBS_ATTR_CREATE_CQ_BUFFER_FD, m.fd.as_raw_fd() as u32)
+                        .u64_in(UVERBS_ATTR_CREATE_CQ_BUFFER_OFFSET, m.offset)
+                        .u64_in(UVERBS_ATTR_CREATE_CQ_BUFFER_LENGTH, m.length);
+                }
+            })?;
+        let cfg = CqConfig {
+            cqn: u32::from(resp.cq_idx),
+            num_sub_cqs,
+            sub_cq_depth: got_cqe,
+            entry_size: EFA_CQE_SIZE_EX,
+            with_sgid,
+        };
+        let slabel = || shared.label();
+        let buf = match ext_mem {
+            Some(m) => map_ext(m, op, &slabel)?,
+            None => {
+                let len = usize::try_from(resp.q_mmap_size).map_err(|_| {
+                    Error::invalid(op, slabel(), Errno::INVAL, "q_mmap_size too large")
+                })?;
+                self.channel()
+                    .mmap(resp.q_mmap_key, len, MapKind::ReadOnly)
+                    .map_err(|e| {
+                        Error::os(op, slabel(), e).with_reason("mmap of the CQ ring failed")
+                    })?
+            }
+        };
+        let (db_map, db_ptr) = if resp.comp_mask & EFA_CREATE_CQ_RESP_DB_OFF != 0 {
+            let m = self
+                .channel()
+                .mmap(resp.db_mmap_key, 4096, MapKind::WriteOnly)
+                .map_err(|e| {
+                    Error::os(op, slabel(), e).with_reason("mmap of the CQ doorbell failed")
+                })?;
+            let p = m.ptr_at(resp.db_off as usize, 4).ok_or_else(|| {
+                Error::invalid(
+                    op,
+                    slabel(),
+                    Errno::IO,
+                    format!("db_off {} outside the doorbell page", resp.db_off),
+                )
+            })?;
+            (Some(m), Some(p.cast::<u32>()))
+        } else {
+            (None, None)
+        };
+        let (base, len) = match ext_mem {
+            Some(m) => {
+                let skew = (m.offset % page_size()) as usize;
+                (buf.ptr_at(skew, 0), buf.len() - skew)
+            }
+            None => (Some(buf.as_ptr()), buf.len()),
+        };
+        let base =
+            base.ok_or_else(|| Error::invalid(op, slabel(), Errno::IO, "empty CQ buffer"))?;
+        // SAFETY: `base..base+len` lies in `buf`, a live read-only mapping of this CQ's ring
+        // that the EfaCqRing below keeps alive (and drops after the queue); `db_ptr`, if any,
+        // is 4 bytes inside `db_map`, kept alive the same way. Nothing in this process writes
+        // the ring; the device (or model) does, which the queue reads only through raw
+        // pointers and atomics.
+        let queue = unsafe { CompletionQueue::new(cfg, base, len, db_ptr) }
+            .map_err(|e| super::provider_error(op, slabel(), &e))?;
+        let ring = EfaCqRing {
+            cq: queue,
+            table: QpTable::new(),
+            stale: 0,
+            _buf: buf,
+            _db: db_map,
+        };
+        Ok(Cq::from_efa(shared, ring, got_cqe))
+    }
+}
+
+fn page_size() -> u64 {
+    rustix::param::page_size() as u64
+}
+
+/// Maps the external CQ memory read-only (shared, so device writes are seen).
+fn map_ext(m: EfaCqExtMem<'_>, op: &'static str, label: &dyn Fn() -> String) -> Result<Mapping> {
+    let skew = m.offset % page_size();
+    let start = m.offset - skew;
+    let len = usize::try_from(m.length + skew)
+        .map_err(|_| Error::invalid(op, label(), Errno::INVAL, "ext_mem length too large"))?;
+    // SAFETY: a new shared read-only mapping of the caller's fd at an address the kernel
+    // picks aliases nothing in this process; we own it through the Mapping made right after.
+    let p = unsafe {
+        rustix::mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            rustix::mm::ProtFlags::READ,
+            rustix::mm::MapFlags::SHARED,
+            m.fd,
+            start,
+        )
+    }
+    .map_err(|e| Error::os(op, label(), e).with_reason("mmap of the external CQ memory failed"))?;
+    let p = NonNull::new(p.cast::<u8>())
+        .ok_or_else(|| Error::invalid(op, label(), Errno::NOMEM, "mmap returned null"))?;
+    // SAFETY: `p..p+len` was mapped just above and nothing else owns it.
+    Ok(unsafe { Mapping::from_raw(p, len) })
+}

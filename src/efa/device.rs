@@ -1,0 +1,128 @@
+//! `efadv_query_device`: the EFA limits and capabilities libfabric sizes itself by.
+
+use bitflags::bitflags;
+use uverbs_uapi::efa::{self as abi, EfaIbvAllocUcontextResp, EfaIbvExQueryDeviceResp};
+
+use crate::context::{Context, ProviderInfo};
+use crate::error::{Errno, Error, Result};
+
+bitflags! {
+    /// `EFADV_DEVICE_ATTR_CAPS_*` (efadv.h), translated from the kernel's
+    /// `EFA_QUERY_DEVICE_CAPS_*` exactly as rdma-core does.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EfaDeviceCaps: u32 {
+        /// `EFADV_DEVICE_ATTR_CAPS_RDMA_READ`.
+        const RDMA_READ = 1 << 0;
+        /// `EFADV_DEVICE_ATTR_CAPS_RNR_RETRY`.
+        const RNR_RETRY = 1 << 1;
+        /// `EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID`.
+        const CQ_WITH_SGID = 1 << 2;
+        /// `EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE`.
+        const RDMA_WRITE = 1 << 3;
+        /// `EFADV_DEVICE_ATTR_CAPS_UNSOLICITED_WRITE_RECV`.
+        const UNSOLICITED_WRITE_RECV = 1 << 4;
+        /// `EFADV_DEVICE_ATTR_CAPS_CQ_WITH_EXT_MEM_DMABUF`.
+        const CQ_WITH_EXT_MEM_DMABUF = 1 << 5;
+    }
+}
+
+impl EfaDeviceCaps {
+    /// Translates the kernel's `EFA_QUERY_DEVICE_CAPS_*` bits.
+    pub fn from_kernel(k: u32) -> Self {
+        let mut c = Self::empty();
+        c.set(
+            Self::RDMA_READ,
+            k & abi::EFA_QUERY_DEVICE_CAPS_RDMA_READ != 0,
+        );
+        c.set(
+            Self::RNR_RETRY,
+            k & abi::EFA_QUERY_DEVICE_CAPS_RNR_RETRY != 0,
+        );
+        c.set(
+            Self::CQ_WITH_SGID,
+            k & abi::EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID != 0,
+        );
+        c.set(
+            Self::RDMA_WRITE,
+            k & abi::EFA_QUERY_DEVICE_CAPS_RDMA_WRITE != 0,
+        );
+        c.set(
+            Self::UNSOLICITED_WRITE_RECV,
+            k & abi::EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV != 0,
+        );
+        c.set(
+            Self::CQ_WITH_EXT_MEM_DMABUF,
+            k & abi::EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM != 0,
+        );
+        c
+    }
+}
+
+/// `struct efadv_device_attr`.
+#[doc(alias = "efadv_device_attr")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EfaDeviceAttr {
+    /// Largest SQ depth.
+    pub max_sq_wr: u32,
+    /// Largest RQ depth.
+    pub max_rq_wr: u32,
+    /// SGEs per send WR.
+    pub max_sq_sge: u16,
+    /// SGEs per receive WR.
+    pub max_rq_sge: u16,
+    /// Inline bytes a send WQE carries (`inline_buf_size` of the context).
+    pub inline_buf_size: u16,
+    /// Capabilities.
+    pub device_caps: EfaDeviceCaps,
+    /// Largest RDMA read/write in bytes.
+    pub max_rdma_size: u32,
+    /// The kernel's raw `EFA_QUERY_DEVICE_CAPS_*` bits (what the data path checks).
+    pub kernel_caps: u32,
+}
+
+impl Context {
+    /// The EFA driver data of the context, or `EOPNOTSUPP` naming `op` for other devices.
+    pub(crate) fn efa_ucontext(&self, op: &'static str) -> Result<EfaIbvAllocUcontextResp> {
+        match self.provider() {
+            ProviderInfo::Efa(r) => Ok(*r),
+            _ => Err(Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::OPNOTSUPP,
+                "not an EFA device",
+            )),
+        }
+    }
+
+    /// The driver part of the extended query-device response.
+    pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
+        self.efa_ucontext(op)?;
+        let attr = self.query_device_ex()?;
+        attr.efa.ok_or_else(|| {
+            Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::OPNOTSUPP,
+                "the EFA kernel driver does not return its query-device data (too old)",
+            )
+        })
+    }
+
+    /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended
+    /// QUERY_DEVICE command plus the context's inline buffer size.
+    pub fn efadv_query_device(&self) -> Result<EfaDeviceAttr> {
+        let op = "efadv_query_device";
+        let uctx = self.efa_ucontext(op)?;
+        let r = self.efa_query_raw(op)?;
+        Ok(EfaDeviceAttr {
+            max_sq_wr: r.max_sq_wr,
+            max_rq_wr: r.max_rq_wr,
+            max_sq_sge: r.max_sq_sge,
+            max_rq_sge: r.max_rq_sge,
+            inline_buf_size: uctx.inline_buf_size,
+            device_caps: EfaDeviceCaps::from_kernel(r.device_caps),
+            max_rdma_size: r.max_rdma_size,
+            kernel_caps: r.device_caps,
+        })
+    }
+}
