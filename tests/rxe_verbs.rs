@@ -1,0 +1,974 @@
+//! QPs, SRQs, AHs and the data path against a real rxe device (soft-RoCE VM): every test
+//! checks the bytes or values that arrive, not just a status. Both QPs of a pair live on the
+//! same rxe device (loopback), which rxe handles like a link. Every wait has a deadline.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::NEEDS_DEVICE;
+use uverbs::{
+    AccessFlags, Ah, AhAttr, AsyncElement, AsyncEventType, Context, Cq, Errno, Gid, GidType, Mr,
+    Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags,
+    SendOpsFlags, SendWr, SrqAttr, SrqAttrMask, SrqInitAttrEx, SrqType, Wc, WcFlags, WcOpcode,
+    WcStatus, WrOp,
+};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+const QKEY: u32 = 0x1111_2222;
+
+fn all_access() -> AccessFlags {
+    AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC
+}
+
+/// The port-1 RoCE v2 GID (IPv4-mapped preferred) and its index.
+fn roce_gid(ctx: &Context) -> (u8, Gid) {
+    let table = ctx.query_gid_table().expect("query_gid_table");
+    let v2: Vec<_> = table
+        .iter()
+        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
+        .collect();
+    let pick = v2
+        .iter()
+        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
+        .or_else(|| v2.first())
+        .unwrap_or_else(|| panic!("no RoCE v2 GID on port 1: {table:?}"));
+    (pick.gid_index as u8, pick.gid)
+}
+
+/// Polls `cq` until `n` completions arrived or the deadline passed (then panics naming them).
+fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    let mut buf = [Wc::default(); 16];
+    while out.len() < n {
+        let k = cq.poll(&mut buf).expect("poll_cq");
+        out.extend_from_slice(&buf[..k]);
+        if start.elapsed() > DEADLINE {
+            panic!(
+                "only {} of {n} completions in {DEADLINE:?}: {out:?}",
+                out.len()
+            );
+        }
+        if k == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    out
+}
+
+/// Checks that no further completion arrives within a short time.
+fn assert_quiet(cq: &mut Cq) {
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [Wc::default(); 4];
+    let k = cq.poll(&mut buf).expect("poll_cq");
+    assert_eq!(k, 0, "unexpected completions: {:?}", &buf[..k]);
+}
+
+fn to_init(qp: &mut Qp) {
+    let mut a = QpAttr {
+        qp_state: QpState::Init,
+        port_num: 1,
+        ..QpAttr::default()
+    };
+    let mut mask = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT;
+    match qp.qp_type() {
+        QpType::Ud => {
+            a.qkey = QKEY;
+            mask |= QpAttrMask::QKEY;
+        }
+        QpType::Uc => {
+            a.qp_access_flags = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+            mask |= QpAttrMask::ACCESS_FLAGS;
+        }
+        _ => {
+            a.qp_access_flags = all_access();
+            mask |= QpAttrMask::ACCESS_FLAGS;
+        }
+    }
+    qp.modify(&a, mask).expect("modify to INIT");
+}
+
+fn to_rtr(qp: &mut Qp, remote_qpn: u32, gid_index: u8, gid: Gid) {
+    let mut a = QpAttr {
+        qp_state: QpState::Rtr,
+        ..QpAttr::default()
+    };
+    let mut mask = QpAttrMask::STATE;
+    if qp.qp_type() != QpType::Ud {
+        a.path_mtu = uverbs::Mtu::Mtu1024;
+        a.dest_qp_num = remote_qpn;
+        a.rq_psn = 100;
+        a.ah_attr = AhAttr::roce(gid, gid_index, 1);
+        mask |= QpAttrMask::AV | QpAttrMask::PATH_MTU | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN;
+        if qp.qp_type() == QpType::Rc {
+            a.max_dest_rd_atomic = 4;
+            a.min_rnr_timer = 1;
+            mask |= QpAttrMask::MAX_DEST_RD_ATOMIC | QpAttrMask::MIN_RNR_TIMER;
+        }
+    }
+    qp.modify(&a, mask).expect("modify to RTR");
+}
+
+fn to_rts(qp: &mut Qp) {
+    let mut a = QpAttr {
+        qp_state: QpState::Rts,
+        sq_psn: 100,
+        ..QpAttr::default()
+    };
+    let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
+    if qp.qp_type() == QpType::Rc {
+        a.timeout = 14;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 4;
+        mask |= QpAttrMask::TIMEOUT
+            | QpAttrMask::RETRY_CNT
+            | QpAttrMask::RNR_RETRY
+            | QpAttrMask::MAX_QP_RD_ATOMIC;
+    }
+    qp.modify(&a, mask).expect("modify to RTS");
+}
+
+fn cap(wr: u32, sge: u32, inline: u32) -> QpCap {
+    QpCap {
+        max_send_wr: wr,
+        max_recv_wr: wr,
+        max_send_sge: sge,
+        max_recv_sge: sge,
+        max_inline_data: inline,
+    }
+}
+
+struct Pair {
+    ctx: Context,
+    pd: Pd,
+    cq_a: Cq,
+    cq_b: Cq,
+    a: Qp,
+    b: Qp,
+    gid_index: u8,
+    gid: Gid,
+}
+
+fn pair_with(qp_type: QpType, c: QpCap, ex: bool, connect: bool) -> Pair {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let cq_a = ctx.create_cq(256, None, 0).expect("create_cq");
+    let cq_b = ctx.create_cq(256, None, 0).expect("create_cq");
+    let mk = |cq: &Cq| {
+        let mut init = QpInitAttr::new(qp_type, cq, cq, c);
+        init.send_ops_flags = SendOpsFlags::all();
+        if ex {
+            pd.create_qp_ex(&init)
+        } else {
+            pd.create_qp(&init)
+        }
+        .expect("create_qp")
+    };
+    let mut a = mk(&cq_a);
+    let mut b = mk(&cq_b);
+    let (gid_index, gid) = roce_gid(&ctx);
+    if connect {
+        to_init(&mut a);
+        to_init(&mut b);
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        to_rtr(&mut a, bn, gid_index, gid);
+        to_rtr(&mut b, an, gid_index, gid);
+        to_rts(&mut a);
+        to_rts(&mut b);
+    }
+    Pair {
+        ctx,
+        pd,
+        cq_a,
+        cq_b,
+        a,
+        b,
+        gid_index,
+        gid,
+    }
+}
+
+fn pair(qp_type: QpType) -> Pair {
+    pair_with(qp_type, cap(64, 4, 64), false, true)
+}
+
+fn mr(pd: &Pd, len: usize) -> Mr {
+    pd.reg_mr(len, all_access()).expect("reg_mr")
+}
+
+fn read_mr(m: &Mr, off: usize, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    m.read(off, &mut v).expect("mr read");
+    v
+}
+
+fn ok(wcs: &[Wc]) {
+    for w in wcs {
+        assert_eq!(w.status, WcStatus::SUCCESS, "{w:?}");
+    }
+}
+
+// ----- RC -----------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rc_send_recv_multi_sge_bytes_arrive() {
+    let _ = NEEDS_DEVICE;
+    let mut p = pair(QpType::Rc);
+    assert!(p.a.cap().max_send_sge >= 4 && p.a.cap().max_send_wr >= 64);
+    let src = mr(&p.pd, 4096);
+    let dst = mr(&p.pd, 4096);
+    src.write(0, b"hello, ").unwrap();
+    src.write(100, b"soft-RoCE!").unwrap();
+    // Receive into two pieces: 5 bytes at 0, the rest at 1000.
+    let rsg = [dst.sge(0, 5).unwrap(), dst.sge(1000, 64).unwrap()];
+    p.b.post_recv(&[RecvWr::new(7, &rsg)]).expect("post_recv");
+    let ssg = [src.sge(0, 7).unwrap(), src.sge(100, 10).unwrap()];
+    p.a.post_send(&[SendWr::send(9).sge(&ssg).signaled()])
+        .expect("post_send");
+    let s = wait(&mut p.cq_a, 1);
+    ok(&s);
+    assert_eq!((s[0].wr_id, s[0].opcode), (9, WcOpcode::SEND));
+    let r = wait(&mut p.cq_b, 1);
+    ok(&r);
+    assert_eq!(r[0].wr_id, 7);
+    assert_eq!(r[0].opcode, WcOpcode::RECV);
+    assert_eq!(r[0].byte_len, 17);
+    assert_eq!(r[0].qp_num, p.b.qp_num());
+    assert_eq!(read_mr(&dst, 0, 5), b"hello");
+    assert_eq!(read_mr(&dst, 1000, 12), b", soft-RoCE!");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rc_send_with_imm_and_inline_and_unsignaled() {
+    let mut p = pair(QpType::Rc);
+    let dst = mr(&p.pd, 4096);
+    let sg0 = [dst.sge(0, 64).unwrap()];
+    let sg1 = [dst.sge(64, 64).unwrap()];
+    p.b.post_recv(&[RecvWr::new(1, &sg0), RecvWr::new(2, &sg1)])
+        .unwrap();
+    // Unsignaled inline send, then a signaled send-with-imm: one send completion only.
+    let data = *b"inline bytes";
+    p.a.post_send(&[
+        SendWr::send(10).inline(&data),
+        SendWr::new(
+            11,
+            WrOp::SendWithImm {
+                imm_data: 0xdead_beef,
+            },
+        )
+        .inline(b"imm")
+        .signaled(),
+    ])
+    .unwrap();
+    let s = wait(&mut p.cq_a, 1);
+    ok(&s);
+    assert_eq!(s[0].wr_id, 11, "the unsignaled send must not complete");
+    assert_quiet(&mut p.cq_a);
+    let r = wait(&mut p.cq_b, 2);
+    ok(&r);
+    assert_eq!(r[0].byte_len, 12);
+    assert_eq!(read_mr(&dst, 0, 12), b"inline bytes");
+    assert!(r[1].wc_flags.contains(WcFlags::WITH_IMM), "{:?}", r[1]);
+    assert_eq!(u32::from_be(r[1].imm_data), 0xdead_beef);
+    assert_eq!(read_mr(&dst, 64, 3), b"imm");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rc_rdma_write_read_and_write_with_imm() {
+    let mut p = pair(QpType::Rc);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    local.write(0, b"written by RDMA").unwrap();
+    remote.write(2000, b"read me back").unwrap();
+    let sg_w = [local.sge(0, 15).unwrap()];
+    let sg_r = [local.sge(500, 12).unwrap()];
+    let rsg = [remote.sge(3000, 4).unwrap()];
+    p.b.post_recv(&[RecvWr::new(5, &rsg)]).unwrap();
+    p.a.post_send(&[
+        SendWr::new(
+            1,
+            WrOp::RdmaWrite {
+                remote_addr: remote.addr() + 100,
+                rkey: remote.rkey(),
+            },
+        )
+        .sge(&sg_w)
+        .signaled(),
+        SendWr::new(
+            2,
+            WrOp::RdmaRead {
+                remote_addr: remote.addr() + 2000,
+                rkey: remote.rkey(),
+            },
+        )
+        .sge(&sg_r)
+        .signaled(),
+        SendWr::new(
+            3,
+            WrOp::RdmaWriteWithImm {
+                remote_addr: remote.addr() + 200,
+                rkey: remote.rkey(),
+                imm_data: 77,
+            },
+        )
+        .inline(b"imm!")
+        .signaled(),
+    ])
+    .unwrap();
+    let s = wait(&mut p.cq_a, 3);
+    ok(&s);
+    assert_eq!(
+        s.iter().map(|w| (w.wr_id, w.opcode)).collect::<Vec<_>>(),
+        vec![
+            (1, WcOpcode::RDMA_WRITE),
+            (2, WcOpcode::RDMA_READ),
+            (3, WcOpcode::RDMA_WRITE)
+        ]
+    );
+    assert_eq!(read_mr(&remote, 100, 15), b"written by RDMA");
+    assert_eq!(read_mr(&local, 500, 12), b"read me back");
+    assert_eq!(read_mr(&remote, 200, 4), b"imm!");
+    let r = wait(&mut p.cq_b, 1);
+    ok(&r);
+    assert_eq!(r[0].opcode, WcOpcode::RECV_RDMA_WITH_IMM);
+    assert_eq!(u32::from_be(r[0].imm_data), 77);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rc_atomics_return_old_value_and_change_remote() {
+    let mut p = pair(QpType::Rc);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    remote.write(64, &40u64.to_ne_bytes()).unwrap();
+    let sg1 = [local.sge(0, 8).unwrap()];
+    let sg2 = [local.sge(8, 8).unwrap()];
+    let sg3 = [local.sge(16, 8).unwrap()];
+    let addr = remote.addr() + 64;
+    let rkey = remote.rkey();
+    p.a.post_send(&[
+        SendWr::new(
+            1,
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: addr,
+                rkey,
+                add: 2,
+            },
+        )
+        .sge(&sg1)
+        .signaled(),
+        SendWr::new(
+            2,
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: addr,
+                rkey,
+                compare: 42,
+                swap: 1000,
+            },
+        )
+        .sge(&sg2)
+        .signaled(),
+        // Compare fails (remote is now 1000): value unchanged, old value returned.
+        SendWr::new(
+            3,
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: addr,
+                rkey,
+                compare: 1,
+                swap: 5,
+            },
+        )
+        .sge(&sg3)
+        .signaled(),
+    ])
+    .unwrap();
+    let s = wait(&mut p.cq_a, 3);
+    ok(&s);
+    assert_eq!(s[0].opcode, WcOpcode::FETCH_ADD);
+    assert_eq!(s[1].opcode, WcOpcode::COMP_SWAP);
+    let u = |b: Vec<u8>| u64::from_ne_bytes(b.try_into().unwrap());
+    assert_eq!(u(read_mr(&local, 0, 8)), 40);
+    assert_eq!(u(read_mr(&local, 8, 8)), 42);
+    assert_eq!(u(read_mr(&local, 16, 8)), 1000);
+    assert_eq!(u(read_mr(&remote, 64, 8)), 1000);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn uc_rdma_write_lands() {
+    let mut p = pair(QpType::Uc);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    local.write(0, b"UC write").unwrap();
+    let sg = [local.sge(0, 8).unwrap()];
+    p.a.post_send(&[SendWr::new(
+        1,
+        WrOp::RdmaWrite {
+            remote_addr: remote.addr() + 8,
+            rkey: remote.rkey(),
+        },
+    )
+    .sge(&sg)
+    .signaled()])
+        .unwrap();
+    ok(&wait(&mut p.cq_a, 1));
+    let start = Instant::now();
+    while read_mr(&remote, 8, 8) != b"UC write" {
+        assert!(start.elapsed() < DEADLINE, "UC write did not land");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // UC refuses RDMA read before anything reaches the ring.
+    let e =
+        p.a.post_send(&[SendWr::new(
+            2,
+            WrOp::RdmaRead {
+                remote_addr: remote.addr(),
+                rkey: remote.rkey(),
+            },
+        )
+        .sge(&sg)])
+            .unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(e.error.is(Errno::OPNOTSUPP), "{e}");
+}
+
+// ----- UD and AH ----------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn ud_send_with_grh_and_src_qp() {
+    let mut p = pair(QpType::Ud);
+    let ah =
+        p.pd.create_ah(&AhAttr::roce(p.gid, p.gid_index, 1))
+            .expect("create_ah");
+    assert_ne!(ah.ah_num(), 0);
+    let src = mr(&p.pd, 4096);
+    let dst = mr(&p.pd, 4096);
+    src.write(0, b"datagram").unwrap();
+    // UD receives start with the 40-byte GRH.
+    let rsg = [dst.sge(0, 40 + 64).unwrap()];
+    p.b.post_recv(&[RecvWr::new(3, &rsg)]).unwrap();
+    let ssg = [src.sge(0, 8).unwrap()];
+    p.a.post_send(&[SendWr::send(4)
+        .sge(&ssg)
+        .signaled()
+        .ud(&ah, p.b.qp_num(), QKEY)])
+        .unwrap();
+    ok(&wait(&mut p.cq_a, 1));
+    let r = wait(&mut p.cq_b, 1);
+    ok(&r);
+    assert_eq!(r[0].src_qp, p.a.qp_num());
+    assert!(r[0].wc_flags.contains(WcFlags::GRH), "{:?}", r[0]);
+    assert_eq!(r[0].byte_len, 48);
+    assert_eq!(read_mr(&dst, 40, 8), b"datagram");
+    // A UD send without a destination is refused before the ring.
+    let e = p.a.post_send(&[SendWr::send(5).sge(&ssg)]).unwrap_err();
+    assert!(e.error.is(Errno::INVAL), "{e}");
+    // While a send naming the AH may be queued, the QP holds it: destroy says EBUSY.
+    let clone = ah.clone();
+    let busy = clone.destroy().unwrap_err();
+    assert!(busy.is(Errno::BUSY), "{busy}");
+    drop(p.a);
+    ah.destroy().expect("destroy_ah after its QP is gone");
+    let _ = (&p.ctx, &p.b);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn multicast_attach_detach_as_the_kernel_says() {
+    let p = pair(QpType::Ud);
+    let mut mgid = Gid::default();
+    mgid.raw[0] = 0xff;
+    mgid.raw[1] = 0x0e;
+    mgid.raw[15] = 0x42;
+    p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
+    p.a.detach_mcast(&mgid, 0).expect("detach_mcast");
+    let e = p.a.detach_mcast(&mgid, 0).unwrap_err();
+    assert!(e.is(Errno::INVAL), "{e}");
+    let e = p.a.attach_mcast(&p.gid, 0).unwrap_err();
+    assert!(e.is(Errno::INVAL), "unicast GID: {e}");
+    let rc = pair_with(QpType::Rc, cap(4, 1, 0), false, false);
+    let e = rc.a.attach_mcast(&mgid, 0).unwrap_err();
+    assert!(e.is(Errno::INVAL), "RC QP: {e}");
+}
+
+// ----- wr_* API and extended poll ----------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn wr_api_and_extended_poll() {
+    let mut p = pair_with(QpType::Rc, cap(64, 4, 64), true, true);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    local.write(0, b"wr api send").unwrap();
+    local.write(100, b"wr api write").unwrap();
+    remote.write(64, &5u64.to_ne_bytes()).unwrap();
+    let rsg = [remote.sge(1000, 64).unwrap()];
+    p.b.post_recv(&[RecvWr::new(50, &rsg), RecvWr::new(51, &rsg)])
+        .unwrap();
+    let sig = SendFlags::SIGNALED;
+    let mut b = p.a.wr_start().expect("wr_start");
+    b.send(1, sig).set_sge(local.lkey(), local.addr(), 11);
+    b.rdma_write(2, sig, remote.rkey(), remote.addr() + 200)
+        .set_sge_list(&[local.sge(100, 12).unwrap()]);
+    b.atomic_fetch_add(3, sig, remote.rkey(), remote.addr() + 64, 10)
+        .set_sge(local.lkey(), local.addr() + 512, 8);
+    b.send_imm(4, sig, 0x0102_0304).set_inline_data(b"x");
+    b.complete().expect("wr_complete");
+
+    // An aborted batch posts nothing.
+    let mut b = p.a.wr_start().unwrap();
+    b.send(99, sig).set_inline_data(b"never");
+    b.abort();
+    // A failing batch posts nothing and reports the first error.
+    let mut b = p.a.wr_start().unwrap();
+    b.send(98, sig).set_inline_data(b"ok");
+    b.atomic_cmp_swp(97, sig, remote.rkey(), remote.addr() + 3, 0, 1)
+        .set_sge(local.lkey(), local.addr(), 8);
+    let e = b.complete().unwrap_err();
+    assert!(e.reason().contains("aligned"), "{e}");
+
+    // Extended poll over the sender's CQ.
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        assert!(start.elapsed() < DEADLINE, "completions: {seen:?}");
+        if let Some(mut g) = p.cq_a.start_poll().unwrap() {
+            loop {
+                assert_eq!(g.status(), WcStatus::SUCCESS);
+                assert_eq!(g.read_qp_num(), p.a.qp_num());
+                assert_eq!(g.read_vendor_err(), 0);
+                seen.push((g.wr_id(), g.read_opcode(), g.read_byte_len()));
+                if !g.next_poll().unwrap() {
+                    break;
+                }
+            }
+            g.end_poll();
+        }
+    }
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(seen[2].1, WcOpcode::FETCH_ADD);
+    assert_quiet(&mut p.cq_a);
+    assert_eq!(read_mr(&remote, 200, 12), b"wr api write");
+    assert_eq!(read_mr(&local, 512, 8), 5u64.to_ne_bytes());
+    assert_eq!(read_mr(&remote, 64, 8), 15u64.to_ne_bytes());
+
+    let start = Instant::now();
+    let mut recv = Vec::new();
+    while recv.len() < 2 {
+        assert!(start.elapsed() < DEADLINE);
+        if let Some(mut g) = p.cq_b.start_poll().unwrap() {
+            loop {
+                recv.push((
+                    g.wr_id(),
+                    g.read_wc_flags(),
+                    g.read_imm_data(),
+                    g.read_src_qp(),
+                    g.read_slid(),
+                    g.read_sl(),
+                    g.read_dlid_path_bits(),
+                    g.read_invalidated_rkey(),
+                ));
+                if !g.next_poll().unwrap() {
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(recv[0].0, 50);
+    assert!(!recv[0].1.contains(WcFlags::WITH_IMM));
+    assert_eq!(recv[1].0, 51);
+    assert!(recv[1].1.contains(WcFlags::WITH_IMM));
+    assert_eq!(recv[1].2, 0x0102_0304);
+
+    // A QP made with create_qp has no wr_* API.
+    let mut plain = pair_with(QpType::Rc, cap(4, 1, 0), false, true);
+    let e = plain.a.wr_start().unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    let _ = &mut plain.b;
+}
+
+// ----- SRQ ----------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn srq_shared_by_64_rc_qps_no_loss_no_dup_and_limit_event() {
+    const N: usize = 64;
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let (gid_index, gid) = roce_gid(&ctx);
+    let mut scq = ctx.create_cq(4096, None, 0).unwrap();
+    let mut rcq = ctx.create_cq(4096, None, 0).unwrap();
+    let mut srq = pd
+        .create_srq(&SrqAttr {
+            max_wr: 256,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .expect("create_srq");
+    assert!(srq.attr().max_wr >= 256);
+    let rbuf = mr(&pd, 256 * 64);
+    let sbuf = mr(&pd, N * 8);
+    let sges: Vec<_> = (0..256).map(|i| [rbuf.sge(i * 64, 64).unwrap()]).collect();
+    let wrs: Vec<_> = (0..256).map(|i| RecvWr::new(i as u64, &sges[i])).collect();
+    srq.post_recv(&wrs[..128]).expect("post_srq_recv");
+    // Arm the limit: fires when fewer than 100 receives remain.
+    srq.modify(
+        &SrqAttr {
+            srq_limit: 100,
+            ..SrqAttr::default()
+        },
+        SrqAttrMask::LIMIT,
+    )
+    .expect("arm srq_limit");
+    assert_eq!(srq.query().unwrap().srq_limit, 100);
+
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for _ in 0..N {
+        let s = pd
+            .create_qp(&QpInitAttr::new(QpType::Rc, &scq, &scq, cap(4, 1, 0)))
+            .unwrap();
+        let mut ia = QpInitAttr::new(QpType::Rc, &rcq, &rcq, cap(4, 1, 0));
+        ia.srq = Some(&srq);
+        ia.cap.max_recv_wr = 0;
+        let r = pd.create_qp(&ia).expect("create_qp with srq");
+        senders.push(s);
+        receivers.push(r);
+    }
+    for (s, r) in senders.iter_mut().zip(receivers.iter_mut()) {
+        to_init(s);
+        to_init(r);
+        let (sn, rn) = (s.qp_num(), r.qp_num());
+        to_rtr(s, rn, gid_index, gid);
+        to_rtr(r, sn, gid_index, gid);
+        to_rts(s);
+        to_rts(r);
+        // A QP on an SRQ has no receive queue of its own.
+        assert!(r.post_recv(&wrs[..1]).is_err());
+    }
+    for (i, s) in senders.iter_mut().enumerate() {
+        sbuf.write(i * 8, &(i as u64).to_ne_bytes()).unwrap();
+        let sg = [sbuf.sge(i * 8, 8).unwrap()];
+        s.post_send(&[SendWr::send(i as u64).sge(&sg).signaled()])
+            .unwrap();
+    }
+    ok(&wait(&mut scq, N));
+    let r = wait(&mut rcq, N);
+    ok(&r);
+    assert_quiet(&mut rcq);
+    let mut payloads: Vec<u64> = r
+        .iter()
+        .map(|w| {
+            assert_eq!(w.byte_len, 8);
+            let b = read_mr(&rbuf, w.wr_id as usize * 64, 8);
+            u64::from_ne_bytes(b.try_into().unwrap())
+        })
+        .collect();
+    let mut ids: Vec<u64> = r.iter().map(|w| w.wr_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), N, "a receive was used twice");
+    payloads.sort_unstable();
+    assert_eq!(
+        payloads,
+        (0..N as u64).collect::<Vec<_>>(),
+        "lost or duplicated"
+    );
+    let qpns: std::collections::HashSet<u32> = r.iter().map(|w| w.qp_num).collect();
+    assert_eq!(qpns.len(), N, "every receiving QP completed once");
+
+    // 128 - 64 = 64 < 100: the limit event fired, naming this SRQ.
+    let ev = ctx
+        .get_async_event(Some(Duration::from_secs(5)))
+        .expect("SRQ limit event");
+    assert_eq!(ev.event_type, AsyncEventType::SRQ_LIMIT_REACHED);
+    assert_eq!(ev.element, AsyncElement::Srq(srq.user_handle()));
+
+    // Resize keeps the posted receives and writes the size back.
+    srq.modify(
+        &SrqAttr {
+            max_wr: 1024,
+            ..SrqAttr::default()
+        },
+        SrqAttrMask::MAX_WR,
+    )
+    .expect("resize srq");
+    assert!(srq.attr().max_wr >= 1024);
+    srq.post_recv(&wrs[128..]).expect("post after resize");
+
+    // Destroy refuses while QPs hold the SRQ.
+    drop(senders);
+    let e = srq.destroy().unwrap_err();
+    assert!(e.is(Errno::BUSY), "{e}");
+    drop(receivers);
+    let _ = (&mut scq, &mut rcq);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn srq_destroy_and_query() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let srq = pd
+        .create_srq_ex(&SrqInitAttrEx {
+            attr: SrqAttr {
+                max_wr: 10,
+                max_sge: 2,
+                srq_limit: 0,
+            },
+            ..SrqInitAttrEx::default()
+        })
+        .expect("create_srq_ex basic");
+    let q = srq.query().unwrap();
+    assert!(q.max_wr >= 10 && q.max_sge >= 2, "{q:?}");
+    let d = srq.destroy().expect("destroy_srq");
+    assert_eq!(d.events_reported, 0);
+    // XRC: rxe has no XRC domains.
+    let e = ctx.open_xrcd(None, uverbs::XRCD_O_CREAT).unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    assert!(e.to_string().contains("rxe does not support XRC"), "{e}");
+    let cq = ctx.create_cq(8, None, 0).unwrap();
+    let e = pd
+        .create_srq_ex(&SrqInitAttrEx {
+            srq_type: SrqType::Tm,
+            cq: Some(&cq),
+            attr: SrqAttr {
+                max_wr: 4,
+                max_sge: 1,
+                srq_limit: 0,
+            },
+            ..SrqInitAttrEx::default()
+        })
+        .unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    let e = pd
+        .create_qp(&QpInitAttr::new(QpType::RawPacket, &cq, &cq, cap(4, 1, 0)))
+        .unwrap_err();
+    assert!(e.to_string().contains("RAW_PACKET"), "{e}");
+    let e = pd
+        .create_qp(&QpInitAttr::new(QpType::XrcSend, &cq, &cq, cap(4, 1, 0)))
+        .unwrap_err();
+    assert!(e.to_string().contains("XRC"), "{e}");
+}
+
+// ----- QP lifecycle and bad input -----------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn qp_query_modify_states_and_illegal_transition() {
+    let mut p = pair_with(QpType::Rc, cap(16, 2, 32), false, false);
+    let dst = mr(&p.pd, 64);
+    let sg = [dst.sge(0, 8).unwrap()];
+    // RESET: no sends, no receives.
+    let e = p.a.post_send(&[SendWr::send(1).sge(&sg)]).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(
+        e.error.is(Errno::INVAL) && e.error.reason().contains("Reset"),
+        "{e}"
+    );
+    assert!(p.a.post_recv(&[RecvWr::new(1, &sg)]).is_err());
+    // RESET -> RTR is illegal.
+    let e =
+        p.a.modify(
+            &QpAttr {
+                qp_state: QpState::Rtr,
+                ..QpAttr::default()
+            },
+            QpAttrMask::STATE,
+        )
+        .unwrap_err();
+    assert!(e.is(Errno::INVAL), "{e}");
+    assert!(e.reason().contains("legal transition"), "{e}");
+    to_init(&mut p.a);
+    let e = p.a.post_send(&[SendWr::send(1).sge(&sg)]).unwrap_err();
+    assert!(e.error.reason().contains("Init"), "{e}");
+    p.a.post_recv(&[RecvWr::new(1, &sg)])
+        .expect("receives are allowed in INIT");
+    let q = p.a.query(QpAttrMask::all()).unwrap();
+    assert_eq!(q.attr.qp_state, QpState::Init);
+    assert_eq!(q.attr.port_num, 1);
+    assert_eq!(q.attr.qp_access_flags, all_access());
+    assert!(
+        q.cap.max_send_wr >= 16 && q.cap.max_inline_data >= 32,
+        "{q:?}"
+    );
+    to_init(&mut p.b);
+    let (an, bn) = (p.a.qp_num(), p.b.qp_num());
+    to_rtr(&mut p.a, bn, p.gid_index, p.gid);
+    to_rts(&mut p.a);
+    let q = p.a.query(QpAttrMask::all()).unwrap();
+    assert_eq!(q.attr.qp_state, QpState::Rts);
+    assert_eq!(q.attr.dest_qp_num, bn);
+    assert_eq!(q.attr.sq_psn, 100);
+    assert_eq!(q.attr.ah_attr.grh.dgid, p.gid);
+    assert_eq!(q.attr.path_mtu, uverbs::Mtu::Mtu1024);
+    // RTS -> SQD -> RTS, then ERR.
+    p.a.modify(
+        &QpAttr {
+            qp_state: QpState::Sqd,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .expect("RTS -> SQD");
+    p.a.modify(
+        &QpAttr {
+            qp_state: QpState::Err,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .expect("-> ERR");
+    assert_eq!(
+        p.a.query(QpAttrMask::STATE).unwrap().attr.qp_state,
+        QpState::Err
+    );
+    // The receive posted in INIT is flushed.
+    let w = wait(&mut p.cq_a, 1);
+    assert_eq!(w[0].status, WcStatus::WR_FLUSH_ERR);
+    let _ = an;
+    let d = p.b.destroy().expect("destroy_qp");
+    assert_eq!(d.events_reported, 0);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn post_send_bad_input_names_the_failing_wr() {
+    let mut p = pair_with(QpType::Rc, cap(8, 2, 16), false, true);
+    let sq_room = p.a.cap().max_send_wr as usize;
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    let one = [local.sge(0, 8).unwrap()];
+    let three = [
+        local.sge(0, 1).unwrap(),
+        local.sge(1, 1).unwrap(),
+        local.sge(2, 1).unwrap(),
+    ];
+    let too_many = p.a.cap().max_send_sge as usize + 1;
+    let sges: Vec<_> = (0..too_many).map(|i| local.sge(i, 1).unwrap()).collect();
+    let e = p.a.post_send(&[SendWr::send(1).sge(&sges)]).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(e.error.is(Errno::INVAL), "{e}");
+    assert!(e.error.reason().contains("scatter/gather"), "{e}");
+    let _ = three;
+    let big = vec![0u8; p.a.cap().max_inline_data as usize + 1];
+    let e = p.a.post_send(&[SendWr::send(1).inline(&big)]).unwrap_err();
+    assert!(e.error.reason().contains("inline"), "{e}");
+    let bad_len = [local.sge(0, 4).unwrap()];
+    let e =
+        p.a.post_send(&[SendWr::new(
+            1,
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: remote.addr(),
+                rkey: remote.rkey(),
+                add: 1,
+            },
+        )
+        .sge(&bad_len)])
+            .unwrap_err();
+    assert!(e.error.reason().contains("8"), "{e}");
+    let e =
+        p.a.post_send(&[SendWr::new(
+            1,
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: remote.addr() + 4,
+                rkey: remote.rkey(),
+                compare: 0,
+                swap: 0,
+            },
+        )
+        .sge(&one)])
+            .unwrap_err();
+    assert!(e.error.reason().contains("aligned"), "{e}");
+    assert_quiet(&mut p.cq_a);
+
+    // More WRs than the queue holds: the first that does not fit is named, the ones before it
+    // are posted (and complete), none after it.
+    let n = sq_room + 64;
+    let list: Vec<_> = (0..n)
+        .map(|i| {
+            SendWr::new(
+                i as u64,
+                WrOp::RdmaWrite {
+                    remote_addr: remote.addr(),
+                    rkey: remote.rkey(),
+                },
+            )
+            .sge(&one)
+            .signaled()
+        })
+        .collect();
+    let e = p.a.post_send(&list).unwrap_err();
+    assert!(
+        e.index >= sq_room && e.index < n,
+        "index {} (room {sq_room})",
+        e.index
+    );
+    assert!(e.error.is(Errno::NOMEM), "{e}");
+    let done = wait(&mut p.cq_a, e.index);
+    ok(&done);
+    assert_eq!(
+        done.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+        (0..e.index as u64).collect::<Vec<_>>()
+    );
+    assert_quiet(&mut p.cq_a);
+    let _ = &mut p.cq_b;
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn wrong_rkey_gives_remote_access_error_and_flushes_rest_once() {
+    let mut p = pair(QpType::Rc);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    let sg = [local.sge(0, 8).unwrap()];
+    let wr = |id, rkey| {
+        SendWr::new(
+            id,
+            WrOp::RdmaWrite {
+                remote_addr: remote.addr(),
+                rkey,
+            },
+        )
+        .sge(&sg)
+        .signaled()
+    };
+    p.a.post_send(&[
+        wr(1, remote.rkey() ^ 0x5a00),
+        wr(2, remote.rkey()),
+        wr(3, remote.rkey()),
+    ])
+    .unwrap();
+    let w = wait(&mut p.cq_a, 3);
+    assert_eq!(w[0].wr_id, 1);
+    assert_eq!(w[0].status, WcStatus::REM_ACCESS_ERR, "{w:?}");
+    assert_eq!(
+        w[1..]
+            .iter()
+            .map(|x| (x.wr_id, x.status))
+            .collect::<Vec<_>>(),
+        vec![(2, WcStatus::WR_FLUSH_ERR), (3, WcStatus::WR_FLUSH_ERR)]
+    );
+    assert_quiet(&mut p.cq_a);
+    assert_eq!(
+        p.a.query(QpAttrMask::STATE).unwrap().attr.qp_state,
+        QpState::Err
+    );
+    // Posting in ERR is allowed and flushes.
+    p.a.post_send(&[wr(4, remote.rkey())]).unwrap();
+    let w = wait(&mut p.cq_a, 1);
+    assert_eq!((w[0].wr_id, w[0].status), (4, WcStatus::WR_FLUSH_ERR));
+    let _ = (&p.cq_b, Ah::handle);
+}
