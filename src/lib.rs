@@ -33,6 +33,7 @@ mod efa;
 mod error;
 mod event;
 mod mr;
+mod mw;
 mod pd;
 mod qp;
 mod query;
@@ -52,6 +53,7 @@ pub use device::{
 pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
+pub use mw::{Mw, MwType};
 pub use pd::Pd;
 pub use qp::{
     Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,

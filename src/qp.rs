@@ -1327,6 +1327,21 @@ fn rxe_op(op: WrOp) -> SendOp {
             add,
         },
         WrOp::LocalInv { invalidate_rkey } => SendOp::LocalInv { invalidate_rkey },
+        WrOp::BindMw {
+            mw_rkey,
+            new_rkey,
+            mr_lkey,
+            addr,
+            length,
+            access,
+        } => SendOp::BindMw(uverbs_rxe::MwBind {
+            mw_rkey,
+            rkey: new_rkey,
+            mr_lkey,
+            addr,
+            length,
+            access: access.bits(),
+        }),
     }
 }
 
@@ -1341,6 +1356,7 @@ fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
         WrOp::AtomicCmpAndSwp { .. } => SendOpsFlags::ATOMIC_CMP_AND_SWP,
         WrOp::AtomicFetchAndAdd { .. } => SendOpsFlags::ATOMIC_FETCH_AND_ADD,
         WrOp::LocalInv { .. } => SendOpsFlags::LOCAL_INV,
+        WrOp::BindMw { .. } => SendOpsFlags::BIND_MW,
     }
 }
 

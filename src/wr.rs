@@ -93,6 +93,22 @@ pub enum WrOp {
         /// Added to the remote value.
         add: u64,
     },
+    /// `IBV_WR_BIND_MW`: bind a type-2 memory window to `length` bytes at `addr` of the MR
+    /// with `mr_lkey`, giving it `new_rkey` (usually [`crate::Mw::inc_rkey`] of its key).
+    BindMw {
+        /// The window's current rkey.
+        mw_rkey: u32,
+        /// The rkey after the bind.
+        new_rkey: u32,
+        /// lkey of the MR the window lies in (registered with `MW_BIND`).
+        mr_lkey: u32,
+        /// Start of the window.
+        addr: u64,
+        /// Length of the window.
+        length: u64,
+        /// Remote access the window grants.
+        access: crate::AccessFlags,
+    },
     /// `IBV_WR_LOCAL_INV`: invalidate a local key.
     LocalInv {
         /// The key to invalidate.

@@ -972,3 +972,79 @@ fn wrong_rkey_gives_remote_access_error_and_flushes_rest_once() {
     assert_eq!((w[0].wr_id, w[0].status), (4, WcStatus::WR_FLUSH_ERR));
     let _ = (&p.cq_b, Ah::handle);
 }
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn send_with_inv_invalidates_a_bound_memory_window() {
+    // rxe can remotely invalidate only memory windows, so bind a type-2 MW on the receiver.
+    let mut p = pair(QpType::Rc);
+    let local = mr(&p.pd, 4096);
+    let remote =
+        p.pd.reg_mr(4096, all_access() | AccessFlags::MW_BIND)
+            .expect("reg_mr with MW_BIND");
+    let mw = p.pd.alloc_mw(uverbs::MwType::Type2).expect("alloc_mw");
+    let new_rkey = uverbs::Mw::inc_rkey(mw.rkey());
+    p.b.post_send(&[SendWr::new(
+        1,
+        WrOp::BindMw {
+            mw_rkey: mw.rkey(),
+            new_rkey,
+            mr_lkey: remote.lkey(),
+            addr: remote.addr(),
+            length: 4096,
+            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+        },
+    )
+    .signaled()])
+        .expect("post bind_mw");
+    let w = wait(&mut p.cq_b, 1);
+    ok(&w);
+    assert_eq!(w[0].opcode, WcOpcode::BIND_MW);
+    // The window works: an RDMA write through its rkey lands.
+    local.write(0, b"via mw").unwrap();
+    let sg = [local.sge(0, 6).unwrap()];
+    p.a.post_send(&[SendWr::new(
+        2,
+        WrOp::RdmaWrite {
+            remote_addr: remote.addr() + 16,
+            rkey: new_rkey,
+        },
+    )
+    .sge(&sg)
+    .signaled()])
+        .unwrap();
+    ok(&wait(&mut p.cq_a, 1));
+    assert_eq!(read_mr(&remote, 16, 6), b"via mw");
+    // SEND_WITH_INV: the receiver's completion names the invalidated rkey.
+    let rsg = [remote.sge(1000, 64).unwrap()];
+    p.b.post_recv(&[RecvWr::new(3, &rsg)]).unwrap();
+    p.a.post_send(&[SendWr::new(
+        4,
+        WrOp::SendWithInv {
+            invalidate_rkey: new_rkey,
+        },
+    )
+    .inline(b"inv")
+    .signaled()])
+        .unwrap();
+    ok(&wait(&mut p.cq_a, 1));
+    let r = wait(&mut p.cq_b, 1);
+    ok(&r);
+    assert_eq!(r[0].invalidated_rkey(), Some(new_rkey), "{:?}", r[0]);
+    assert_eq!(read_mr(&remote, 1000, 3), b"inv");
+    // The window no longer grants access: a write through it fails.
+    p.a.post_send(&[SendWr::new(
+        5,
+        WrOp::RdmaWrite {
+            remote_addr: remote.addr() + 16,
+            rkey: new_rkey,
+        },
+    )
+    .sge(&sg)
+    .signaled()])
+        .unwrap();
+    let w = wait(&mut p.cq_a, 1);
+    assert_eq!(w[0].status, WcStatus::REM_ACCESS_ERR, "{w:?}");
+    drop(p);
+    mw.dealloc().expect("dealloc_mw");
+}

@@ -1,0 +1,128 @@
+//! Memory windows (`ibv_alloc_mw`, `ibv_dealloc_mw`), minimal: type-2 windows bound with a
+//! `BIND_MW` send work request ([`crate::WrOp::BindMw`]). rxe can remotely invalidate only
+//! windows (not user MRs), so `SEND_WITH_INV` needs one.
+
+use uverbs_uapi::verbs::{IB_MW_TYPE_1, IB_MW_TYPE_2};
+use uverbs_uapi::write::{
+    IbUverbsAllocMw, IbUverbsAllocMwResp, IbUverbsDeallocMw, IB_USER_VERBS_CMD_ALLOC_MW,
+    IB_USER_VERBS_CMD_DEALLOC_MW,
+};
+
+use crate::context::legacy_cmd;
+use crate::error::{Error, Result};
+use crate::pd::Pd;
+
+/// The type of a memory window (`enum ibv_mw_type`).
+#[doc(alias = "ibv_mw_type")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MwType {
+    /// `IBV_MW_TYPE_1`: bound with `ibv_bind_mw`.
+    Type1,
+    /// `IBV_MW_TYPE_2`: bound with a `BIND_MW` work request on a QP.
+    Type2,
+}
+
+/// A memory window (`struct ibv_mw`).
+#[doc(alias = "ibv_mw")]
+pub struct Mw {
+    pd: Pd,
+    handle: u32,
+    rkey: u32,
+    done: bool,
+}
+
+impl std::fmt::Debug for Mw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mw({}, rkey {:#x})", self.handle, self.rkey)
+    }
+}
+
+impl Pd {
+    /// Allocates a memory window (`ibv_alloc_mw`).
+    #[doc(alias = "ibv_alloc_mw")]
+    pub fn alloc_mw(&self, mw_type: MwType) -> Result<Mw> {
+        let req = IbUverbsAllocMw {
+            pd_handle: self.handle(),
+            mw_type: match mw_type {
+                MwType::Type1 => IB_MW_TYPE_1,
+                MwType::Type2 => IB_MW_TYPE_2,
+            },
+            ..Default::default()
+        };
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_ALLOC_MW,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsAllocMwResp>(),
+            0,
+        );
+        self.context()
+            .write_cmd("alloc_mw", &|| self.label(), &mut cmd)?;
+        let r: IbUverbsAllocMwResp = cmd.response_as();
+        Ok(Mw {
+            pd: self.clone(),
+            handle: r.mw_handle,
+            rkey: r.rkey,
+            done: false,
+        })
+    }
+}
+
+impl Mw {
+    /// The rkey the window was allocated with (`ibv_mw.rkey`).
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// `ibv_inc_rkey`: the next rkey of a key (low 8 bits incremented), the new rkey a bind
+    /// gives the window.
+    #[doc(alias = "ibv_inc_rkey")]
+    pub fn inc_rkey(rkey: u32) -> u32 {
+        (rkey & 0xffff_ff00) | (rkey.wrapping_add(1) & 0xff)
+    }
+
+    fn dealloc_cmd(&self) -> std::result::Result<(), crate::Errno> {
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_DEALLOC_MW,
+            &IbUverbsDeallocMw {
+                mw_handle: self.handle,
+            },
+            &[],
+            0,
+            0,
+        );
+        self.pd.context().inner.channel.write(&mut cmd)
+    }
+
+    /// Deallocates the window now (`ibv_dealloc_mw`), returning the kernel's error.
+    #[doc(alias = "ibv_dealloc_mw")]
+    pub fn dealloc(mut self) -> Result<()> {
+        let r = self.dealloc_cmd();
+        // Done, or failed and reported here: Drop must not try again.
+        self.done = true;
+        r.map_err(|e| {
+            Error::os(
+                "dealloc_mw",
+                format!("mw {} on {}", self.handle, self.pd.label()),
+                e,
+            )
+        })
+    }
+}
+
+impl Drop for Mw {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Err(e) = self.dealloc_cmd() {
+            let label = format!("mw {} on {}", self.handle, self.pd.label());
+            crate::report_drop_error("dealloc_mw", &label, e);
+        }
+    }
+}
