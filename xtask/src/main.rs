@@ -142,6 +142,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             if a.kernels.len() > 1 {
                 return Err(err!("`cargo xtask vm` runs one kernel; give --kernel once"));
             }
+            prereq::ensure()?;
             let series = a.kernels.first().copied().unwrap_or(Series::V6_12);
             testrun::vm_command(
                 series,

@@ -409,7 +409,11 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
     }
     let status = child.wait().ok();
     let total = start.elapsed();
-    let tail = w.tail.iter().cloned().collect::<Vec<_>>().join("\n    ");
+    let tail = if w.tail.is_empty() {
+        "(none: the console stayed silent)".to_string()
+    } else {
+        w.tail.iter().cloned().collect::<Vec<_>>().join("\n    ")
+    };
     let outcome = if let Some(code) = w.exit {
         Outcome::Exited(code)
     } else if let Some(why) = &w.boot_failed {
