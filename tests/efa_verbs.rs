@@ -1,0 +1,698 @@
+//! EFA verbs through the public API against the strict device model (uverbs-efa-model): every
+//! command the kernel would see, every ring the device would read, data checked byte by byte.
+
+use uverbs::{
+    AccessFlags, Cq, CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceCaps, EfaQp,
+    EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpState, EfaQpType, EfaRecvWr, EfaSendWr, EfaSge,
+    EfaWc, EfaWcFlags, Errno, Mr, Pd, Wc, WcOpcode, WcStatus,
+};
+use uverbs_efa_model::{EfaFabric, ModelConfig};
+
+const QKEY: u32 = 0x1234_5678;
+
+struct Host {
+    dev: uverbs_efa_model::EfaDevice,
+    pd: Pd,
+    scq: Cq,
+    rcq: Cq,
+    qp: EfaQp,
+    mr: Mr,
+    gid: [u8; 16],
+}
+
+fn cq(ctx: &uverbs::Context, cqe: u32, wc: EfaWcFlags) -> Cq {
+    ctx.efadv_create_cq(
+        &CqInitAttr {
+            cqe,
+            ..Default::default()
+        },
+        &EfaCqInitAttr {
+            wc_flags: wc,
+            ..Default::default()
+        },
+    )
+    .expect("efadv_create_cq")
+}
+
+fn host(
+    fab: &EfaFabric,
+    cfg: ModelConfig,
+    cap: EfaQpCap,
+    flags: EfaQpFlags,
+    ty: EfaQpType,
+) -> Host {
+    host_cqe(fab, cfg, cap, flags, ty, 64)
+}
+
+fn host_cqe(
+    fab: &EfaFabric,
+    cfg: ModelConfig,
+    cap: EfaQpCap,
+    flags: EfaQpFlags,
+    ty: EfaQpType,
+    cqe: u32,
+) -> Host {
+    let dev = fab.add_device(cfg);
+    let ctx = dev.open().expect("open model device");
+    let pd = ctx.alloc_pd().unwrap();
+    let scq = cq(&ctx, cqe, EfaWcFlags::empty());
+    let rcq = cq(&ctx, cqe, EfaWcFlags::WITH_SGID);
+    let mut qp = pd
+        .efadv_create_qp(&EfaQpInitAttr {
+            qp_type: ty,
+            send_cq: &scq,
+            recv_cq: &rcq,
+            cap,
+            sq_sig_all: true,
+            flags,
+            sl: 0,
+        })
+        .expect("efadv_create_qp");
+    qp.modify_to_rts(QKEY).expect("modify to RTS");
+    let mr = pd
+        .reg_mr(
+            1 << 16,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        )
+        .unwrap();
+    Host {
+        dev: dev.clone(),
+        pd,
+        scq,
+        rcq,
+        qp,
+        mr,
+        gid: dev.gid(),
+    }
+}
+
+fn cap(wr: u32) -> EfaQpCap {
+    EfaQpCap {
+        max_send_wr: wr,
+        max_recv_wr: wr,
+        max_send_sge: 2,
+        max_recv_sge: 1,
+        max_inline_data: 32,
+    }
+}
+
+fn sge(mr: &Mr, off: usize, len: u32) -> EfaSge {
+    mr.sge(off, len).unwrap().into()
+}
+
+fn poll_all(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc::default(); 8];
+    for _ in 0..1000 {
+        let k = cq.poll(&mut buf).unwrap();
+        out.extend_from_slice(&buf[..k]);
+        if out.len() >= n {
+            break;
+        }
+    }
+    assert_eq!(out.len(), n, "expected {n} completions, got {out:?}");
+    let mut extra = [Wc::default(); 1];
+    assert_eq!(
+        cq.poll(&mut extra).unwrap(),
+        0,
+        "unexpected extra completion"
+    );
+    out
+}
+
+#[test]
+fn efa_query_device_reports_caps_and_inline() {
+    let fab = EfaFabric::default();
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let a = ctx.efadv_query_device().unwrap();
+    assert_eq!(a.max_sq_wr, 4096);
+    assert_eq!(a.max_rq_wr, 8192);
+    assert_eq!(a.max_sq_sge, 2);
+    assert_eq!(a.inline_buf_size, 32);
+    assert_eq!(a.max_rdma_size, 1 << 30);
+    assert!(a.device_caps.contains(
+        EfaDeviceCaps::RDMA_READ
+            | EfaDeviceCaps::RDMA_WRITE
+            | EfaDeviceCaps::CQ_WITH_SGID
+            | EfaDeviceCaps::RNR_RETRY
+            | EfaDeviceCaps::UNSOLICITED_WRITE_RECV
+            | EfaDeviceCaps::CQ_WITH_EXT_MEM_DMABUF
+    ));
+    let no_rdma = fab.add_device(ModelConfig {
+        device_caps: 0,
+        ..Default::default()
+    });
+    let a = no_rdma.open().unwrap().efadv_query_device().unwrap();
+    assert_eq!(a.device_caps, EfaDeviceCaps::empty());
+}
+
+#[test]
+fn efa_srd_send_recv_moves_data_between_hosts() {
+    let fab = EfaFabric::new(7);
+    let mut a = host(
+        &fab,
+        ModelConfig::default(),
+        cap(16),
+        EfaQpFlags::empty(),
+        EfaQpType::Srd,
+    );
+    let mut b = host(
+        &fab,
+        ModelConfig::default(),
+        cap(16),
+        EfaQpFlags::empty(),
+        EfaQpType::Srd,
+    );
+    let ah_ab = a.pd.efadv_create_ah(b.gid).unwrap();
+    let ah_ba = b.pd.efadv_create_ah(a.gid).unwrap();
+    assert_ne!(ah_ab.efadv_query_ah(), 0xffff);
+    let q = a.qp.query().unwrap();
+    assert_eq!(q.state, EfaQpState::Rts);
+    assert_eq!(q.qkey, QKEY);
+    assert!(q.sq_sig_all);
+
+    a.mr.write(0, b"hello, efa srd!!").unwrap();
+    a.mr.write(100, b"second-sge").unwrap();
+    let rsge = [sge(&b.mr, 4096, 64)];
+    b.qp.post_recv(&[EfaRecvWr {
+        wr_id: 77,
+        sg_list: &rsge,
+    }])
+    .unwrap();
+    let sges = [sge(&a.mr, 0, 16), sge(&a.mr, 100, 10)];
+    let dest = ah_ab.ud_addr(b.qp.qp_num(), QKEY);
+    a.qp.post_send(&[EfaSendWr::send_imm(5, dest, 0xabcd).sge_list(&sges)])
+        .unwrap();
+    assert_eq!(fab.process(), 1);
+
+    let s = poll_all(&mut a.scq, 1);
+    assert_eq!(
+        (s[0].wr_id, s[0].status, s[0].opcode),
+        (5, WcStatus::SUCCESS, WcOpcode::SEND)
+    );
+    let mut r = [EfaWc::default(); 2];
+    assert_eq!(b.rcq.poll_efa(&mut r).unwrap(), 1);
+    let w = r[0].wc;
+    assert_eq!(
+        (w.wr_id, w.status, w.opcode),
+        (77, WcStatus::SUCCESS, WcOpcode::RECV)
+    );
+    assert_eq!(w.byte_len, 26);
+    assert_eq!(w.imm(), Some(0xabcd));
+    assert_eq!(w.src_qp, a.qp.qp_num());
+    assert_eq!(w.qp_num, b.qp.qp_num());
+    assert_eq!(
+        w.slid,
+        ah_ba.efadv_query_ah(),
+        "the receiver knows the sender's AH"
+    );
+    assert!(
+        r[0].read_sgid().unwrap_err().is(Errno::NOENT),
+        "SGID only for unknown senders"
+    );
+    let mut got = [0u8; 26];
+    b.mr.read(4096, &mut got).unwrap();
+    assert_eq!(&got, b"hello, efa srd!!second-sge");
+    fab.assert_no_violations();
+}
+
+fn pair(
+    fab: &EfaFabric,
+    cfg: ModelConfig,
+    cap: EfaQpCap,
+    flags: EfaQpFlags,
+    cqe: u32,
+) -> (Host, Host) {
+    let a = host_cqe(fab, cfg, cap, EfaQpFlags::empty(), EfaQpType::Srd, cqe);
+    let b = host_cqe(fab, cfg, cap, flags, EfaQpType::Srd, cqe);
+    (a, b)
+}
+
+#[test]
+fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
+    let fab = EfaFabric::new(3);
+    let (mut a, mut b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    assert_eq!(a.qp.cap().max_send_wr, 8);
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    // 8-deep SQ and RQ, 8-entry sub-CQs: 40 round trips wrap each ring five times.
+    for i in 0..40u32 {
+        let payload = i.to_le_bytes();
+        a.mr.write(0, &payload).unwrap();
+        let r = [sge(&b.mr, 512, 4)];
+        b.qp.post_recv(&[EfaRecvWr {
+            wr_id: 1000 + u64::from(i),
+            sg_list: &r,
+        }])
+        .unwrap();
+        let s = [sge(&a.mr, 0, 4)];
+        a.qp.post_send(&[EfaSendWr::send(u64::from(i), dest).sge_list(&s)])
+            .unwrap();
+        assert_eq!(fab.process(), 1);
+        let sw = poll_all(&mut a.scq, 1);
+        assert_eq!(sw[0].wr_id, u64::from(i));
+        let rw = poll_all(&mut b.rcq, 1);
+        assert_eq!(rw[0].wr_id, 1000 + u64::from(i));
+        assert_eq!(rw[0].status, WcStatus::SUCCESS);
+        let mut got = [0u8; 4];
+        b.mr.read(512, &mut got).unwrap();
+        assert_eq!(got, payload, "round {i}");
+    }
+    let (phase, consumed) = fab.sq_state(&a.dev, a.qp.qp_num());
+    assert_eq!(consumed, 40);
+    assert!(phase, "40 WQEs in an 8-deep SQ: fifth pass, phase 1");
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_multiple_sub_cqs_are_polled() {
+    let fab = EfaFabric::new(5);
+    let (mut a, mut b) = pair(
+        &fab,
+        ModelConfig::default(),
+        cap(16),
+        EfaQpFlags::empty(),
+        16,
+    );
+    // A second QP on a's CQs gets the next QP number and so the other sub-CQ.
+    let mut qp2 =
+        a.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &a.scq,
+            recv_cq: &a.rcq,
+            cap: cap(16),
+            sq_sig_all: true,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+        })
+        .unwrap();
+    qp2.modify_to_rts(QKEY).unwrap();
+    assert_eq!(a.scq.efa_sub_cqs(), 2);
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let r = [sge(&b.mr, 0, 64)];
+    let recvs: Vec<_> = (0..6)
+        .map(|i| EfaRecvWr {
+            wr_id: 100 + i,
+            sg_list: &r,
+        })
+        .collect();
+    b.qp.post_recv(&recvs).unwrap();
+    let s = [sge(&a.mr, 0, 8)];
+    a.qp.post_send(&[
+        EfaSendWr::send(1, dest).sge_list(&s),
+        EfaSendWr::send(2, dest).sge_list(&s),
+    ])
+    .unwrap();
+    qp2.post_send(&[
+        EfaSendWr::send(11, dest).sge_list(&s),
+        EfaSendWr::send(12, dest).sge_list(&s),
+        EfaSendWr::send(13, dest).sge_list(&s),
+    ])
+    .unwrap();
+    assert_eq!(fab.process(), 5);
+    let produced = fab.cq_produced(&a.dev, a.scq.handle());
+    assert_eq!(produced.len(), 2);
+    assert!(
+        produced.iter().all(|&n| n > 0),
+        "both sub-CQs used: {produced:?}"
+    );
+    let mut ids: Vec<u64> = poll_all(&mut a.scq, 5).iter().map(|w| w.wr_id).collect();
+    ids.sort();
+    assert_eq!(ids, [1, 2, 11, 12, 13]);
+    assert_eq!(poll_all(&mut b.rcq, 5).len(), 5);
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
+    let fab = EfaFabric::new(11);
+    let (mut a, mut b) = pair(
+        &fab,
+        ModelConfig::default(),
+        cap(32),
+        EfaQpFlags::empty(),
+        64,
+    );
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let rs: Vec<[EfaSge; 1]> = (0..20).map(|i| [sge(&b.mr, 64 * i, 64)]).collect();
+    let recvs: Vec<_> = rs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| EfaRecvWr {
+            wr_id: i as u64,
+            sg_list: r,
+        })
+        .collect();
+    b.qp.post_recv(&recvs).unwrap();
+    for i in 0..20u8 {
+        a.mr.fill(usize::from(i) * 64, 64, i).unwrap();
+    }
+    let ss: Vec<[EfaSge; 1]> = (0..20).map(|i| [sge(&a.mr, 64 * i, 64)]).collect();
+    let sends: Vec<_> = ss
+        .iter()
+        .enumerate()
+        .map(|(i, s)| EfaSendWr::send(500 + i as u64, dest).sge_list(s))
+        .collect();
+    // 20 WRs with max_tx_batch 8: the SQ rings the doorbell three times in one post.
+    assert_eq!(a.qp.post_send(&sends).unwrap(), 20);
+    assert_eq!(fab.process(), 20);
+    let sw: Vec<u64> = poll_all(&mut a.scq, 20).iter().map(|w| w.wr_id).collect();
+    let mut sorted = sw.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        (500..520).collect::<Vec<_>>(),
+        "each send completes exactly once"
+    );
+    assert_ne!(sw, sorted, "SRD completions arrive out of order");
+    // Receive buffers are consumed in RQ order, so out-of-order arrival shows in the data.
+    let rw = poll_all(&mut b.rcq, 20);
+    let mut firsts = Vec::new();
+    for w in &rw {
+        let mut byte = [0u8; 1];
+        b.mr.read(64 * w.wr_id as usize, &mut byte).unwrap();
+        firsts.push(byte[0]);
+    }
+    let mut fs = firsts.clone();
+    fs.sort();
+    assert_eq!(fs, (0..20).collect::<Vec<u8>>());
+    assert_ne!(firsts, fs, "messages landed out of order");
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_bad_input_is_refused_before_the_device() {
+    let fab = EfaFabric::new(1);
+    let cfg = ModelConfig {
+        device_caps: uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+        ..Default::default()
+    };
+    let mut a = host(
+        &fab,
+        cfg,
+        EfaQpCap {
+            max_send_sge: 1,
+            ..cap(8)
+        },
+        EfaQpFlags::empty(),
+        EfaQpType::Srd,
+    );
+    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd);
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let two = [sge(&a.mr, 0, 8), sge(&a.mr, 8, 8)];
+    let e =
+        a.qp.post_send(&[EfaSendWr::send(1, dest).sge_list(&two)])
+            .unwrap_err();
+    assert!(e.is(Errno::INVAL), "{e}");
+    assert!(e.to_string().contains("work request 0"), "{e}");
+    let one = [sge(&a.mr, 0, 8)];
+    let e =
+        a.qp.post_send(&[EfaSendWr::rdma_read(2, dest, 0x8001, 0x1000).sge_list(&one)])
+            .unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "RDMA read without the cap: {e}");
+    let big = [0u8; 33];
+    let bufs: [&[u8]; 1] = [&big];
+    let e =
+        a.qp.post_send(&[EfaSendWr::send(3, dest).inline_data(&bufs)])
+            .unwrap_err();
+    assert!(e.is(Errno::INVAL), "33 inline bytes: {e}");
+    let e =
+        a.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &a.scq,
+            recv_cq: &a.rcq,
+            cap: EfaQpCap {
+                max_inline_data: 64,
+                ..cap(8)
+            },
+            sq_sig_all: true,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+        })
+        .unwrap_err();
+    assert!(
+        e.is(Errno::INVAL),
+        "max_inline_data over inline_buf_size: {e}"
+    );
+    let e =
+        a.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &a.scq,
+            recv_cq: &a.rcq,
+            cap: cap(8),
+            sq_sig_all: true,
+            flags: EfaQpFlags::UNSOLICITED_WRITE_RECV,
+            sl: 0,
+        })
+        .unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "unsolicited without the cap: {e}");
+    assert_eq!(fab.process(), 0, "nothing refused reached the device");
+
+    // Full SQ: 8 slots, the 9th WR of a list is refused, the 8 before it posted.
+    let wrs: Vec<_> = (0..9)
+        .map(|i| EfaSendWr::send(i, dest).sge_list(&one))
+        .collect();
+    let e = a.qp.post_send(&wrs).unwrap_err();
+    assert!(e.is(Errno::NOMEM), "{e}");
+    assert!(e.to_string().contains("work request 8"), "{e}");
+    assert_eq!(fab.process(), 8);
+
+    // Unsignaled send on a QP without sq_sig_all; and a QP not in RTS.
+    let mut c =
+        b.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &b.scq,
+            recv_cq: &b.rcq,
+            cap: cap(8),
+            sq_sig_all: false,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+        })
+        .unwrap();
+    let bone = [sge(&b.mr, 0, 8)];
+    let e = c
+        .post_send(&[EfaSendWr::send(1, dest).sge_list(&bone)])
+        .unwrap_err();
+    assert!(e.is(Errno::INVAL) && e.to_string().contains("RTS"), "{e}");
+    c.modify_to_rts(QKEY).unwrap();
+    let e = c
+        .post_send(&[EfaSendWr::send(1, dest).sge_list(&bone)])
+        .unwrap_err();
+    assert!(e.is(Errno::INVAL) && e.reason().contains("signaled"), "{e}");
+    assert_eq!(fab.process(), 0);
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
+    let fab = EfaFabric::new(9);
+    let (mut a, mut b) = pair(
+        &fab,
+        ModelConfig::default(),
+        cap(16),
+        EfaQpFlags::UNSOLICITED_WRITE_RECV,
+        16,
+    );
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    a.mr.write(0, b"written-by-rdma!").unwrap();
+    b.mr.write(8192, b"read-back-by-rdma").unwrap();
+    let w = [sge(&a.mr, 0, 16)];
+    let r = [sge(&a.mr, 1024, 17)];
+    let wi = [sge(&a.mr, 0, 8)];
+    let mut s = a.qp.wr_start().unwrap();
+    s.rdma_write(1, dest, b.mr.rkey(), b.mr.addr() + 4096, &w);
+    s.rdma_read(2, dest, b.mr.rkey(), b.mr.addr() + 8192, &r);
+    s.rdma_write_imm(3, dest, b.mr.rkey(), b.mr.addr() + 12288, 0xfeed, &wi);
+    s.send_inline(4, dest, b"inline!");
+    assert_eq!(s.staged(), 4);
+    assert_eq!(fab.process(), 0, "nothing before wr_complete");
+    let rr = [sge(&b.mr, 0, 64)];
+    b.qp.post_recv(&[EfaRecvWr {
+        wr_id: 90,
+        sg_list: &rr,
+    }])
+    .unwrap();
+    assert_eq!(s.complete().unwrap(), 4);
+    fab.set_reorder(false);
+    assert_eq!(fab.process(), 4);
+    let sw = poll_all(&mut a.scq, 4);
+    for w in &sw {
+        // In posting order (reorder off) the write-with-imm took the one receive, so the
+        // inline send finds none: SRD reports receiver-not-ready.
+        let want = if w.wr_id == 4 {
+            WcStatus::RNR_RETRY_EXC_ERR
+        } else {
+            WcStatus::SUCCESS
+        };
+        assert_eq!(w.status, want, "{w:?}");
+    }
+    let ops: Vec<(u64, WcOpcode)> = sw.iter().map(|w| (w.wr_id, w.opcode)).collect();
+    assert!(ops.contains(&(1, WcOpcode::RDMA_WRITE)) && ops.contains(&(2, WcOpcode::RDMA_READ)));
+    let mut got = [0u8; 16];
+    b.mr.read(4096, &mut got).unwrap();
+    assert_eq!(&got, b"written-by-rdma!");
+    let mut got = [0u8; 17];
+    a.mr.read(1024, &mut got).unwrap();
+    assert_eq!(&got, b"read-back-by-rdma");
+    let mut rw = [EfaWc::default(); 4];
+    let n = b.rcq.poll_efa(&mut rw).unwrap();
+    assert_eq!(n, 1);
+    let wimm = rw[..n]
+        .iter()
+        .find(|w| w.wc.opcode == WcOpcode::RECV_RDMA_WITH_IMM)
+        .unwrap();
+    assert_eq!(wimm.wc.imm(), Some(0xfeed));
+    assert_eq!(wimm.wc.byte_len, 8);
+    assert!(!wimm.is_unsolicited());
+    assert_eq!(wimm.wc.wr_id, 90);
+
+    // Now no receive is posted: the next write-with-imm is unsolicited.
+    let mut s = a.qp.wr_start().unwrap();
+    s.rdma_write_imm(5, dest, b.mr.rkey(), b.mr.addr() + 12288, 0xbeef, &wi);
+    s.complete().unwrap();
+    assert_eq!(fab.process(), 1);
+    poll_all(&mut a.scq, 1);
+    let n = b.rcq.poll_efa(&mut rw).unwrap();
+    assert_eq!(n, 1);
+    assert!(rw[0].is_unsolicited());
+    assert_eq!(rw[0].wc.wr_id, 0);
+    assert_eq!(rw[0].wc.imm(), Some(0xbeef));
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_sgid_is_reported_for_senders_without_an_ah() {
+    let fab = EfaFabric::new(2);
+    let (mut a, mut b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let r = [sge(&b.mr, 0, 64)];
+    b.qp.post_recv(&[EfaRecvWr {
+        wr_id: 1,
+        sg_list: &r,
+    }])
+    .unwrap();
+    let s = [sge(&a.mr, 0, 8)];
+    a.qp.post_send(&[EfaSendWr::send(1, dest).sge_list(&s)])
+        .unwrap();
+    fab.process();
+    poll_all(&mut a.scq, 1);
+    let mut w = [EfaWc::default(); 1];
+    assert_eq!(b.rcq.poll_efa(&mut w).unwrap(), 1);
+    assert_eq!(w[0].wc.slid, 0xffff, "b has no AH for a");
+    assert_eq!(w[0].read_sgid().unwrap(), a.gid);
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_cq_in_external_memory() {
+    let fab = EfaFabric::new(4);
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let buf = uverbs_efa_model::memfd(1 << 16);
+    use std::os::fd::AsFd;
+    let small = EfaCqInitAttr {
+        flags: EfaCqInitFlags::EXT_MEM_DMABUF,
+        ext_mem: Some(EfaCqExtMem {
+            fd: buf.as_fd(),
+            offset: 0,
+            length: 64,
+        }),
+        ..Default::default()
+    };
+    let attr = CqInitAttr {
+        cqe: 16,
+        ..Default::default()
+    };
+    let e = ctx.efadv_create_cq(&attr, &small).unwrap_err();
+    assert!(e.is(Errno::INVAL), "{e}");
+    let ext = EfaCqInitAttr {
+        flags: EfaCqInitFlags::EXT_MEM_DMABUF,
+        ext_mem: Some(EfaCqExtMem {
+            fd: buf.as_fd(),
+            offset: 8192,
+            length: 16 * 2 * 32,
+        }),
+        ..Default::default()
+    };
+    let mut ecq = ctx.efadv_create_cq(&attr, &ext).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut qp = pd
+        .efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &ecq,
+            recv_cq: &ecq,
+            cap: cap(8),
+            sq_sig_all: true,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+        })
+        .unwrap();
+    qp.modify_to_rts(QKEY).unwrap();
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let ah = pd.efadv_create_ah(dev.gid()).unwrap();
+    let r = [sge(&mr, 2048, 64)];
+    qp.post_recv(&[EfaRecvWr {
+        wr_id: 8,
+        sg_list: &r,
+    }])
+    .unwrap();
+    mr.write(0, b"loop").unwrap();
+    let s = [sge(&mr, 0, 4)];
+    qp.post_send(&[EfaSendWr::send(7, ah.ud_addr(qp.qp_num(), QKEY)).sge_list(&s)])
+        .unwrap();
+    assert_eq!(fab.process(), 1);
+    let mut ids: Vec<u64> = poll_all(&mut ecq, 2).iter().map(|w| w.wr_id).collect();
+    ids.sort();
+    assert_eq!(ids, [7, 8]);
+    // The CQEs really are in the memfd, at the offset given.
+    let mut page = vec![0u8; 1024];
+    rustix::io::pread(&buf, &mut page, 8192).unwrap();
+    assert!(
+        page.iter().any(|&b| b != 0),
+        "CQEs written into the external memory"
+    );
+    fab.assert_no_violations();
+}
+
+#[test]
+fn efa_completions_for_destroyed_qps_are_skipped() {
+    let fab = EfaFabric::new(6);
+    let mut a = host(
+        &fab,
+        ModelConfig::default(),
+        cap(8),
+        EfaQpFlags::empty(),
+        EfaQpType::Srd,
+    );
+    let qp2 =
+        a.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &a.scq,
+            recv_cq: &a.rcq,
+            cap: cap(8),
+            sq_sig_all: true,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+        })
+        .unwrap();
+    let qpn = qp2.qp_num();
+    qp2.destroy().unwrap();
+    let mut cqe = uverbs_efa::defs::EfaIoRxCdescEx::default();
+    cqe.base
+        .common
+        .set_q_type(uverbs_efa::defs::EFA_IO_SEND_QUEUE);
+    cqe.base.common.qp_num.set(qpn as u16);
+    fab.inject_cqe(&a.dev, a.scq.handle(), (qpn % 2) as u16, cqe);
+    let mut w = [Wc::default(); 2];
+    assert_eq!(a.scq.poll(&mut w).unwrap(), 0);
+    assert_eq!(a.scq.efa_stale_completions(), 1);
+    // The live QP still works after it.
+    assert_eq!(a.qp.state(), EfaQpState::Rts);
+    fab.assert_no_violations();
+}
