@@ -696,3 +696,38 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
     assert_eq!(a.qp.state(), EfaQpState::Rts);
     fab.assert_no_violations();
 }
+
+#[test]
+fn efa_golden_send_imm_wqe_bytes_from_post_send() {
+    let fab = EfaFabric::new(8);
+    let (mut a, b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let s = [sge(&a.mr, 0x40, 16)];
+    a.qp.post_send(&[EfaSendWr::send_imm(1, dest, 0xabcd).sge_list(&s)])
+        .unwrap();
+    let w = fab.llq_wqe(&a.dev, a.qp.qp_num(), 0);
+    let addr = a.mr.addr() + 0x40;
+    let mut want = [0u8; 64];
+    want[2] = 0x90; // ctrl1: meta_desc | has_imm | op SEND
+    want[3] = 0x1c; // ctrl2: first | last | comp_req, phase 0 on the first pass
+    want[4..6].copy_from_slice(&(b.qp.qp_num() as u16).to_le_bytes());
+    want[6..8].copy_from_slice(&1u16.to_le_bytes()); // one buffer
+    want[8..12].copy_from_slice(&0xabcdu32.to_le_bytes());
+    want[12..14].copy_from_slice(&ah.efadv_query_ah().to_le_bytes());
+    want[16..20].copy_from_slice(&QKEY.to_le_bytes());
+    want[32..36].copy_from_slice(&16u32.to_le_bytes());
+    want[36..40].copy_from_slice(&a.mr.lkey().to_le_bytes());
+    want[40..44].copy_from_slice(&(addr as u32).to_le_bytes());
+    want[44..48].copy_from_slice(&((addr >> 32) as u32).to_le_bytes());
+    // req_id (bytes 0-1) is a pool slot plus the QP's generation: check it separately.
+    let req_id = u16::from_le_bytes([w[0], w[1]]);
+    assert_eq!(req_id & 0x7, 0, "first slot of the 8-entry pool");
+    want[..2].copy_from_slice(&w[..2]);
+    assert_eq!(
+        w, want,
+        "LLQ bytes differ from efa_io_tx_wqe for SEND_WITH_IMM"
+    );
+    assert_eq!(fab.process(), 1);
+    fab.assert_no_violations();
+}

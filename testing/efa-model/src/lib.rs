@@ -458,6 +458,17 @@ impl EfaFabric {
             .unwrap_or_default()
     }
 
+    /// The 64 bytes in LLQ slot `slot` of QP `qpn` on `dev`, as the driver wrote them.
+    pub fn llq_wqe(&self, dev: &EfaDevice, qpn: u32, slot: u32) -> [u8; 64] {
+        let f = self.lock();
+        let d = &f.devs[dev.dev];
+        let q = &d.qps[&d.qp_by_qpn(qpn as u16).expect("no such QP")];
+        let mut b = [0u8; 64];
+        let slot = (slot & (q.depth - 1)) as usize;
+        q.llq.read(LLQ_DESC_OFFSET as usize + slot * WQE, &mut b);
+        b
+    }
+
     /// Writes `wqe` into the next LLQ slot of QP `qpn` on `dev` and moves the SQ doorbell past
     /// it, as a (possibly broken) driver would: for tests of the model's strictness.
     pub fn raw_post(&self, dev: &EfaDevice, qpn: u32, wqe: &[u8; 64], ring: u16) {
