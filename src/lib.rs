@@ -23,8 +23,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod channel;
 mod ah;
+pub mod channel;
 mod context;
 mod cq;
 mod cq_ex;
@@ -46,10 +46,10 @@ pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use context::{Context, ProviderInfo};
 pub use cq::{Cq, CqDestroyed, CqInitAttr};
 pub use cq_ex::PollCq;
-pub use efa::*;
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
+pub use efa::*;
 pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};

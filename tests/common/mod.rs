@@ -27,7 +27,9 @@ pub fn rxe_device() -> Device {
             panic!(
                 "no rxe device found (UVERBS_TEST_VM={:?}); devices: {:?}",
                 std::env::var("UVERBS_TEST_VM").ok(),
-                devs.iter().map(|d| d.name().to_string()).collect::<Vec<_>>()
+                devs.iter()
+                    .map(|d| d.name().to_string())
+                    .collect::<Vec<_>>()
             )
         })
 }
@@ -40,7 +42,9 @@ pub fn rxe_context() -> Context {
 
 /// Number of open fds of this process (for leak checks).
 pub fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 /// Number of mappings of this process (for leak checks).

@@ -93,7 +93,7 @@ pub const IB_IOCTL_MAGIC: u8 = RDMA_IOCTL_MAGIC;
 /// Computed with the generic Linux `_IOC` encoding (x86, arm, arm64, riscv, s390 and the
 /// other architectures that use `asm-generic/ioctl.h`): `dir << 30 | size << 16 | type << 8
 /// | nr`, with `_IOC_READ|_IOC_WRITE` = 3 and size = `sizeof(struct ib_uverbs_ioctl_hdr)` = 24.
-/// The value is `0xc018_1b01`; `tests/c_layout.rs` compares it with the C macro.
+/// The value is `0xc018_1b01`; `tests/c_layout_host_only.rs` compares it with the C macro.
 pub const RDMA_VERBS_IOCTL: u32 = (3 << 30)
     | ((core::mem::size_of::<IbUverbsIoctlHdr>() as u32) << 16)
     | ((RDMA_IOCTL_MAGIC as u32) << 8)

@@ -30,7 +30,7 @@
 //! struct is the fixed part and its docs say what follows it.
 //!
 //! Layout is asserted at compile time (size of every struct) and compared field by field with
-//! the C headers installed on the build machine by `tests/c_layout.rs`.
+//! the C headers installed on the build machine by `tests/c_layout_host_only.rs`.
 #![no_std]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

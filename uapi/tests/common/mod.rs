@@ -1,4 +1,4 @@
-//! Harness shared by `c_layout.rs` and `c_layout_providers.rs`: collects layout facts from
+//! Harness shared by `c_layout_host_only.rs` and `c_layout_providers_host_only.rs`: collects layout facts from
 //! the Rust side, asks a C compiler for the same facts from the kernel headers, compares.
 //!
 //! How it works
@@ -516,7 +516,7 @@ macro_rules! check_const {
 /// `check_not_in_uapi!(layout, "where it is defined", NAME, ...)`: constants we define that no
 /// uapi header carries. They cannot be compared with C here; naming them keeps them in the
 /// report (and makes a removed or renamed constant a compile error).
-#[allow(unused_macros)] // used by c_layout.rs only
+#[allow(unused_macros)] // used by c_layout_host_only.rs only
 macro_rules! check_not_in_uapi {
     ($l:expr, $src:literal, $($name:ident),+ $(,)?) => {
         $( let _ = $name; ($l).not_in_uapi(stringify!($name), $src); )+

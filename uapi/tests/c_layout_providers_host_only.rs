@@ -1,6 +1,6 @@
 //! Layout check of the provider ABI modules (`uverbs_uapi::rxe` = `rdma/rdma_user_rxe.h`,
 //! `uverbs_uapi::efa` = `rdma/efa-abi.h`) against the headers installed on this machine; same
-//! mechanism and environment variables as `c_layout.rs` (see `common/mod.rs`).
+//! mechanism and environment variables as `c_layout_host_only.rs` (see `common/mod.rs`).
 //!
 //! OWNERS OF rxe.rs / efa.rs: extend the tables below, one line per item.
 //! - `check_struct!(l, RxeSendWqe, "struct rxe_send_wqe", wr, status, ...);` — list *every*
@@ -13,7 +13,7 @@
 //! - Constants: `check_const!(l, NAME)`, `check_const!(l, newer NAME)`,
 //!   `check_const!(l, older NAME)` (removed/renamed in newer headers).
 //! - Run `UVERBS_C_LAYOUT_INCLUDE=/work/ref/rdma-core/kernel-headers cargo test -p
-//!   uverbs-uapi --test c_layout_providers` to check the `newer` items against the newest
+//!   uverbs-uapi --test c_layout_providers_host_only` to check the `newer` items against the newest
 //!   uapi as well.
 //!
 //! Still to add (as of this file's creation): the remaining efa structs/constants (every rxe
