@@ -37,6 +37,7 @@ mod mw;
 mod pd;
 mod qp;
 mod query;
+pub mod raw;
 mod srq;
 mod wc;
 mod wr;

@@ -479,10 +479,19 @@ impl Mr {
     #[doc(alias = "ibv_dereg_mr")]
     pub fn dereg(mut self) -> Result<()> {
         let r = self.dereg_inner();
-        if r.is_ok() {
-            self.registered = false;
+        // Whatever the kernel said, Drop must not try again; on failure the registration may
+        // outlive us, so the memory is leaked rather than freed under the device.
+        self.registered = false;
+        if r.is_err() {
+            self.leak_memory();
         }
         r
+    }
+
+    fn leak_memory(&mut self) {
+        if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed) {
+            std::mem::forget(buf);
+        }
     }
 
     fn dereg_inner(&self) -> Result<()> {
@@ -514,9 +523,7 @@ impl Drop for Mr {
         if let Err(e) = self.dereg_inner() {
             // The registration may outlive us: leak the memory rather than free pages the
             // device may still write.
-            if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed) {
-                std::mem::forget(buf);
-            }
+            self.leak_memory();
             crate::report_drop_error("dereg_mr", &self.label(), e.errno().unwrap_or(Errno::IO));
         }
     }

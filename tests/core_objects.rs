@@ -112,17 +112,73 @@ fn dmabuf_mr_is_refused_clearly_by_rxe() {
     assert!(e.reason().contains("dmabuf"), "{e}");
 }
 
-/// A dmabuf from /dev/udmabuf when the kernel has it, else a memfd (rxe refuses before it
-/// looks at the fd either way, which is what the test checks).
+/// A real dmabuf from `/dev/udmabuf` where the kernel has it (Debian's 6.12 does, 6.1 does
+/// not), else a memfd: rxe refuses before it looks at the fd either way, which is what the test
+/// checks. Under the VM on a kernel built with udmabuf, its absence is a failure.
 fn dmabuf_or_memfd(len: u64) -> std::os::fd::OwnedFd {
-    use rustix::fs::{memfd_create, MemfdFlags};
+    use rustix::fs::{memfd_create, MemfdFlags, SealFlags};
     let memfd = memfd_create(
         "uverbs-test",
         MemfdFlags::ALLOW_SEALING | MemfdFlags::CLOEXEC,
     )
     .unwrap();
     rustix::fs::ftruncate(&memfd, len).unwrap();
-    memfd
+    let series = std::env::var("UVERBS_TEST_KERNEL_SERIES").unwrap_or_default();
+    let Ok(udmabuf) = rustix::fs::open(
+        "/dev/udmabuf",
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        assert!(
+            !(under_vm() && series == "6.12"),
+            "/dev/udmabuf missing on a 6.12 kernel built with CONFIG_UDMABUF=y"
+        );
+        eprintln!("note: no /dev/udmabuf on this kernel; a memfd stands in for the dmabuf");
+        return memfd;
+    };
+    rustix::fs::fcntl_add_seals(&memfd, SealFlags::SHRINK).unwrap();
+    let req = UdmabufCreate {
+        memfd: std::os::fd::AsRawFd::as_raw_fd(&memfd) as u32,
+        flags: 1, // UDMABUF_FLAGS_CLOEXEC
+        offset: 0,
+        size: len,
+    };
+    // SAFETY: UDMABUF_CREATE reads one `struct udmabuf_create` (mirrored below) and returns a
+    // new fd, which we own on the next line.
+    let fd =
+        unsafe { rustix::ioctl::ioctl(&udmabuf, UdmabufCreateIoctl(req)) }.expect("UDMABUF_CREATE");
+    // SAFETY: the kernel just installed this fd for us; nothing else owns it.
+    unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+}
+
+/// `struct udmabuf_create` from `linux/udmabuf.h`.
+#[repr(C)]
+struct UdmabufCreate {
+    memfd: u32,
+    flags: u32,
+    offset: u64,
+    size: u64,
+}
+
+struct UdmabufCreateIoctl(UdmabufCreate);
+
+// SAFETY: UDMABUF_CREATE = _IOW('u', 0x42, struct udmabuf_create); the pointer we hand out is
+// to our own struct of that layout, and the kernel only reads it. The return value is an fd.
+unsafe impl rustix::ioctl::Ioctl for UdmabufCreateIoctl {
+    type Output = i32;
+    const IS_MUTATING: bool = false;
+    fn opcode(&self) -> rustix::ioctl::Opcode {
+        rustix::ioctl::opcode::write::<UdmabufCreate>(b'u', 0x42)
+    }
+    fn as_ptr(&mut self) -> *mut std::ffi::c_void {
+        (&mut self.0 as *mut UdmabufCreate).cast()
+    }
+    unsafe fn output_from_ptr(
+        out: rustix::ioctl::IoctlOutput,
+        _: *mut std::ffi::c_void,
+    ) -> rustix::io::Result<i32> {
+        Ok(out)
+    }
 }
 
 #[test]

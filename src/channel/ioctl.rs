@@ -335,6 +335,23 @@ impl<'a> IoctlCmd<'a> {
         Ok(&mut self.wire.hdr)
     }
 
+    /// Returns the header as the caller left it, refusing only an attribute count larger than
+    /// the array this command owns (the kernel would then read and write past it).
+    pub(crate) fn prepare_unchecked(&mut self) -> Result<*mut IbUverbsIoctlHdr, Errno> {
+        if usize::from(self.wire.hdr.num_attrs) > MAX_ATTRS {
+            return Err(Errno::INVAL);
+        }
+        Ok(&mut self.wire.hdr)
+    }
+
+    /// Fills in length, attribute count and driver id as [`Channel::ioctl`] would, without
+    /// sending, so a test can then alter the header (see [`IoctlCmd::raw_header_mut`]).
+    ///
+    /// [`Channel::ioctl`]: super::Channel::ioctl
+    pub fn finalize(&mut self, driver_id: u32) -> Result<(), Errno> {
+        self.prepare(driver_id).map(|_| ())
+    }
+
     /// Why the command cannot be encoded, if a builder call failed.
     pub fn encoding_error(&self) -> Option<&'static str> {
         self.error
@@ -350,13 +367,18 @@ impl<'a> IoctlCmd<'a> {
     }
 
     /// Gives raw access to an attribute's 16 bytes, for tests of what the kernel rejects.
-    #[doc(hidden)]
-    pub fn raw_attr_mut(&mut self, index: usize) -> Option<&mut IbUverbsAttr> {
+    ///
+    /// # Safety
+    /// The kernel follows `data` as a pointer for pointer attributes and writes outputs
+    /// there: the caller must leave `data` of pointer attributes pointing at memory valid for
+    /// `len` bytes (reads for inputs, writes for outputs) for the duration of the call.
+    #[allow(unsafe_code)]
+    pub unsafe fn raw_attr_mut(&mut self, index: usize) -> Option<&mut IbUverbsAttr> {
         self.wire.attrs[..self.count].get_mut(index)
     }
 
-    /// Gives raw access to the header, for tests of what the kernel rejects.
-    #[doc(hidden)]
+    /// Gives raw access to the header, for tests of what the kernel rejects (sent as is by
+    /// `uverbs::raw::ioctl_unchecked`).
     pub fn raw_header_mut(&mut self) -> &mut IbUverbsIoctlHdr {
         &mut self.wire.hdr
     }

@@ -66,6 +66,14 @@ impl Channel for KernelChannel {
         unsafe { rustix::ioctl::ioctl(&self.fd, VerbsIoctl(hdr)) }
     }
 
+    fn ioctl_raw(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        let hdr = cmd.prepare_unchecked()?;
+        // SAFETY: as in `ioctl`; `prepare_unchecked` guarantees `num_attrs` does not exceed
+        // the attribute array `cmd` owns, and the kernel refuses a `length` that does not
+        // match `num_attrs`, so it reads and writes only inside `cmd`.
+        unsafe { rustix::ioctl::ioctl(&self.fd, VerbsIoctl(hdr)) }
+    }
+
     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
         let bytes = cmd.wire();
         let n = rustix::io::write(&self.fd, bytes)?;

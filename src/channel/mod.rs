@@ -50,6 +50,13 @@ pub trait Channel: Send + Sync + fmt::Debug {
     /// Issues an `RDMA_VERBS_IOCTL` call. On success the command's outputs are filled.
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno>;
 
+    /// Issues an `RDMA_VERBS_IOCTL` call with the header exactly as the caller left it
+    /// (length, attribute count, reserved fields, driver id), for tests of what the kernel
+    /// rejects. Channels that are not the kernel may treat it like [`Channel::ioctl`].
+    fn ioctl_raw(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        self.ioctl(cmd)
+    }
+
     /// Issues a legacy or extended `write()` command. On success its response is filled.
     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno>;
 
