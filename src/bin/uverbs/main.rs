@@ -8,6 +8,7 @@
 
 mod devices;
 mod info;
+mod pingpong;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,8 @@ enum Command {
     Devices(devices::Args),
     /// Show device and port attributes (as `ibv_devinfo`).
     Info(info::Args),
+    /// Ping-pong SENDs with a peer over RC, UC, UD or SRQ (as `ibv_{rc,uc,ud,srq}_pingpong`).
+    Pingpong(pingpong::Args),
 }
 
 /// A failure a subcommand reports: printed as `uverbs: error: ...`, exit status 1.
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
     let r = match cli.command {
         Command::Devices(a) => devices::run(a),
         Command::Info(a) => info::run(a),
+        Command::Pingpong(a) => pingpong::run(a),
     };
     match r {
         Ok(code) => code,
