@@ -1048,3 +1048,66 @@ fn send_with_inv_invalidates_a_bound_memory_window() {
     drop(p);
     mw.dealloc().expect("dealloc_mw");
 }
+
+// ----- CQ overrun ---------------------------------------------------------------------------
+
+/// rxe cannot write a completion into a full CQ: it drops it and raises `IB_EVENT_CQ_ERR` on
+/// the async fd. The overrun must reach the user as that event, naming the CQ — never vanish.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cq_overrun_is_reported_as_an_async_event_naming_the_cq() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let mut small = ctx.create_cq(1, None, 0).expect("create small cq");
+    let big = ctx.create_cq(256, None, 0).expect("create cq");
+    let c = cap(16, 1, 0);
+    let mut a = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &small, &big, c))
+        .expect("create_qp");
+    let mut b = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &big, &big, c))
+        .expect("create_qp");
+    let (gid_index, gid) = roce_gid(&ctx);
+    to_init(&mut a);
+    to_init(&mut b);
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    to_rtr(&mut a, bn, gid_index, gid);
+    to_rtr(&mut b, an, gid_index, gid);
+    to_rts(&mut a);
+    to_rts(&mut b);
+
+    let local = mr(&pd, 4096);
+    let remote = mr(&pd, 4096);
+    let sg = [local.sge(0, 8).unwrap()];
+    let n = small.cqe() as u64 + 4;
+    let wrs: Vec<SendWr<'_>> = (0..n)
+        .map(|i| {
+            SendWr::new(
+                i,
+                WrOp::RdmaWrite {
+                    remote_addr: remote.addr() + 8 * i,
+                    rkey: remote.rkey(),
+                },
+            )
+            .sge(&sg)
+            .signaled()
+        })
+        .collect();
+    a.post_send(&wrs).expect("post_send");
+
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ev = ctx
+            .get_async_event(Some(left))
+            .unwrap_or_else(|e| panic!("no CQ error event after overrunning the CQ: {e}"));
+        if ev.event_type == AsyncEventType::CQ_ERR {
+            assert_eq!(ev.element, AsyncElement::Cq(small.user_handle()), "{ev:?}");
+            break;
+        }
+    }
+    // The ring itself stays sound: polling it works and never yields more than it holds.
+    let mut buf = [Wc::default(); 64];
+    let k = small.poll(&mut buf).expect("poll_cq");
+    assert!(k <= small.cqe() as usize, "polled {k}, cqe {}", small.cqe());
+}
