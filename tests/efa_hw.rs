@@ -72,6 +72,7 @@ fn efa_hw_create_cq_qp_and_modify_to_rts() {
                 sq_sig_all: true,
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                send_ops_flags: uverbs::SendOpsFlags::SEND,
             })
             .unwrap();
         qp.modify_to_rts(0x1111_2222).unwrap();

@@ -163,7 +163,9 @@ impl EfaCqRing {
     ) -> Result<usize> {
         let mut n = 0;
         let mut buf = [uverbs_efa::Wc::default(); CHUNK];
-        let mut lookup = self.table.begin_poll();
+        // SAFETY: the table's only lookups are made here, through `&mut self` of the ring
+        // that owns it, so no other lookup of it exists (QPs only register/unregister).
+        let mut lookup = unsafe { self.table.begin_poll() };
         while n < max {
             let want = (max - n).min(CHUNK);
             let r = self.cq.poll(&mut buf[..want], &mut lookup);
@@ -404,7 +406,7 @@ impl Context {
             .map_err(|e| super::provider_error(op, slabel(), &e))?;
         let ring = EfaCqRing {
             cq: queue,
-            table: QpTable::new(),
+            table: Arc::new(QpTable::new()),
             stale: 0,
             _buf: buf,
             _db: db_map,

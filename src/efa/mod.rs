@@ -8,44 +8,56 @@
 //! between a QP (which posts) and its CQs (which poll). It must not: format WQEs or CQEs (the
 //! provider does), take a lock, allocate or make an indirect call on post or poll.
 //!
-//! # wr_id bookkeeping: who may touch a QP's request-id pools, and when
+//! # wr_id bookkeeping: post and poll of one QP, on any two threads, without a lock
 //!
 //! EFA completes work requests out of order, so each work queue keeps a pool that maps the
-//! 16-bit `req_id` written into a descriptor back to the user's `wr_id`
-//! ([`uverbs_efa::WridPool`]). Posting takes a slot (QP side), polling frees it (CQ side): both
-//! mutate the same pool, and the QP and the CQ are separate owners that may live on different
-//! threads. The design:
+//! 16-bit `req_id` written into a descriptor back to the user's `wr_id`. Posting takes an id
+//! (QP side), polling frees it (CQ side), and the [`EfaQp`] and the [`Cq`](crate::Cq) are
+//! separate owners (`&mut` each, both `Send`) that may run on different threads at once. The
+//! design is wait-free on both sides:
 //!
-//! * The queues of a QP (its [`SendQueue`](uverbs_efa::SendQueue) and
-//!   [`RecvQueue`](uverbs_efa::RecvQueue), which own the pools) live in one heap cell
-//!   (`QpData`) shared by the [`EfaQp`] and by the QP table of each CQ the QP completes into.
-//! * One atomic word in the cell says who is inside it. Post (`&mut EfaQp`) and poll
-//!   (`&mut Cq`) each take it with a `compare_exchange` (Acquire) and give it back with a
-//!   Release store, so every pool write of one side happens-before the other side's reads. The
-//!   word is held only inside one `post_send`/`post_recv`/`wr_complete` call or while the CQ
-//!   decodes one CQE: never across user code, never across a syscall, and for a bounded number
-//!   of steps (at most one SQ's worth of WQE copies). A side that finds it taken spins with
-//!   `spin_loop` until the other side's bounded step ends; with one thread driving both (the
-//!   usual EFA design, and what libfabric does) it is never contended. This is a hand-off, not
-//!   a lock in the blocking sense: nobody can hold it while waiting for anything. A fully
-//!   wait-free variant needs a split (SPSC) pool inside the provider crate.
-//! * `ibv_wr_start` sessions stage WRs in a buffer the QP allocated at create time and touch
-//!   the shared cell only in `wr_complete`, so an open session never holds the word (polling
-//!   the CQ with a session open on the same thread cannot deadlock).
-//! * Each CQ has a QP table: 65536 `AtomicPtr` slots indexed by the 16-bit EFA QP number
-//!   (what a CQE carries), so lookup is one masked index, never a search, and a device-written
-//!   number can never index out of bounds. A QP registers its cell in the tables of its send
-//!   and receive CQs when it is created and unregisters when it is destroyed.
-//! * A destroyed QP's cell must not be freed while a poller may still read it. Poll makes the
-//!   CQ's epoch odd (SeqCst) before it reads any slot and even again (Release) when it is
-//!   done; destroy clears the slot (SeqCst) and then waits (control path) until the epoch is
-//!   even or has moved on, after which no poller can hold the old pointer. Only then is the
-//!   table's reference dropped.
-//! * A completion that arrives for a QP that is gone (the device may still write CQEs after a
-//!   destroy) finds an empty slot: it is consumed, counted
+//! * **Split pools.** Each queue's pool is two halves over one block of atomics
+//!   ([`uverbs_efa::wrid`]): the posting half ([`uverbs_efa::WridPool`]) stays in the
+//!   queue the QP owns; the completing half ([`uverbs_efa::WridCompleter`]) moves, at QP
+//!   creation, into the QP table of the CQ the queue completes into. Free ids travel from
+//!   completer to poster through a single-producer/single-consumer ring with one shared index
+//!   (`tail`, Release by the completer / Acquire by the poster); the poster's own index never
+//!   needs sharing because the ring cannot overflow (there are only `capacity` ids).
+//! * **Memory ordering.** A `wr_id` is stored (Relaxed) when the id is taken and published by
+//!   a Release store of the id's `posted` flag *before* the doorbell (`publish` in the
+//!   provider's `complete`/`post_recv`). The device can only complete a descriptor after that
+//!   doorbell, so a CQE for it is read after the flag was set; the completer's Acquire load
+//!   of the flag then makes the `wr_id` visible. The completer clears the flag and pushes the
+//!   id with a Release store of `tail`; the poster's Acquire load of `tail` orders the
+//!   completer's last read of that id before the poster overwrites it. Doorbells are Release
+//!   stores too, so a device model on another thread that Acquire-loads a doorbell sees the
+//!   published flags (on hardware the write-combining flush and DMA ordering do that).
+//! * **No waiting.** Neither side ever waits for the other: a full queue is reported to the
+//!   poster (`ENOMEM`, poll and retry), a CQE whose id is not posted is refused
+//!   (`NotOutstanding`), never waited for. An `ibv_wr_start` session stages ids without
+//!   publishing them; `wr_abort` gives them back (the poster's index steps back; the
+//!   completer cannot have touched unpublished ids).
+//! * **Per-CQ QP tables sized by use.** A CQE names its QP by a 16-bit number. Each CQ keeps
+//!   an open-addressed table (`table::QpTable`) of the QPs completing into it: 8 pointers to
+//!   start, doubled on the control path (QP create) to stay at most half full, so poll finds
+//!   an entry in expected O(1) probes (bounded by the table size: a device-written number
+//!   can never loop or index out of bounds), without allocating or locking. Registration and
+//!   removal take a mutex, on the control path only.
+//! * **Reclamation.** A destroyed QP's entry (or a replaced table array) must not be freed
+//!   while a poll may still read it. Poll makes the CQ's epoch odd (SeqCst) before it reads
+//!   the table and even again (Release) when done; the control path replaces the pointer
+//!   (SeqCst), then waits (control path only, yielding) until the epoch is even or has moved
+//!   on, after which no poll can hold the old pointer, and frees it.
+//! * **Late completions.** A completion that arrives for a QP that is gone (the device may
+//!   still write CQEs after a destroy) finds no entry: it is consumed, counted
 //!   ([`Cq::efa_stale_completions`](crate::Cq::efa_stale_completions)) and skipped. A QP
-//!   number reused by a new QP cannot complete the old QP's WRs: every QP's request ids carry a
-//!   generation, and the pool refuses an id of another generation.
+//!   number reused by a new QP cannot complete the old QP's WRs: every QP's request ids carry
+//!   a generation, and the completer refuses an id of another generation.
+//!
+//! Proofs: `uverbs_efa::wrid` tests (two threads, 30k ids through an 8-id pool, aborts
+//! included), `table` tests (register/unregister while another thread polls), and
+//! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
+//! model on three threads, 500 wraps of every ring).
 
 mod ah;
 mod cq;

@@ -27,13 +27,14 @@ use uverbs_uapi::write::{
 };
 use zerocopy::IntoBytes;
 
-use super::table::{QpData, QpTable};
+use super::table::QpTable;
 use crate::channel::{MapKind, Mapping};
 use crate::context::{legacy_cmd, Context};
 use crate::cq::{Cq, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::pd::Pd;
+use crate::qp::SendOpsFlags;
 
 /// `IBV_QPT_DRIVER`: the generic type of driver-defined QPs (SRD).
 const IB_QPT_DRIVER: u8 = 0xff;
@@ -58,6 +59,9 @@ bitflags! {
         /// `EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV`: RDMA write with immediate may complete
         /// at the receiver without consuming a receive WR.
         const UNSOLICITED_WRITE_RECV = 1 << 0;
+        /// `EFADV_QP_FLAGS_INLINE_WRITE`: RDMA writes may carry inline data (needs the
+        /// RDMA_WRITE cap; makes the SQ use 128-byte WQEs).
+        const INLINE_WRITE = 1 << 1;
     }
 }
 
@@ -95,6 +99,12 @@ pub struct EfaQpInitAttr<'a> {
     pub flags: EfaQpFlags,
     /// Service level.
     pub sl: u8,
+    /// The operations the `ibv_wr_*` API ([`EfaQp::wr_start`]) may post
+    /// (`send_ops_flags` with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`): checked against the QP type
+    /// and device caps at create (`EOPNOTSUPP`), and a `wr_*` call of an operation not in it
+    /// is refused by `wr_complete`. Empty: the `wr_*` API posts nothing (like rdma-core,
+    /// which leaves the `wr_*` entry points unset). [`EfaQp::post_send`] does not look at it.
+    pub send_ops_flags: SendOpsFlags,
 }
 
 /// QP states (`enum ibv_qp_state`).
@@ -216,11 +226,18 @@ pub struct EfaQp {
     state: EfaQpState,
     sq_sig_all: bool,
     cap: EfaQpCap,
-    data: Arc<QpData>,
+    send_ops: SendOpsFlags,
+    qpn16: u16,
+    // The queues own the posting halves of the wr_id pools; the completing halves live in
+    // the tables of the CQs (see `crate::efa`). Declared before `_maps`, so they are dropped
+    // before the memory they point into is unmapped.
+    sq: SendQueue,
+    rq: RecvQueue,
     send_table: Arc<QpTable>,
     recv_table: Arc<QpTable>,
     staging: Box<[Staged]>,
     destroyed: bool,
+    _maps: [Mapping; 4],
     // Keep the kernel CQs alive while the QP completes into them.
     _send_cq: Arc<CqShared>,
     _recv_cq: Arc<CqShared>,
@@ -318,11 +335,44 @@ impl Pd {
                 cap.max_send_wr, cap.max_recv_wr, dev.max_sq_wr, dev.max_rq_wr
             )));
         }
-        if cap.max_inline_data > u32::from(uctx.inline_buf_size) {
+        // Like rdma-core: the extended inline size when the kernel reports one.
+        let inline_max = if uctx.inline_buf_size_ex != 0 {
+            uctx.inline_buf_size_ex
+        } else {
+            uctx.inline_buf_size
+        };
+        if cap.max_inline_data > u32::from(inline_max) {
             return Err(inval(format!(
-                "max_inline_data {} exceeds the device's inline_buf_size {}",
-                cap.max_inline_data, uctx.inline_buf_size
+                "max_inline_data {} exceeds the device's inline_buf_size {inline_max}",
+                cap.max_inline_data
             )));
+        }
+        let notsup = |why: String| Error::invalid(op, label(), Errno::OPNOTSUPP, why);
+        let has = |c: u32| dev.device_caps & c != 0;
+        let mut supp_ops = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+        if attr.qp_type == EfaQpType::Srd {
+            if has(EFA_QUERY_DEVICE_CAPS_RDMA_READ) {
+                supp_ops |= SendOpsFlags::RDMA_READ;
+            }
+            if has(EFA_QUERY_DEVICE_CAPS_RDMA_WRITE) {
+                supp_ops |= SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+            }
+        }
+        if !supp_ops.contains(attr.send_ops_flags) {
+            return Err(notsup(format!(
+                "send_ops_flags {:?} include operations this {:?} QP cannot post on this device (supported: {supp_ops:?})",
+                attr.send_ops_flags - supp_ops,
+                attr.qp_type
+            )));
+        }
+        let inline_write = attr.flags.contains(EfaQpFlags::INLINE_WRITE);
+        if inline_write && !has(EFA_QUERY_DEVICE_CAPS_RDMA_WRITE) {
+            return Err(notsup(
+                "INLINE_WRITE needs the device's RDMA_WRITE cap".into(),
+            ));
+        }
+        if inline_write && attr.qp_type != EfaQpType::Srd {
+            return Err(notsup("INLINE_WRITE needs an SRD QP".into()));
         }
         let mut flags = 0u16;
         if attr.flags.contains(EfaQpFlags::UNSOLICITED_WRITE_RECV) {
@@ -340,7 +390,7 @@ impl Pd {
             flags |= EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV;
         }
         let gen = QP_GEN.fetch_add(1, Ordering::Relaxed);
-        let wqe_size = SqConfig::wqe_size_for(cap.max_inline_data, false);
+        let wqe_size = SqConfig::wqe_size_for(cap.max_inline_data, inline_write);
         let depth = SqConfig::depth_for(cap.max_send_wr, uctx.min_sq_wr);
         let sq_ring_size = depth * wqe_size;
         if sq_ring_size > uctx.max_llq_size {
@@ -371,7 +421,12 @@ impl Pd {
         let drv = EfaIbvCreateQp {
             rq_ring_size: rq_cfg.rq_ring_size(),
             sq_ring_size,
-            driver_qp_type: EFA_QP_DRIVER_TYPE_SRD,
+            // Only read by the kernel for IB_QPT_DRIVER; zero for UD, as rdma-core sends.
+            driver_qp_type: if attr.qp_type == EfaQpType::Srd {
+                EFA_QP_DRIVER_TYPE_SRD
+            } else {
+                0
+            },
             flags,
             sl: attr.sl,
             ..Default::default()
@@ -453,7 +508,7 @@ impl Pd {
             max_send_sge: cap.max_send_sge.max(1),
             max_rdma_sge: 1,
             max_inline_data: cap.max_inline_data,
-            inline_write: false,
+            inline_write,
             max_tx_batch: uctx.max_tx_batch,
             min_sq_wr: uctx.min_sq_wr,
             caps,
@@ -464,40 +519,39 @@ impl Pd {
             ..rq_cfg
         };
         // SAFETY: `desc` has `sq_ring_size` writable bytes inside `llq`, `sq_dbp` 4 bytes
-        // inside `sq_db`; both mappings move into the QpData that owns the queue and are
+        // inside `sq_db`; both mappings move into the EfaQp that owns the queue and are
         // dropped after it (field order). Only this queue writes them.
-        let sq = unsafe { SendQueue::new(sq_cfg, desc, sq_ring_size as usize, sq_dbp.cast()) }
+        let mut sq = unsafe { SendQueue::new(sq_cfg, desc, sq_ring_size as usize, sq_dbp.cast()) }
             .map_err(|e| super::provider_error(op, qlabel(), &e))?;
         // SAFETY: `rq_ring` is the whole RQ ring mapping (`rq_len` bytes), `rq_dbp` 4 bytes of
-        // `rq_db`; both move into the same QpData and outlive the queue.
-        let rq = unsafe { RecvQueue::new(rq_cfg, rq_ring.as_ptr(), rq_len, rq_dbp.cast()) }
+        // `rq_db`; both move into the same EfaQp and outlive the queue.
+        let mut rq = unsafe { RecvQueue::new(rq_cfg, rq_ring.as_ptr(), rq_len, rq_dbp.cast()) }
             .map_err(|e| super::provider_error(op, qlabel(), &e))?;
         let send_table = scq.table.clone();
         let recv_table = rcq.table.clone();
-        let data = Arc::new(QpData::new(
-            qpn16,
-            sq,
-            rq,
-            &send_table,
-            &recv_table,
-            vec![llq, sq_db, rq_ring, rq_db],
-        ));
-        if !send_table.register(&data) {
-            return Err(Error::invalid(
+        let taken = || Error::invalid(op, qlabel(), Errno::EXIST, "wr_id completer taken twice");
+        let sc = sq.take_completer().ok_or_else(taken)?;
+        let rc = rq.take_completer().ok_or_else(taken)?;
+        let in_use = |which: &str| {
+            Error::invalid(
                 op,
                 qlabel(),
                 Errno::EXIST,
-                "QP number already in use on the send CQ",
-            ));
-        }
-        if !Arc::ptr_eq(&send_table, &recv_table) && !recv_table.register(&data) {
-            send_table.unregister(&data);
-            return Err(Error::invalid(
-                op,
-                qlabel(),
-                Errno::EXIST,
-                "QP number already in use on the receive CQ",
-            ));
+                format!("QP number already in use on the {which} CQ"),
+            )
+        };
+        if Arc::ptr_eq(&send_table, &recv_table) {
+            send_table
+                .register(qpn16, Some(sc), Some(rc))
+                .map_err(|_| in_use("send/receive"))?;
+        } else {
+            send_table
+                .register(qpn16, Some(sc), None)
+                .map_err(|_| in_use("send"))?;
+            if recv_table.register(qpn16, None, Some(rc)).is_err() {
+                send_table.unregister(qpn16);
+                return Err(in_use("receive"));
+            }
         }
         let mut guard = guard;
         guard.armed = false;
@@ -515,11 +569,15 @@ impl Pd {
                 max_recv_sge: rq_cfg.max_sge,
                 max_inline_data: cap.max_inline_data,
             },
-            data,
+            send_ops: attr.send_ops_flags,
+            qpn16,
+            sq,
+            rq,
             send_table,
             recv_table,
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             destroyed: false,
+            _maps: [llq, sq_db, rq_ring, rq_db],
             _send_cq: attr.send_cq.shared().clone(),
             _recv_cq: attr.recv_cq.shared().clone(),
         })
@@ -687,14 +745,12 @@ impl EfaQp {
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize> {
         self.check_rts("post_send")?;
         let sig_all = self.sq_sig_all;
-        let mut held = self.data.hold();
-        let mut s = held.sq().start();
+        let mut s = self.sq.start();
         for (i, wr) in wrs.iter().enumerate() {
             let mut w = *wr;
             w.signaled |= sig_all;
             if let Err(e) = s.post(&w) {
                 let posted = s.complete();
-                drop(held);
                 return Err(Error::invalid(
                     "post_send",
                     self.label(),
@@ -721,10 +777,7 @@ impl EfaQp {
                 ),
             ));
         }
-        let mut held = self.data.hold();
-        let r = held.rq().post_recv(wrs);
-        drop(held);
-        r.map_err(|e| {
+        self.rq.post_recv(wrs).map_err(|e| {
             Error::invalid(
                 "post_recv",
                 self.label(),
@@ -758,9 +811,9 @@ impl EfaQp {
     }
 
     fn unregister(&self) {
-        self.send_table.unregister(&self.data);
+        self.send_table.unregister(self.qpn16);
         if !Arc::ptr_eq(&self.send_table, &self.recv_table) {
-            self.recv_table.unregister(&self.data);
+            self.recv_table.unregister(self.qpn16);
         }
     }
 }
@@ -795,6 +848,26 @@ impl std::fmt::Debug for EfaSendSession<'_> {
 impl EfaSendSession<'_> {
     fn stage(&mut self, wr_id: u64, op: SendOp, dest: UdAddr, payload: Payload<'_>) {
         if self.err.is_some() {
+            return;
+        }
+        let needed = match op {
+            SendOp::Send => SendOpsFlags::SEND,
+            SendOp::SendImm { .. } => SendOpsFlags::SEND_WITH_IMM,
+            SendOp::RdmaRead { .. } => SendOpsFlags::RDMA_READ,
+            SendOp::RdmaWrite { .. } => SendOpsFlags::RDMA_WRITE,
+            SendOp::RdmaWriteImm { .. } => SendOpsFlags::RDMA_WRITE_WITH_IMM,
+        };
+        if !self.qp.send_ops.contains(needed) {
+            let n = self.n;
+            self.err = Some(Error::invalid(
+                "wr_complete",
+                self.qp.label(),
+                Errno::OPNOTSUPP,
+                format!(
+                    "work request {n}: {needed:?} is not in the QP's send_ops_flags {:?}",
+                    self.qp.send_ops
+                ),
+            ));
             return;
         }
         let depth = self.qp.staging.len();
@@ -901,6 +974,23 @@ impl EfaSendSession<'_> {
             Payload::Sge(sges),
         );
     }
+    /// `ibv_wr_rdma_write` with `ibv_wr_set_inline_data`: the bytes travel in the WQE (needs
+    /// [`EfaQpFlags::INLINE_WRITE`]; at most `max_inline_data` bytes).
+    pub fn rdma_write_inline(
+        &mut self,
+        wr_id: u64,
+        dest: UdAddr,
+        rkey: u32,
+        remote_addr: u64,
+        data: &[u8],
+    ) {
+        self.stage(
+            wr_id,
+            SendOp::RdmaWrite { rkey, remote_addr },
+            dest,
+            Payload::Inline(&[data]),
+        );
+    }
     /// `ibv_wr_rdma_write_imm`.
     #[doc(alias = "ibv_wr_rdma_write_imm")]
     pub fn rdma_write_imm(
@@ -934,8 +1024,7 @@ impl EfaSendSession<'_> {
         }
         let qp = self.qp;
         let label = || format!("qp {} on {}", qp.qpn, qp.pd.context().label());
-        let mut held = qp.data.hold();
-        let mut s = held.sq().start();
+        let mut s = qp.sq.start();
         for (i, st) in qp.staging[..self.n].iter().enumerate() {
             let one: [&[u8]; 1] = [&st.inline_data[..usize::from(st.inline_len)]];
             let payload = if st.inline {
@@ -953,7 +1042,6 @@ impl EfaSendSession<'_> {
             };
             if let Err(e) = s.post(&wr) {
                 s.abort();
-                drop(held);
                 return Err(Error::invalid(
                     "wr_complete",
                     label(),

@@ -1,224 +1,272 @@
-//! The shared cell of a QP's queues and the per-CQ QP table (see the module docs of
-//! `crate::efa` for the protocol). This file holds every `unsafe` of the EFA data path's
-//! sharing: the `UnsafeCell` accesses under the hand-off word and the table's raw pointers.
+//! The per-CQ QP table: which QP a CQE's 16-bit `qp_num` names, and the completing halves of
+//! that QP's wr_id pools (see the module docs of `crate::efa` for the protocol). This file
+//! holds every `unsafe` of the EFA data path's sharing: the table's raw pointers and the
+//! entries' `UnsafeCell`s.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
-use std::hint::spin_loop;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
-use uverbs_efa::{QpLookup, QpPools, RecvQueue, SendQueue, WridPool};
+use uverbs_efa::{QpLookup, QpPools, WridCompleter};
 
-use crate::channel::Mapping;
-
-/// Nobody is inside the cell.
-const FREE: u8 = 0;
-/// Post or poll is inside the cell.
-const HELD: u8 = 1;
-
-/// A QP's queues, shared by the [`EfaQp`](super::EfaQp) and the tables of its CQs.
-pub(crate) struct QpData {
-    /// The 16-bit device QP number (a CQE's `qp_num`).
-    pub(crate) qpn: u16,
-    hand: AtomicU8,
-    sq: UnsafeCell<SendQueue>,
-    rq: UnsafeCell<RecvQueue>,
-    /// Table identities (addresses) this QP's sends / receives complete into.
-    send_table: usize,
-    recv_table: usize,
-    // The queues above point into these mappings; declared after them so they are unmapped
-    // after the queues are dropped.
-    _maps: Vec<Mapping>,
+/// What one CQ keeps of one QP: the completing halves of the QP's queues that complete here.
+pub(crate) struct CqEntry {
+    qpn: u16,
+    send: UnsafeCell<Option<WridCompleter>>,
+    recv: UnsafeCell<Option<WridCompleter>>,
 }
 
-// SAFETY: the queues are `Send`; every access to them goes through `Held`, which the hand-off
-// word makes exclusive (compare_exchange Acquire / store Release), so sharing `&QpData`
-// between threads never gives two threads the queues at once.
-unsafe impl Sync for QpData {}
-
-impl QpData {
-    pub(crate) fn new(
-        qpn: u16,
-        sq: SendQueue,
-        rq: RecvQueue,
-        send_table: &Arc<QpTable>,
-        recv_table: &Arc<QpTable>,
-        maps: Vec<Mapping>,
-    ) -> Self {
-        QpData {
-            qpn,
-            hand: AtomicU8::new(FREE),
-            sq: UnsafeCell::new(sq),
-            rq: UnsafeCell::new(rq),
-            send_table: Arc::as_ptr(send_table) as usize,
-            recv_table: Arc::as_ptr(recv_table) as usize,
-            _maps: maps,
-        }
-    }
-
-    /// Takes the hand-off word, spinning while the other side is inside a bounded step.
-    #[inline]
-    pub(crate) fn hold(&self) -> Held<'_> {
-        // Acquire: everything the previous holder wrote to the queues (pool slots, producer
-        // counters) is visible to us before we touch them.
-        while self
-            .hand
-            .compare_exchange_weak(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            spin_loop();
-        }
-        Held { data: self }
-    }
+/// An open-addressed array of entry pointers (null = never used, `tomb()` = removed).
+struct Slots {
+    mask: usize,
+    cells: Box<[AtomicPtr<CqEntry>]>,
 }
 
-/// Exclusive access to a QP's queues; gives the hand-off word back on drop.
-pub(crate) struct Held<'a> {
-    data: &'a QpData,
+/// Smallest table: 8 pointers (64 bytes).
+const MIN_SLOTS: usize = 8;
+
+/// The "removed" marker: an address no allocation of a `CqEntry` can have (the first aligned
+/// non-null address lies in the never-mapped zero page). Compared, never dereferenced.
+fn tomb() -> *mut CqEntry {
+    NonNull::<CqEntry>::dangling().as_ptr()
 }
 
-impl Held<'_> {
-    #[inline]
-    pub(crate) fn sq(&mut self) -> &mut SendQueue {
-        // SAFETY: we hold the hand-off word (taken in `hold`, released only in our Drop), so
-        // no other `Held` exists and this is the only reference to the queue; `&mut self`
-        // keeps the two accessors from overlapping.
-        unsafe { &mut *self.data.sq.get() }
-    }
-    #[inline]
-    pub(crate) fn rq(&mut self) -> &mut RecvQueue {
-        // SAFETY: as in `sq`.
-        unsafe { &mut *self.data.rq.get() }
-    }
-}
-
-impl Drop for Held<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // Release: our writes to the queues happen-before the next holder's Acquire.
-        self.data.hand.store(FREE, Ordering::Release);
-    }
-}
-
-/// Slots of a CQ's QP table: one per 16-bit EFA QP number.
-const SLOTS: usize = 1 << 16;
-
-/// The QPs completing into one CQ, indexed by QP number.
-pub(crate) struct QpTable {
-    slots: Box<[AtomicPtr<QpData>]>,
-    /// Odd while a poll may be reading slots.
-    epoch: AtomicU64,
-}
-
-impl QpTable {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(QpTable {
-            slots: (0..SLOTS)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
-            epoch: AtomicU64::new(0),
+impl Slots {
+    fn new(n: usize) -> Box<Slots> {
+        let n = n.max(MIN_SLOTS).next_power_of_two();
+        Box::new(Slots {
+            mask: n - 1,
+            cells: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
         })
     }
 
-    /// Registers `qp` (the table keeps a strong reference until `unregister`).
-    /// Fails if the slot is taken (the device handed out a QP number twice).
-    pub(crate) fn register(&self, qp: &Arc<QpData>) -> bool {
-        let raw = Arc::into_raw(qp.clone()).cast_mut();
-        // SeqCst pairs with the poller's epoch protocol; Release would do for publication
-        // (the cell was fully built before), SeqCst keeps all slot writes in one order.
-        match self.slots[usize::from(qp.qpn)].compare_exchange(
-            std::ptr::null_mut(),
-            raw,
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        ) {
-            Ok(_) => true,
-            Err(_) => {
-                // SAFETY: `raw` came from `Arc::into_raw` just above and was not stored.
-                drop(unsafe { Arc::from_raw(raw) });
-                false
-            }
+    /// Home cell of a QP number: a multiplicative hash, so consecutive numbers spread out.
+    #[inline]
+    fn home(&self, qpn: u16) -> usize {
+        (usize::from(qpn).wrapping_mul(0x9e37_79b9)) >> 8 & self.mask
+    }
+}
+
+/// Control-path bookkeeping (under the mutex): live entries and used cells (live + tombs).
+struct Ctl {
+    live: usize,
+    used: usize,
+}
+
+/// The QPs completing into one CQ, keyed by QP number. Memory is sized by use: 8 cells to
+/// start with, doubled (on the control path, in `register`) to keep at most half the cells
+/// used, so a CQ with a few QPs costs a few hundred bytes.
+pub(crate) struct QpTable {
+    slots: AtomicPtr<Slots>,
+    /// Odd while a poll may be reading the table.
+    epoch: AtomicU64,
+    /// Serialises register/unregister (control path only; poll never takes it).
+    ctl: Mutex<Ctl>,
+}
+
+// SAFETY: the table is shared between the CQ's poller (through `begin_poll`, one at a time:
+// the ring's `&mut`) and QPs registering and unregistering on any thread (under `ctl`). The
+// entries' `UnsafeCell`s are touched only by the single poller, or by the registrar before
+// the entry is published / after the epoch protocol proved no poller can reach it; every
+// other shared field is atomic or behind the mutex. `WridCompleter` is `Send`.
+unsafe impl Sync for QpTable {}
+// SAFETY: as above; the raw pointers own heap allocations that can be freed on any thread.
+unsafe impl Send for QpTable {}
+
+impl QpTable {
+    pub(crate) fn new() -> QpTable {
+        QpTable {
+            slots: AtomicPtr::new(Box::into_raw(Slots::new(MIN_SLOTS))),
+            epoch: AtomicU64::new(0),
+            ctl: Mutex::new(Ctl { live: 0, used: 0 }),
         }
     }
 
-    /// Removes `qp`, waits until no poll can still hold its pointer, and drops the table's
-    /// reference. Control path: may spin-yield while a poll is running.
-    pub(crate) fn unregister(&self, qp: &Arc<QpData>) {
-        let want = Arc::as_ptr(qp).cast_mut();
-        let slot = &self.slots[usize::from(qp.qpn)];
-        if slot
-            .compare_exchange(
-                want,
-                std::ptr::null_mut(),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            )
-            .is_err()
-        {
-            return;
+    fn ctl(&self) -> MutexGuard<'_, Ctl> {
+        self.ctl.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes of the current cell array (for tests of the memory bound).
+    #[cfg(test)]
+    fn cells(&self) -> usize {
+        let _g = self.ctl();
+        // SAFETY: under `ctl`, nobody replaces or frees the array.
+        unsafe { &*self.slots.load(Ordering::Acquire) }.cells.len()
+    }
+
+    /// Registers QP `qpn` with the completing halves of its queues that complete into this
+    /// CQ. Fails (giving them back) if the number is taken: the device handed it out twice.
+    pub(crate) fn register(
+        &self,
+        qpn: u16,
+        send: Option<WridCompleter>,
+        recv: Option<WridCompleter>,
+    ) -> Result<(), (Option<WridCompleter>, Option<WridCompleter>)> {
+        let mut ctl = self.ctl();
+        // SAFETY: under `ctl` only we replace the array, so it stays live while we use it.
+        let cur = unsafe { &*self.slots.load(Ordering::Acquire) };
+        if find_in(cur, qpn).is_some() {
+            return Err((send, recv));
         }
-        // SeqCst: the slot clear above and this load are in one total order with the poller's
-        // SeqCst epoch increment, so either the poller's increment came first (we see an odd
-        // epoch and wait) or it comes after our clear (its slot loads see null).
+        if (ctl.used + 1) * 2 > cur.cells.len() {
+            let want = ((ctl.live + 1) * 4).max(MIN_SLOTS);
+            self.rebuild(want);
+            ctl.used = ctl.live;
+        }
+        let entry = Box::into_raw(Box::new(CqEntry {
+            qpn,
+            send: UnsafeCell::new(send),
+            recv: UnsafeCell::new(recv),
+        }));
+        // SAFETY: as above (the array may be the new one from `rebuild`).
+        let cur = unsafe { &*self.slots.load(Ordering::Acquire) };
+        let mut i = cur.home(qpn);
+        loop {
+            let c = &cur.cells[i];
+            let p = c.load(Ordering::Relaxed);
+            if p.is_null() || p == tomb() {
+                if p.is_null() {
+                    ctl.used += 1;
+                }
+                // Release: the entry was fully built before a poller's Acquire load sees it.
+                c.store(entry, Ordering::Release);
+                break;
+            }
+            // At most half the cells are used, so an empty one is found.
+            i = (i + 1) & cur.mask;
+        }
+        ctl.live += 1;
+        Ok(())
+    }
+
+    /// Removes QP `qpn`, waits until no poll can still reach its entry, and frees it (and the
+    /// completing halves in it). Control path: may yield while a poll is running.
+    pub(crate) fn unregister(&self, qpn: u16) {
+        let mut ctl = self.ctl();
+        // SAFETY: under `ctl` the array is not replaced or freed.
+        let cur = unsafe { &*self.slots.load(Ordering::Acquire) };
+        let Some(i) = find_in(cur, qpn) else {
+            return;
+        };
+        // SeqCst: in one total order with `wait_for_pollers`' SeqCst epoch load and the
+        // poller's SeqCst epoch increment (see there).
+        let old = cur.cells[i].swap(tomb(), Ordering::SeqCst);
+        ctl.live -= 1;
+        self.wait_for_pollers();
+        // SAFETY: `old` came from `Box::into_raw` in `register`; it is out of the table and
+        // no poll can still hold it (epoch protocol), so we own it again.
+        drop(unsafe { Box::from_raw(old) });
+    }
+
+    /// Replaces the array by one of `n` cells holding the live entries (control path, under
+    /// `ctl`), and frees the old one once no poll can read it.
+    fn rebuild(&self, n: usize) {
+        let new = Slots::new(n);
+        // SAFETY: under `ctl` (our caller holds it) the array is not replaced or freed.
+        let cur = unsafe { &*self.slots.load(Ordering::Acquire) };
+        for c in cur.cells.iter() {
+            let p = c.load(Ordering::Relaxed);
+            if p.is_null() || p == tomb() {
+                continue;
+            }
+            // SAFETY: a live entry pointer: entries are freed only by `unregister`, under
+            // `ctl`, after taking them out of the array.
+            let qpn = unsafe { (*p).qpn };
+            let mut i = new.home(qpn);
+            while !new.cells[i].load(Ordering::Relaxed).is_null() {
+                i = (i + 1) & new.mask;
+            }
+            new.cells[i].store(p, Ordering::Relaxed);
+        }
+        // SeqCst: as in `unregister` (also publishes the new cells, written above, to the
+        // poller's load of `slots`).
+        let old = self.slots.swap(Box::into_raw(new), Ordering::SeqCst);
+        self.wait_for_pollers();
+        // SAFETY: `old` came from `Box::into_raw`; it is out of `slots` and no poll reads it
+        // any more (epoch protocol); the entries it pointed to live on in the new array.
+        drop(unsafe { Box::from_raw(old) });
+    }
+
+    /// Waits until any poll that could have read the table before our last SeqCst store has
+    /// ended. The SeqCst store, this SeqCst load and the poller's SeqCst increment are in one
+    /// total order: either the poll's increment came first (we see it odd and wait for it to
+    /// move on) or it comes after our store (the poll reads the new state).
+    fn wait_for_pollers(&self) {
         let e = self.epoch.load(Ordering::SeqCst);
         if e % 2 == 1 {
             while self.epoch.load(Ordering::Acquire) == e {
                 std::thread::yield_now();
             }
         }
-        // SAFETY: the pointer was stored by `register` from `Arc::into_raw`; it is out of the
-        // table and no poll can still use it (epoch protocol above), so we own that reference.
-        drop(unsafe { Arc::from_raw(want) });
     }
 
-    /// Starts a poll: the returned lookup reads slots until dropped.
+    /// Starts a poll: the returned lookup reads the table until dropped.
+    ///
+    /// # Safety
+    /// At most one [`Lookup`] of a table may exist at a time (the CQ ring that owns the table
+    /// calls this through `&mut self`): the lookup hands out `&mut` to the entries'
+    /// completing halves.
     #[inline]
-    pub(crate) fn begin_poll(&self) -> Lookup<'_> {
-        // SeqCst: orders this increment before every slot load of the poll against
-        // `unregister`'s SeqCst clear and load (see there).
+    pub(crate) unsafe fn begin_poll(&self) -> Lookup<'_> {
+        // SeqCst: orders this increment before the loads of the poll against `unregister`'s
+        // and `rebuild`'s SeqCst stores (see `wait_for_pollers`).
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        Lookup {
-            table: self,
-            held: None,
-        }
+        // Acquire: the array's cells were written before `rebuild` published it.
+        let slots = self.slots.load(Ordering::SeqCst);
+        Lookup { table: self, slots }
     }
+}
+
+/// Index of QP `qpn`'s cell in `s`, probing from its home cell past tombstones to the first
+/// never-used cell (at most every cell once).
+#[inline]
+fn find_in(s: &Slots, qpn: u16) -> Option<usize> {
+    let mut i = s.home(qpn);
+    for _ in 0..s.cells.len() {
+        // Acquire: an entry we find was fully built before `register` stored it.
+        let p = s.cells[i].load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null, non-tomb cell points to a live entry: entries are freed only
+        // after being replaced by a tomb and after every poll that could see them ended
+        // (epoch protocol); the control path holds `ctl`, under which nothing is freed.
+        if p != tomb() && unsafe { (*p).qpn } == qpn {
+            return Some(i);
+        }
+        i = (i + 1) & s.mask;
+    }
+    None
 }
 
 impl Drop for QpTable {
     fn drop(&mut self) {
-        for s in self.slots.iter() {
-            let p = s.swap(std::ptr::null_mut(), Ordering::Acquire);
-            if !p.is_null() {
-                // SAFETY: a non-null slot holds one strong reference made by `register`; the
-                // table is being dropped (`&mut self`), so no poll reads it.
-                drop(unsafe { Arc::from_raw(p) });
+        let s = *self.slots.get_mut();
+        // SAFETY: `&mut self`: no poll or registration runs; `s` came from `Box::into_raw`.
+        let s = unsafe { Box::from_raw(s) };
+        for c in s.cells.iter() {
+            let p = c.load(Ordering::Relaxed);
+            if !p.is_null() && p != tomb() {
+                // SAFETY: a live entry made by `Box::into_raw` in `register`, reachable only
+                // from this array, which is being dropped.
+                drop(unsafe { Box::from_raw(p) });
             }
         }
     }
 }
 
-/// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table and holds
-/// the hand-off word of the QP whose CQE is being decoded.
+/// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table.
 pub(crate) struct Lookup<'t> {
     table: &'t QpTable,
-    held: Option<&'t QpData>,
-}
-
-impl Lookup<'_> {
-    fn release(&mut self) {
-        if let Some(d) = self.held.take() {
-            // Release: the pool writes of the CQE we decoded happen-before the next holder.
-            d.hand.store(FREE, Ordering::Release);
-        }
-    }
+    slots: *mut Slots,
 }
 
 impl Drop for Lookup<'_> {
     fn drop(&mut self) {
-        self.release();
-        // Release: our reads of any slot's cell happen-before an `unregister` that sees the
-        // epoch move and frees the cell.
+        // Release: our reads of the array and entries happen-before a control path that sees
+        // the epoch move and frees them.
         self.table.epoch.fetch_add(1, Ordering::Release);
     }
 }
@@ -226,39 +274,105 @@ impl Drop for Lookup<'_> {
 impl QpLookup for Lookup<'_> {
     #[inline]
     fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
-        self.release();
-        // Acquire: the cell a slot points to was fully built before `register` stored it.
-        let p = self.table.slots[usize::from(qp_num)].load(Ordering::Acquire);
-        if p.is_null() {
+        // SAFETY: `slots` was the table's array when our epoch went odd; `rebuild` frees a
+        // replaced array only after the epoch moves on, which happens when we are dropped.
+        let s = unsafe { &*self.slots };
+        let i = find_in(s, qp_num)?;
+        let p = s.cells[i].load(Ordering::Acquire);
+        if p.is_null() || p == tomb() {
             return None;
         }
-        // SAFETY: a non-null slot points to a live `QpData`: the table holds a strong
-        // reference, and `unregister` frees it only after our epoch (odd since `begin_poll`)
-        // moves on, which happens when this lookup is dropped.
-        let data: &QpData = unsafe { &*p };
-        if data.qpn != qp_num {
-            return None;
+        // SAFETY: `p` is a live entry (see `find_in`) and stays live until this lookup is
+        // dropped (epoch protocol). Its completing halves are touched only by the one lookup
+        // of this table (the contract of `begin_poll`), and the returned borrows are tied to
+        // `&mut self`, so no two `&mut` to them coexist.
+        let e = unsafe { &*p };
+        // SAFETY: as above; `send` and `recv` are distinct cells.
+        let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
+        Some(QpPools {
+            send: send.as_mut(),
+            recv: recv.as_mut(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uverbs_efa::WridPool;
+
+    fn completer() -> WridCompleter {
+        WridPool::new(4, 0).unwrap().1
+    }
+
+    #[test]
+    fn grows_by_use_and_finds_every_qp() {
+        let t = QpTable::new();
+        assert_eq!(t.cells(), MIN_SLOTS, "an empty CQ costs 8 pointers");
+        for q in 0..100u16 {
+            t.register(q * 7, Some(completer()), None).unwrap();
         }
-        let me = self.table as *const QpTable as usize;
-        // Acquire: pairs with the Release of post's `Held::drop`.
-        while data
-            .hand
-            .compare_exchange_weak(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            spin_loop();
+        assert!(t.cells() <= 512, "{} cells for 100 QPs", t.cells());
+        assert!(t.register(7, None, None).is_err(), "duplicate QP number");
+        // SAFETY: the only lookup of `t`.
+        let mut l = unsafe { t.begin_poll() };
+        for q in 0..100u16 {
+            let p = l.find(q * 7).expect("registered");
+            assert!(p.send.is_some() && p.recv.is_none());
         }
-        // Stored at the reborrowed lifetime below; released in the next `find` or on drop.
-        // SAFETY: `data` outlives this lookup (see above), so extending the borrow to `'t` is
-        // sound; the reference is only used while the hand-off word is held.
-        self.held = Some(unsafe { &*p });
-        // SAFETY: we hold the hand-off word, so these are the only references to the queues
-        // until `release`, which cannot run while the returned `QpPools` borrows `self`.
-        let send: Option<&mut WridPool> =
-            (data.send_table == me).then(|| unsafe { (*data.sq.get()).pool_mut() });
-        // SAFETY: as above; the receive queue is a different field from the send queue.
-        let recv: Option<&mut WridPool> =
-            (data.recv_table == me).then(|| unsafe { (*data.rq.get()).pool_mut() });
-        Some(QpPools { send, recv })
+        assert!(l.find(1).is_none());
+        drop(l);
+        for q in 0..100u16 {
+            t.unregister(q * 7);
+        }
+        // SAFETY: the only lookup of `t`.
+        let mut l = unsafe { t.begin_poll() };
+        assert!((0..100u16).all(|q| l.find(q * 7).is_none()));
+        drop(l);
+        // Tombstones are swept by the next growth: churn does not grow the table.
+        for round in 0..50u16 {
+            t.register(round, None, None).unwrap();
+            t.unregister(round);
+        }
+        assert!(t.cells() <= 512);
+    }
+
+    #[test]
+    fn register_and_unregister_while_another_thread_polls() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let t = Arc::new(QpTable::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (t, stop) = (t.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut found = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: this thread runs the only lookups of `t`.
+                    let mut l = unsafe { t.begin_poll() };
+                    for q in 0..64u16 {
+                        if let Some(p) = l.find(q) {
+                            // Touch the completer: a use-after-free would show under Miri/ASan
+                            // and as garbage here.
+                            assert_eq!(p.send.map(|c| c.capacity()), Some(4));
+                            found += 1;
+                        }
+                    }
+                }
+                found
+            })
+        };
+        for round in 0..300u16 {
+            for q in 0..64u16 {
+                if (q + round) % 3 == 0 {
+                    let _ = t.register(q, Some(completer()), None);
+                } else {
+                    t.unregister(q);
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let found = poller.join().unwrap();
+        assert!(found > 0);
     }
 }

@@ -24,7 +24,7 @@ use crate::defs::*;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
 use crate::status::{WcOpcode, WcStatus, IBV_WC_WITH_IMM};
-use crate::wrid::WridPool;
+use crate::wrid::WridCompleter;
 
 /// CQE size without the SGID/length_hi extension (`sizeof(struct efa_io_rx_cdesc)`).
 pub const EFA_CQE_SIZE: u32 = 16;
@@ -87,10 +87,10 @@ pub struct Wc {
 /// The wr_id pools of one QP, as found by a [`QpLookup`].
 #[derive(Debug)]
 pub struct QpPools<'a> {
-    /// Send queue pool (None if the QP has no SQ).
-    pub send: Option<&'a mut WridPool>,
-    /// Receive queue pool (None if the QP has no RQ).
-    pub recv: Option<&'a mut WridPool>,
+    /// Send queue pool (None if the QP's sends do not complete here).
+    pub send: Option<&'a mut WridCompleter>,
+    /// Receive queue pool (None if the QP's receives do not complete here).
+    pub recv: Option<&'a mut WridCompleter>,
 }
 
 /// How the CQ finds the QP a completion names. Supplied by the core at poll time (static
@@ -106,9 +106,9 @@ pub struct QpEntry<'a> {
     /// The QP number.
     pub qp_num: u32,
     /// Its send queue pool.
-    pub send: Option<&'a mut WridPool>,
+    pub send: Option<&'a mut WridCompleter>,
     /// Its receive queue pool.
-    pub recv: Option<&'a mut WridPool>,
+    pub recv: Option<&'a mut WridCompleter>,
 }
 
 impl QpLookup for [QpEntry<'_>] {

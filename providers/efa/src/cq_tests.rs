@@ -1,6 +1,14 @@
 //! CQ tests: the test writes CQEs into heap memory as the device would.
 
 use super::*;
+use crate::wrid::WridPool;
+
+/// Allocates and publishes one id, as a post does before its doorbell.
+fn post(p: &mut WridPool, wr_id: u64) -> u16 {
+    let r = p.alloc(wr_id).unwrap();
+    p.publish();
+    r
+}
 use crate::error::{ReqIdProblem, EIO, EOPNOTSUPP};
 use crate::testmem::Mem;
 
@@ -70,8 +78,8 @@ fn rx_cqe(req_id: u16, qp: u16, phase: bool) -> [u8; 32] {
 #[test]
 fn golden_recv_with_imm_and_sgid() {
     let mut r = rig(cfg(1, 4, 32, true), true);
-    let mut recv = WridPool::new(4, 0).unwrap();
-    let id = recv.alloc(0xabc).unwrap();
+    let (mut recv_p, mut recv) = WridPool::new(4, 0).unwrap();
+    let id = post(&mut recv_p, 0xabc);
     assert_eq!(id, 0);
     #[rustfmt::skip]
     let cqe: [u8; 32] = [
@@ -116,7 +124,7 @@ fn golden_recv_with_imm_and_sgid() {
             is_unsolicited: false,
         }
     );
-    assert_eq!(recv.outstanding(), 0, "the receive slot was returned");
+    assert_eq!(recv_p.outstanding(), 0, "the receive slot was returned");
     assert_eq!(
         r.cq.db.as_ref().unwrap().log,
         [1],
@@ -127,9 +135,9 @@ fn golden_recv_with_imm_and_sgid() {
 #[test]
 fn golden_send_error_and_unsolicited_write() {
     let mut r = rig(cfg(1, 4, 32, true), true);
-    let mut send = WridPool::new(4, 0).unwrap();
-    let mut recv = WridPool::new(4, 0).unwrap();
-    let sid = send.alloc(0x51).unwrap();
+    let (mut send_p, mut send) = WridPool::new(4, 0).unwrap();
+    let (_recv_p, mut recv) = WridPool::new(4, 0).unwrap();
+    let sid = post(&mut send_p, 0x51);
     #[rustfmt::skip]
     let tx: [u8; 16] = [
         // req_id (slot 0), status 7 = REMOTE_ERROR_BAD_ADDRESS
@@ -175,15 +183,15 @@ fn golden_send_error_and_unsolicited_write() {
     assert_eq!(wcs[1].byte_len, 0x1_0010);
     assert_eq!(wcs[1].imm_data, 7);
     assert_eq!(wcs[1].sgid, None, "known AH: no SGID");
-    assert_eq!(send.outstanding(), 0);
+    assert_eq!(send_p.outstanding(), 0);
 }
 
 #[test]
 fn round_robin_across_sub_cqs() {
     let mut r = rig(cfg(2, 4, 32, false), true);
-    let mut send = WridPool::new(8, 0).unwrap();
+    let (mut send_p, mut send) = WridPool::new(8, 0).unwrap();
     // sub-CQ 0 gets WRs 0,1,2; sub-CQ 1 gets WR 3.
-    let ids: Vec<u16> = (0..4).map(|i| send.alloc(i).unwrap()).collect();
+    let ids: Vec<u16> = (0..4).map(|i| post(&mut send_p, i)).collect();
     for (i, &id) in ids[..3].iter().enumerate() {
         r.put(0, i, &tx_cqe(id, 9, 0, EFA_IO_SEND, true));
     }
@@ -207,8 +215,8 @@ fn round_robin_across_sub_cqs() {
 fn sub_cq_wraps_and_phase() {
     for entry_size in [16u32, 32] {
         let mut r = rig(cfg(2, 4, entry_size, false), true);
-        let mut send = WridPool::new(4, 0).unwrap();
-        let mut recv = WridPool::new(4, 0).unwrap();
+        let (mut send_p, mut send) = WridPool::new(4, 0).unwrap();
+        let (mut recv_p, mut recv) = WridPool::new(4, 0).unwrap();
         let mut wcs = [Wc::default(); 4];
         for k in 0..14u64 {
             let idx = (k % 4) as usize;
@@ -224,8 +232,8 @@ fn sub_cq_wraps_and_phase() {
                 // zeroed ring on pass 0) must not be taken.
                 assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0), "k={k}");
             }
-            let s = send.alloc(100 + k).unwrap();
-            let v = recv.alloc(200 + k).unwrap();
+            let s = post(&mut send_p, 100 + k);
+            let v = post(&mut recv_p, 200 + k);
             r.put(0, idx, &tx_cqe(s, 4, 0, EFA_IO_SEND, phase));
             r.put(1, idx, &rx_cqe(v, 4, phase)[..entry_size as usize]);
             let mut table = [QpEntry {
@@ -257,8 +265,8 @@ fn sub_cq_wraps_and_phase() {
 #[test]
 fn distrusts_cqe_contents() {
     let mut r = rig(cfg(1, 8, 32, false), true);
-    let mut send = WridPool::new(3, 0).unwrap();
-    let good = send.alloc(1).unwrap();
+    let (mut send_p, mut send) = WridPool::new(3, 0).unwrap();
+    let good = post(&mut send_p, 1);
     // 0: good; 1: slot 3 (mask has room, pool does not); 2: slot 1 never posted;
     // 3: unknown QP; 4: q_type 0; 5: generation bits set; 6: good id completed twice.
     r.put(0, 0, &tx_cqe(good, 9, 0, EFA_IO_SEND, true));
@@ -345,8 +353,8 @@ fn arm_and_events() {
         Err(EfaError::NoCqDoorbell { cqn: 3 })
     );
     // Polling without a doorbell works and writes nothing.
-    let mut send = WridPool::new(2, 0).unwrap();
-    let id = send.alloc(5).unwrap();
+    let (mut send_p, mut send) = WridPool::new(2, 0).unwrap();
+    let id = post(&mut send_p, 5);
     nodb.put(0, 0, &tx_cqe(id, 1, 0, EFA_IO_SEND, true));
     let mut table = [QpEntry {
         qp_num: 1,

@@ -31,8 +31,11 @@
 //! - Request ids are always 16-bit pool ids (slot | generation). If the core creates QPs with
 //!   `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID` the device echoes the same low 16 bits, so it is
 //!   harmless but gains nothing; the `req_id_ex` words are written as zero and ignored.
-//! - Post and poll of one QP both need `&mut` of its wr_id pools: one owner drives both (the
-//!   facts warn that they race otherwise).
+//! - Post and poll of one QP touch its wr_id pools from two owners: each queue's pool is split
+//!   into a posting half (kept by the queue) and a completing half
+//!   ([`SendQueue::take_completer`], [`RecvQueue::take_completer`]) that the core gives to the
+//!   CQ side; the two halves share only atomics (see [`wrid`]), so post and poll may run on
+//!   different threads without a lock.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -53,7 +56,7 @@ pub use sq::{
     UdAddr,
 };
 pub use status::{WcOpcode, WcStatus};
-pub use wrid::WridPool;
+pub use wrid::{WridCompleter, WridPool};
 
 #[cfg(test)]
 mod testmem;

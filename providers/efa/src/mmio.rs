@@ -6,9 +6,9 @@
 #![allow(unsafe_code)]
 
 use core::ptr::NonNull;
-use core::sync::atomic::{compiler_fence, fence, Ordering};
+use core::sync::atomic::{compiler_fence, fence, AtomicU32, Ordering};
 
-/// A 32-bit doorbell register (MMIO), written with one volatile little-endian store.
+/// A 32-bit doorbell register (MMIO), written with one atomic little-endian store.
 #[derive(Debug)]
 pub struct Doorbell {
     ptr: NonNull<u32>,
@@ -21,8 +21,9 @@ impl Doorbell {
     /// Wraps a doorbell register.
     ///
     /// # Safety
-    /// `ptr` must be 4-byte aligned and valid for volatile 32-bit writes for as long as the
-    /// returned value (or the queue owning it) lives, and may be written from any thread.
+    /// `ptr` must be 4-byte aligned and valid for 32-bit writes for as long as the returned
+    /// value (or the queue owning it) lives, may be written from any thread, and must not be
+    /// accessed non-atomically by anyone else in this process.
     pub(crate) unsafe fn new(ptr: NonNull<u32>) -> Self {
         Doorbell {
             ptr,
@@ -37,10 +38,16 @@ impl Doorbell {
     pub(crate) fn ring(&mut self, val: u32) {
         #[cfg(test)]
         self.log.push(val);
-        // SAFETY: `new`'s contract: the pointer is aligned and valid for volatile u32 writes for
-        // our whole lifetime. A volatile store is a single 32-bit access (the device requires
-        // the doorbell be written whole), and it is never elided or merged by the compiler.
-        unsafe { self.ptr.as_ptr().write_volatile(val.to_le()) }
+        // SAFETY: `new`'s contract: the pointer is 4-byte aligned and valid for 32-bit writes
+        // for our whole lifetime, and nothing in this process accesses it non-atomically.
+        let reg = unsafe { AtomicU32::from_ptr(self.ptr.as_ptr()) };
+        // One whole 32-bit store (the device requires the doorbell be written whole; an
+        // atomic store is never split, elided or merged; it compiles to a plain `mov`/`stlr`
+        // and never reads the write-only register). Release: every store to host memory
+        // before it (wr_id pool entries, RQ descriptors) happens-before whatever observes this
+        // value — a device model on another thread that Acquire-loads it, and so the CQEs it
+        // writes after; real hardware is ordered by the barrier the caller issued.
+        reg.store(val.to_le(), Ordering::Release);
     }
 }
 

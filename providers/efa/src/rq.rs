@@ -16,7 +16,7 @@ use crate::defs::EfaIoRxDesc;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
 use crate::sq::{PostError, Sge};
-use crate::wrid::WridPool;
+use crate::wrid::{WridCompleter, WridPool};
 
 /// Size of one receive descriptor (`sizeof(struct efa_io_rx_desc)`).
 pub const EFA_IO_RX_DESC_SIZE: u32 = 16;
@@ -79,6 +79,8 @@ pub struct RecvQueue {
     ring: NonNull<u8>,
     db: Doorbell,
     pool: WridPool,
+    /// The completing half of the pool, until the core hands it to the CQ side.
+    completer: Option<WridCompleter>,
     mask: u32,
     /// Descriptor producer counter (mod 2^16), what the doorbell carries.
     pc: u16,
@@ -126,8 +128,10 @@ impl RecvQueue {
         if ring.as_ptr() as usize % 4 != 0 || db.as_ptr() as usize % 4 != 0 {
             return bad("RQ ring or doorbell not 4-byte aligned");
         }
+        let (pool, completer) = WridPool::new(cfg.depth(), cfg.gen)?;
         Ok(RecvQueue {
-            pool: WridPool::new(cfg.depth(), cfg.gen)?,
+            pool,
+            completer: Some(completer),
             cfg,
             ring,
             // SAFETY: forwarded from our caller's contract on `db` (checked aligned above).
@@ -142,9 +146,15 @@ impl RecvQueue {
         &self.cfg
     }
 
-    /// The wr_id pool (the CQ completes receive WRs through it).
-    pub fn pool_mut(&mut self) -> &mut WridPool {
-        &mut self.pool
+    /// The posting half of the wr_id pool.
+    pub fn pool(&self) -> &WridPool {
+        &self.pool
+    }
+
+    /// Takes the completing half of the wr_id pool (once); see
+    /// [`SendQueue::take_completer`](crate::SendQueue::take_completer).
+    pub fn take_completer(&mut self) -> Option<WridCompleter> {
+        self.completer.take()
     }
 
     /// Descriptor producer counter (mod 2^16).
@@ -192,6 +202,8 @@ impl RecvQueue {
             Err(e) => e.index,
         };
         if posted != 0 {
+            // The completer accepts the new req_ids before the device can see them.
+            self.pool.publish();
             // The descriptor stores above are visible to the device's DMA before it sees the
             // doorbell that covers them.
             mmio::dma_wmb();

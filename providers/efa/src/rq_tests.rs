@@ -3,9 +3,11 @@
 use super::*;
 use crate::error::{EINVAL, ENOMEM};
 use crate::testmem::Mem;
+use crate::wrid::WridCompleter;
 
 /// Fields drop in declaration order: the queue goes before the memory it points into.
 struct Rig {
+    done: WridCompleter,
     rq: RecvQueue,
     ring: Mem,
     db: Mem,
@@ -16,8 +18,9 @@ fn rig(c: RqConfig) -> Rig {
     let db = Mem::new(4);
     // SAFETY: heap regions of the needed sizes, kept alive by `Rig` until after the queue is
     // dropped (field order); only this thread touches them.
-    let rq = unsafe { RecvQueue::new(c, ring.ptr(), ring.len(), db.u32_ptr()) }.unwrap();
-    Rig { rq, ring, db }
+    let mut rq = unsafe { RecvQueue::new(c, ring.ptr(), ring.len(), db.u32_ptr()) }.unwrap();
+    let done = rq.take_completer().unwrap();
+    Rig { done, rq, ring, db }
 }
 
 fn desc(r: &Rig, i: usize) -> EfaIoRxDesc {
@@ -102,7 +105,7 @@ fn wraps_and_doorbell_positions() {
         assert_eq!(d.buf_addr(), addr, "post {k} landed in slot {}", k % 4);
         assert!(d.first() && d.last());
         assert_eq!(r.rq.db.log.last(), Some(&(k as u32 + 1)));
-        assert_eq!(r.rq.pool_mut().complete(d.req_id.get()), Ok(k));
+        assert_eq!(r.done.complete(d.req_id.get()), Ok(k));
     }
 
     // A two-descriptor WQE across the ring end (desc_count 4, max_sge 2).
@@ -113,7 +116,7 @@ fn wraps_and_doorbell_positions() {
     }])
     .unwrap();
     let id = desc(&r, 0).req_id.get();
-    r.rq.pool_mut().complete(id).unwrap();
+    r.done.complete(id).unwrap();
     let two = [
         sg[0],
         Sge {

@@ -20,7 +20,7 @@ use zerocopy::IntoBytes;
 use crate::defs::*;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
-use crate::wrid::WridPool;
+use crate::wrid::{WridCompleter, WridPool};
 use uverbs_uapi::efa::{EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE};
 
 /// 64-byte send WQE (`sizeof(struct efa_io_tx_wqe)`).
@@ -340,6 +340,8 @@ pub struct SendQueue {
     desc: NonNull<u8>,
     db: Doorbell,
     pool: WridPool,
+    /// The completing half of the pool, until the core hands it to the CQ side.
+    completer: Option<WridCompleter>,
     /// Staging area for a session: `depth` WQEs, built here, copied to the LLQ on complete.
     staging: Box<[u8]>,
     wqe_size: usize,
@@ -394,13 +396,14 @@ impl SendQueue {
         if db.as_ptr() as usize % 4 != 0 {
             return bad("SQ doorbell not 4-byte aligned");
         }
-        let pool = WridPool::new(cfg.depth, cfg.gen)?;
+        let (pool, completer) = WridPool::new(cfg.depth, cfg.gen)?;
         Ok(SendQueue {
             cfg,
             desc,
             // SAFETY: forwarded from our caller's contract on `db` (checked aligned above).
             db: unsafe { Doorbell::new(db) },
             pool,
+            completer: Some(completer),
             staging: vec![0u8; cfg.sq_ring_size() as usize].into_boxed_slice(),
             wqe_size: cfg.wqe_size as usize,
             mask: cfg.depth - 1,
@@ -415,9 +418,16 @@ impl SendQueue {
         &self.cfg
     }
 
-    /// The wr_id pool (the CQ completes send WRs through it).
-    pub fn pool_mut(&mut self) -> &mut WridPool {
-        &mut self.pool
+    /// The posting half of the wr_id pool (what this queue allocates from).
+    pub fn pool(&self) -> &WridPool {
+        &self.pool
+    }
+
+    /// Takes the completing half of the wr_id pool (once): whoever polls the CQ this queue
+    /// completes into owns it, and may run on another thread than the poster (see
+    /// [`crate::wrid`]).
+    pub fn take_completer(&mut self) -> Option<WridCompleter> {
+        self.completer.take()
     }
 
     /// Producer counter (WQEs published, mod 2^16).
@@ -694,6 +704,9 @@ impl SendSession<'_> {
         }
         let mut pc = self.pc0;
         let mut in_batch = 0;
+        // The completer accepts these req_ids from here on; this happens before the first
+        // doorbell below, which is what lets the device complete them.
+        sq.pool.publish();
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         for i in 0..n as usize {
@@ -732,7 +745,7 @@ impl SendSession<'_> {
     fn rollback(&mut self) {
         let n = core::mem::take(&mut self.staged);
         if n != 0 {
-            self.sq.pool.rollback(n as usize);
+            self.sq.pool.rollback(n);
             self.sq.pc = self.pc0;
             self.sq.phase = self.phase0;
         }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::error::{EINVAL, ENOMEM, EOPNOTSUPP};
 use crate::testmem::Mem;
+use crate::wrid::WridCompleter;
 
 const DEST: UdAddr = UdAddr {
     ah: 0x0102,
@@ -32,6 +33,7 @@ fn cfg(depth: u32, wqe_size: u32) -> SqConfig {
 
 /// Fields drop in declaration order: the queue goes before the memory it points into.
 struct Rig {
+    done: WridCompleter,
     sq: SendQueue,
     desc: Mem,
     db: Mem,
@@ -42,8 +44,9 @@ fn rig(c: SqConfig) -> Rig {
     let db = Mem::new(4);
     // SAFETY: both regions are heap allocations of the needed sizes that `Rig` keeps alive
     // until after the queue is dropped (field order); only this thread touches them.
-    let sq = unsafe { SendQueue::new(c, desc.ptr(), desc.len(), db.u32_ptr()) }.unwrap();
-    Rig { sq, desc, db }
+    let mut sq = unsafe { SendQueue::new(c, desc.ptr(), desc.len(), db.u32_ptr()) }.unwrap();
+    let done = sq.take_completer().unwrap();
+    Rig { done, sq, desc, db }
 }
 
 fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
@@ -187,7 +190,7 @@ fn wraps_flip_phase() {
         );
         assert_eq!(r.sq.db.log.last(), Some(&(k as u32 + 1)));
         // Complete it as the CQ would, with the req_id the device saw.
-        assert_eq!(r.sq.pool_mut().complete(req_id), Ok(k));
+        assert_eq!(r.done.complete(req_id), Ok(k));
     }
     assert_eq!(r.sq.db.log.len(), 14);
 }
@@ -202,7 +205,7 @@ fn batch_wrapping_the_ring_end() {
     r.sq.post_send(&wrs).unwrap();
     for s in 0..3 {
         let (id, _) = wqe_at(&r, s, 64);
-        r.sq.pool_mut().complete(id).unwrap();
+        r.done.complete(id).unwrap();
     }
     let wrs: Vec<_> = (10..13)
         .map(|i| SendWr::send(i, DEST).sge_list(&sg).signaled(true))
@@ -259,7 +262,7 @@ fn unsignaled_rejected_before_device() {
     assert_eq!(e.error.errno(), EINVAL);
     assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
     assert!(r.sq.db.log.is_empty());
-    assert_eq!(r.sq.pool_mut().outstanding(), 0);
+    assert_eq!(r.sq.pool().outstanding(), 0);
 }
 
 #[test]
@@ -406,7 +409,7 @@ fn session_abort_rolls_back() {
         s.post(&SendWr::send(3, DEST).signaled(true)).unwrap();
     }
     assert_eq!(r.sq.producer_counter(), 0);
-    assert_eq!(r.sq.pool_mut().outstanding(), 0);
+    assert_eq!(r.sq.pool().outstanding(), 0);
     assert!(r.sq.db.log.is_empty());
     assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
     let mut s = r.sq.start();
@@ -414,7 +417,7 @@ fn session_abort_rolls_back() {
     assert_eq!(s.complete(), 1);
     let (id, phase) = wqe_at(&r, 0, 64);
     assert!(!phase);
-    assert_eq!(r.sq.pool_mut().complete(id), Ok(4));
+    assert_eq!(r.done.complete(id), Ok(4));
 }
 
 #[test]

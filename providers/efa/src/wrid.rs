@@ -1,43 +1,103 @@
 //! Request-id bookkeeping: which `wr_id` belongs to the 16-bit `req_id` a descriptor carries.
 //!
 //! EFA completes send WRs out of order (SRD is unordered), so a ring index cannot name a WR.
-//! Like rdma-core (`wrid_idx_pool`), each queue owns a fixed pool of slots allocated when the
-//! queue is created; posting takes a free slot and writes its number into the descriptor,
-//! completing returns it. Nothing is allocated on post or poll.
+//! Like rdma-core (`wrid_idx_pool`), each queue owns a fixed pool of ids allocated when the
+//! queue is created; posting takes a free id and writes it into the descriptor, completing
+//! returns it. Nothing is allocated on post or poll.
 //!
-//! The upper bits of the 16-bit `req_id` that the slot index does not need carry a generation
-//! number supplied by the core (rdma-core bumps one per QP-number reuse), so a stale completion
-//! for an earlier QP with the same number is recognised and refused instead of completing
+//! # Two owners, no lock
+//!
+//! Posting (the QP) and completing (the CQ the queue completes into) may run on different
+//! threads at the same time, so the pool is split in two halves over one shared block of
+//! atomics ([`WridPool::new`] returns both):
+//!
+//! * [`WridPool`] — the **poster**: pops free ids, writes their `wr_id`, publishes them as
+//!   posted, and may roll back ids it popped but has not published (`ibv_wr_abort`).
+//! * [`WridCompleter`] — the **completer**: checks a device-written `req_id`, reads the
+//!   `wr_id`, and pushes the id back on the free ring.
+//!
+//! The free ring is a single-producer (completer) / single-consumer (poster) ring of
+//! `AtomicU16` ids with one shared index, `tail` (ids ever pushed), written only by the
+//! completer. The poster's `head` (ids ever popped) is private: the ring can never overflow,
+//! because every push returns an id that was posted, and there are only `capacity` ids — so
+//! `tail - head <= capacity` without the completer ever reading `head`. For the same reason
+//! the ring cells the poster popped but has not published are never overwritten (a push needs
+//! a posted id, and while `k` ids are staged at most `capacity - k` are posted or free), which
+//! is what makes `rollback` a plain `head -= k`.
+//!
+//! Memory ordering, per id:
+//! 1. poster: `wr_id[s].store(Relaxed)`, then `posted[s].store(true, Release)` in
+//!    [`WridPool::publish`], which the caller runs before the doorbell that hands the
+//!    descriptor to the device;
+//! 2. completer: `posted[s].load(Acquire)` — it sees `true` only after the device wrote a CQE
+//!    for the descriptor, so it synchronises with (1) and the `wr_id` load that follows reads
+//!    the value of (1); then `posted[s].store(false, Relaxed)`;
+//! 3. completer: `free[tail].store(s, Relaxed)`, then `tail.store(tail + 1, Release)`;
+//! 4. poster: `tail.load(Acquire)` before it reads `free[head]`: it sees the id written in (3)
+//!    and, through the Release/Acquire pair, the completer's reads in (2) are done before the
+//!    poster overwrites `wr_id[s]` again.
+//!
+//! Each `posted` flag is set only by the poster (for an id it popped, which is not on the free
+//! ring and not posted) and cleared only by the completer (for an id it saw posted, before it
+//! pushes it), so the two sides never write it at the same time; every access is atomic, so a
+//! device that lies (a `req_id` completed twice, never posted, or made up) yields an error,
+//! never a data race, a double push or an out-of-bounds index.
+//!
+//! The upper bits of the 16-bit `req_id` that the index does not need carry a generation
+//! number supplied by the core (rdma-core bumps one per QP-number reuse), so a stale
+//! completion for an earlier QP with the same number is refused instead of completing
 //! somebody else's WR.
-//!
-//! Every `req_id` read back from a CQE is distrusted: out of range, not outstanding, or of the
-//! wrong generation is an error, never an out-of-bounds access or a double completion.
+
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::error::{EfaError, ReqIdProblem};
 
-/// A fixed-capacity pool of request ids for one work queue.
+/// The block both halves share.
 #[derive(Debug)]
-pub struct WridPool {
-    /// `wr_id` of each slot (meaningful while `outstanding[slot]`).
-    wr_id: Box<[u64]>,
-    /// Whether each slot is holding a posted, not yet completed request.
-    outstanding: Box<[bool]>,
-    /// Stack of slot numbers: `free[next..]` are free, `free[..next]` were handed out (in order).
-    free: Box<[u16]>,
-    next: usize,
+struct Shared {
+    /// `wr_id` of each id (meaningful while `posted[id]`).
+    wr_id: Box<[AtomicU64]>,
+    /// Whether each id is posted (handed to the device) and not yet completed.
+    posted: Box<[AtomicBool]>,
+    /// Free ring: cell `i & ring_mask` holds the `i`-th id ever pushed.
+    free: Box<[AtomicU16]>,
+    /// Ids ever pushed onto the free ring (mod 2^32); written only by the completer.
+    tail: AtomicU32,
+    ring_mask: u32,
+    capacity: u32,
     /// Mask of the index bits of a req_id (capacity rounded up to a power of two, minus one).
     idx_mask: u16,
     /// Generation bits, already shifted above the index bits.
     shifted_gen: u16,
 }
 
+/// The posting half of a work queue's request-id pool.
+#[derive(Debug)]
+pub struct WridPool {
+    shared: Arc<Shared>,
+    /// Ids ever popped (mod 2^32); private to the poster.
+    head: u32,
+    /// Popped ids (the last `staged` before `head`) not yet published.
+    staged: u32,
+}
+
+/// The completing half of a work queue's request-id pool (owned by the CQ side).
+#[derive(Debug)]
+pub struct WridCompleter {
+    shared: Arc<Shared>,
+    /// Private copy of `shared.tail` (only we write it).
+    tail: u32,
+}
+
 /// Largest pool: the `req_id` field is 16 bits.
 pub const MAX_POOL_CAPACITY: u32 = 1 << 16;
 
 impl WridPool {
-    /// A pool of `capacity` slots (1..=65536) whose req_ids carry generation `gen` in the bits
-    /// above the index (only as many low bits of `gen` as fit).
-    pub fn new(capacity: u32, gen: u16) -> Result<Self, EfaError> {
+    /// A pool of `capacity` ids (1..=65536) whose req_ids carry generation `gen` in the bits
+    /// above the index (only as many low bits of `gen` as fit): the posting half and the
+    /// completing half.
+    pub fn new(capacity: u32, gen: u16) -> Result<(WridPool, WridCompleter), EfaError> {
         if capacity == 0 || capacity > MAX_POOL_CAPACITY {
             return Err(EfaError::BadConfig {
                 ring: "wrid pool",
@@ -45,91 +105,151 @@ impl WridPool {
             });
         }
         let cap = capacity as usize;
-        let idx_bits = capacity.next_power_of_two().trailing_zeros();
-        let idx_mask = ((1u32 << idx_bits) - 1) as u16;
+        let ring = capacity.next_power_of_two();
+        let idx_bits = ring.trailing_zeros();
+        let idx_mask = (ring - 1) as u16;
         let shifted_gen = (u32::from(gen) << idx_bits) as u16;
-        Ok(WridPool {
-            wr_id: vec![0; cap].into_boxed_slice(),
-            outstanding: vec![false; cap].into_boxed_slice(),
-            free: (0..capacity).map(|i| i as u16).collect(),
-            next: 0,
+        let shared = Arc::new(Shared {
+            wr_id: (0..cap).map(|_| AtomicU64::new(0)).collect(),
+            posted: (0..cap).map(|_| AtomicBool::new(false)).collect(),
+            // Every id starts on the free ring (cells >= capacity are never used).
+            free: (0..ring).map(|i| AtomicU16::new(i as u16)).collect(),
+            tail: AtomicU32::new(capacity),
+            ring_mask: ring - 1,
+            capacity,
             idx_mask,
             shifted_gen,
-        })
+        });
+        Ok((
+            WridPool {
+                shared: shared.clone(),
+                head: 0,
+                staged: 0,
+            },
+            WridCompleter {
+                tail: capacity,
+                shared,
+            },
+        ))
     }
 
-    /// Number of slots.
+    /// Number of ids.
     pub fn capacity(&self) -> u32 {
-        self.free.len() as u32
+        self.shared.capacity
     }
 
-    /// Number of requests posted and not yet completed.
+    /// Ids popped and not yet back on the free ring (posted or staged), as the poster sees
+    /// it now (the completer may free more at any moment).
     pub fn outstanding(&self) -> u32 {
-        self.next as u32
+        // Acquire: as in `is_full`.
+        let tail = self.shared.tail.load(Ordering::Acquire);
+        self.shared.capacity - tail.wrapping_sub(self.head)
     }
 
-    /// Whether every slot is in use (the queue is full).
+    /// Whether no id is free (the queue is full until the completer frees one).
     pub fn is_full(&self) -> bool {
-        self.next == self.free.len()
+        // Acquire: pairs with the completer's Release store of `tail`, so a free id we then
+        // pop is read after the completer wrote it (step 4 of the module docs).
+        self.shared.tail.load(Ordering::Acquire) == self.head
     }
 
-    /// Takes a free slot for `wr_id` and returns the `req_id` to put in the descriptor, or
-    /// `None` when the queue is full.
+    /// Takes a free id for `wr_id` and returns the `req_id` to put in the descriptor, or
+    /// `None` when the queue is full. The id is *staged*: the completer refuses it until
+    /// [`publish`](Self::publish).
     pub fn alloc(&mut self, wr_id: u64) -> Option<u16> {
-        let slot = *self.free.get(self.next)?;
-        let s = usize::from(slot);
-        // Slots in `free[next..]` are always < capacity (they were put there by `new` or by
-        // `complete` after its bounds check), so these index operations cannot fail; `get_mut`
-        // keeps that a checked fact rather than an assumption.
-        let (Some(w), Some(o)) = (self.wr_id.get_mut(s), self.outstanding.get_mut(s)) else {
+        let s = &*self.shared;
+        // Acquire: pairs with the completer's Release store of `tail` (step 4): the cell at
+        // `head` and the completer's last use of that id happen-before what we do next.
+        if s.tail.load(Ordering::Acquire) == self.head {
             return None;
-        };
-        *w = wr_id;
-        *o = true;
-        self.next += 1;
-        Some(slot | self.shifted_gen)
+        }
+        // Relaxed: ordered by the Acquire above.
+        let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
+        // Ids on the free ring are always < capacity (put there by `new`, or by `complete`
+        // after its bounds check), so this lookup cannot fail; `get` keeps it a checked fact.
+        let slot = s.wr_id.get(usize::from(id))?;
+        // Relaxed: published by the Release store of `posted` in `publish` (step 1).
+        slot.store(wr_id, Ordering::Relaxed);
+        self.head = self.head.wrapping_add(1);
+        self.staged += 1;
+        Some(id | s.shifted_gen)
     }
 
-    /// Undoes the last `n` [`alloc`](Self::alloc)s (a `wr_abort`). Only valid when no
-    /// completion was taken in between, which holding `&mut` of the queue guarantees.
-    pub fn rollback(&mut self, n: usize) {
-        for _ in 0..n.min(self.next) {
-            self.next -= 1;
-            if let Some(o) = self
-                .free
-                .get(self.next)
-                .and_then(|&s| self.outstanding.get_mut(usize::from(s)))
-            {
-                *o = false;
+    /// Number of ids staged (allocated, not yet published).
+    pub fn staged(&self) -> u32 {
+        self.staged
+    }
+
+    /// Marks every staged id as posted, so the completer accepts it. Call it before the
+    /// doorbell that hands their descriptors to the device.
+    pub fn publish(&mut self) {
+        let s = &*self.shared;
+        for k in 0..self.staged {
+            let pos = self.head.wrapping_sub(self.staged - k);
+            // Relaxed: we wrote nothing here, we re-read a cell we popped; the completer
+            // cannot overwrite it while it is staged (module docs).
+            let id = s.free[(pos & s.ring_mask) as usize].load(Ordering::Relaxed);
+            if let Some(p) = s.posted.get(usize::from(id)) {
+                // Release: the `wr_id` store of `alloc` happens-before a completer's Acquire
+                // load that sees `true` (step 1).
+                p.store(true, Ordering::Release);
             }
         }
+        self.staged = 0;
+    }
+
+    /// Gives back the last `n` staged ids (a `wr_abort`); published ids are never rolled
+    /// back.
+    pub fn rollback(&mut self, n: u32) {
+        let n = n.min(self.staged);
+        self.head = self.head.wrapping_sub(n);
+        self.staged -= n;
+    }
+}
+
+impl WridCompleter {
+    /// Number of ids.
+    pub fn capacity(&self) -> u32 {
+        self.shared.capacity
     }
 
     /// Completes the request named by a device-written `req_id`: checks generation, range and
-    /// that it is outstanding, frees the slot and returns its `wr_id`.
+    /// that it is posted, frees the id and returns its `wr_id`.
     pub fn complete(&mut self, req_id: u16) -> Result<u64, ReqIdProblem> {
-        let wr_id = self.lookup(req_id)?;
-        let slot = req_id & self.idx_mask;
-        // `lookup` proved slot < capacity and outstanding, so one slot was handed out and
-        // `next >= 1`.
-        self.next -= 1;
-        self.free[self.next] = slot;
-        self.outstanding[usize::from(slot)] = false;
+        let (id, wr_id) = self.check(req_id)?;
+        let s = &*self.shared;
+        // Relaxed: only we clear it, and the Release store of `tail` below orders this (and
+        // our `wr_id` read) before the poster can pop and re-post the id.
+        s.posted[id].store(false, Ordering::Relaxed);
+        s.free[(self.tail & s.ring_mask) as usize].store(id as u16, Ordering::Relaxed);
+        self.tail = self.tail.wrapping_add(1);
+        // Release: publishes the free-ring cell written above, and our last reads of this id,
+        // to the poster's Acquire load of `tail` (step 3).
+        s.tail.store(self.tail, Ordering::Release);
         Ok(wr_id)
     }
 
-    /// The `wr_id` of an outstanding `req_id`, checked like [`complete`](Self::complete) but
-    /// without freeing the slot.
+    /// The `wr_id` of a posted `req_id`, checked like [`complete`](Self::complete) but
+    /// without freeing the id.
     pub fn lookup(&self, req_id: u16) -> Result<u64, ReqIdProblem> {
-        if req_id & !self.idx_mask != self.shifted_gen {
+        self.check(req_id).map(|(_, w)| w)
+    }
+
+    fn check(&self, req_id: u16) -> Result<(usize, u64), ReqIdProblem> {
+        let s = &*self.shared;
+        if req_id & !s.idx_mask != s.shifted_gen {
             return Err(ReqIdProblem::StaleGeneration);
         }
-        let slot = usize::from(req_id & self.idx_mask);
-        match self.outstanding.get(slot) {
-            None => Err(ReqIdProblem::OutOfRange),
-            Some(false) => Err(ReqIdProblem::NotOutstanding),
-            Some(true) => Ok(self.wr_id[slot]),
+        let id = usize::from(req_id & s.idx_mask);
+        let (Some(posted), Some(w)) = (s.posted.get(id), s.wr_id.get(id)) else {
+            return Err(ReqIdProblem::OutOfRange);
+        };
+        // Acquire: pairs with `publish`'s Release store (step 2), so the `wr_id` read below
+        // is the one written for this post.
+        if !posted.load(Ordering::Acquire) {
+            return Err(ReqIdProblem::NotOutstanding);
         }
+        Ok((id, w.load(Ordering::Relaxed)))
     }
 }
 
@@ -137,60 +257,168 @@ impl WridPool {
 mod tests {
     use super::*;
 
+    fn post(p: &mut WridPool, wr_id: u64) -> u16 {
+        let r = p.alloc(wr_id).unwrap();
+        p.publish();
+        r
+    }
+
     #[test]
     fn alloc_complete_out_of_order_and_full() {
-        let mut p = WridPool::new(3, 0).unwrap();
-        let a = p.alloc(100).unwrap();
-        let b = p.alloc(200).unwrap();
-        let c = p.alloc(300).unwrap();
+        let (mut p, mut c) = WridPool::new(3, 0).unwrap();
+        let a = post(&mut p, 100);
+        let b = post(&mut p, 200);
+        let cc = post(&mut p, 300);
         assert!(p.is_full());
         assert_eq!(p.alloc(400), None);
-        assert_eq!(p.complete(b), Ok(200));
-        assert_eq!(p.complete(b), Err(ReqIdProblem::NotOutstanding));
-        let d = p.alloc(400).unwrap();
-        assert_eq!(d, b, "the freed slot is reused");
-        assert_eq!(p.complete(c), Ok(300));
-        assert_eq!(p.complete(a), Ok(100));
-        assert_eq!(p.complete(d), Ok(400));
+        assert_eq!(c.complete(b), Ok(200));
+        assert_eq!(c.complete(b), Err(ReqIdProblem::NotOutstanding));
+        let d = post(&mut p, 400);
+        assert_eq!(d, b, "the freed id is reused");
+        assert_eq!(c.complete(cc), Ok(300));
+        assert_eq!(c.complete(a), Ok(100));
+        assert_eq!(c.complete(d), Ok(400));
         assert_eq!(p.outstanding(), 0);
     }
 
     #[test]
     fn distrusts_device_req_ids() {
-        // capacity 3 -> 2 index bits (mask 0b11); slot 3 exists in the mask but not the pool.
-        let mut p = WridPool::new(3, 0).unwrap();
-        assert_eq!(p.complete(3), Err(ReqIdProblem::OutOfRange));
-        assert_eq!(p.complete(0), Err(ReqIdProblem::NotOutstanding));
+        // capacity 3 -> 2 index bits (mask 0b11); id 3 exists in the mask but not the pool.
+        let (_p, mut c) = WridPool::new(3, 0).unwrap();
+        assert_eq!(c.complete(3), Err(ReqIdProblem::OutOfRange));
+        assert_eq!(c.complete(0), Err(ReqIdProblem::NotOutstanding));
         // any bit above the index bits is a generation mismatch (generation 0 here)
-        assert_eq!(p.complete(0x8000), Err(ReqIdProblem::StaleGeneration));
-        assert_eq!(p.complete(0xffff), Err(ReqIdProblem::StaleGeneration));
+        assert_eq!(c.complete(0x8000), Err(ReqIdProblem::StaleGeneration));
+        assert_eq!(c.complete(0xffff), Err(ReqIdProblem::StaleGeneration));
+    }
+
+    #[test]
+    fn staged_ids_are_refused_until_published() {
+        let (mut p, mut c) = WridPool::new(4, 0).unwrap();
+        let a = p.alloc(1).unwrap();
+        // The device cannot complete what was never handed to it.
+        assert_eq!(c.complete(a), Err(ReqIdProblem::NotOutstanding));
+        assert_eq!(p.staged(), 1);
+        p.publish();
+        assert_eq!(p.staged(), 0);
+        assert_eq!(c.lookup(a), Ok(1));
+        assert_eq!(c.complete(a), Ok(1));
     }
 
     #[test]
     fn generation_bits() {
-        // capacity 4 -> 2 index bits; gen 5 -> req_id bits 15:2 = 5 -> 0x14 | slot.
-        let mut p = WridPool::new(4, 5).unwrap();
-        let r = p.alloc(7).unwrap();
+        // capacity 4 -> 2 index bits; gen 5 -> req_id bits 15:2 = 5 -> 0x14 | id.
+        let (mut p, mut c) = WridPool::new(4, 5).unwrap();
+        let r = post(&mut p, 7);
         assert_eq!(r, 0x14);
-        let old = WridPool::new(4, 4).unwrap().shifted_gen;
-        assert_eq!(p.complete(old), Err(ReqIdProblem::StaleGeneration));
-        assert_eq!(p.complete(r), Ok(7));
+        let old = WridPool::new(4, 4).unwrap().0.shared.shifted_gen;
+        assert_eq!(c.complete(old), Err(ReqIdProblem::StaleGeneration));
+        assert_eq!(c.complete(r), Ok(7));
         // full 16-bit pool: no generation bits at all
-        let mut big = WridPool::new(65536, 9).unwrap();
+        let (mut big, _) = WridPool::new(65536, 9).unwrap();
         assert_eq!(big.alloc(1), Some(0));
     }
 
     #[test]
-    fn rollback_restores_state() {
-        let mut p = WridPool::new(4, 0).unwrap();
-        let a = p.alloc(1).unwrap();
-        p.alloc(2).unwrap();
+    fn rollback_restores_state_and_only_staged_ids() {
+        let (mut p, mut c) = WridPool::new(4, 0).unwrap();
+        let a = post(&mut p, 1);
+        let b = p.alloc(2).unwrap();
         p.alloc(3).unwrap();
-        p.rollback(2);
+        p.rollback(5); // more than staged: only the 2 staged go back
         assert_eq!(p.outstanding(), 1);
-        assert_eq!(p.complete(1), Err(ReqIdProblem::NotOutstanding));
-        assert_eq!(p.complete(a), Ok(1));
+        assert_eq!(c.complete(b), Err(ReqIdProblem::NotOutstanding));
+        assert_eq!(c.complete(a), Ok(1));
+        // The rolled-back ids come out again, in the same order.
+        assert_eq!(p.alloc(9), Some(b));
         assert!(WridPool::new(0, 0).is_err());
         assert!(WridPool::new(65537, 0).is_err());
+    }
+
+    #[test]
+    fn rollback_after_completions_never_duplicates_an_id() {
+        // Fill, complete everything out of order, stage two, roll them back, and check the
+        // pool still hands out exactly `capacity` distinct ids.
+        let (mut p, mut c) = WridPool::new(4, 0).unwrap();
+        let ids: Vec<u16> = (0..4).map(|i| post(&mut p, i)).collect();
+        for &i in ids.iter().rev() {
+            c.complete(i).unwrap();
+        }
+        p.alloc(10).unwrap();
+        p.alloc(11).unwrap();
+        p.rollback(2);
+        let mut got: Vec<u16> = (0..4).map(|i| post(&mut p, 20 + i)).collect();
+        assert_eq!(p.alloc(99), None);
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+    }
+
+    /// Post on one thread, complete on another, out of order, wrapping the free ring many
+    /// times: every wr_id comes back exactly once and with its own value.
+    #[test]
+    fn poster_and_completer_on_two_threads() {
+        const CAP: u32 = 8;
+        const N: u64 = 30_000;
+        let (mut p, mut c) = WridPool::new(CAP, 3).unwrap();
+        // The "device": a channel of req_ids in posting order, which the completer takes
+        // out of order (it keeps a few and completes them reversed).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(u16, u64)>(CAP as usize);
+        let poster = std::thread::spawn(move || {
+            let mut next = 0u64;
+            while next < N {
+                let batch = (1 + next % 3).min(N - next);
+                let mut got = Vec::new();
+                for k in 0..batch {
+                    match p.alloc(next + k) {
+                        Some(r) => got.push((r, next + k)),
+                        None => break,
+                    }
+                }
+                if got.is_empty() {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                if next % 7 == 0 && got.len() > 1 {
+                    // an aborted batch: nothing published, ids reused next round
+                    p.rollback(got.len() as u32);
+                    let again = p.alloc(next).unwrap();
+                    assert_eq!(again, got[0].0, "rollback hands the same id out again");
+                    got.truncate(1);
+                }
+                p.publish();
+                next += got.len() as u64;
+                for g in got {
+                    tx.send(g).unwrap();
+                }
+            }
+        });
+        let mut seen = 0u64;
+        let mut sum = 0u64;
+        let mut held: Vec<(u16, u64)> = Vec::new();
+        while let Ok(g) = rx.recv() {
+            held.push(g);
+            if held.len() >= 3 {
+                while let Some((r, w)) = held.pop() {
+                    assert_eq!(c.complete(r), Ok(w));
+                    // Completed once: either still free, or already re-posted by the other
+                    // thread for a later WR — never the old wr_id again.
+                    match c.lookup(r) {
+                        Err(ReqIdProblem::NotOutstanding) => {}
+                        Ok(w2) => assert!(w2 > w, "id {r} re-posted with an older wr_id"),
+                        Err(e) => panic!("{e:?}"),
+                    }
+                    seen += 1;
+                    sum += w;
+                }
+            }
+        }
+        while let Some((r, w)) = held.pop() {
+            assert_eq!(c.complete(r), Ok(w));
+            seen += 1;
+            sum += w;
+        }
+        poster.join().unwrap();
+        assert_eq!(seen, N);
+        assert_eq!(sum, N * (N - 1) / 2);
     }
 }

@@ -53,6 +53,7 @@ fn rig(cfg: ModelConfig, rts: bool) -> Rig {
             sq_sig_all: true,
             flags: EfaQpFlags::empty(),
             sl: 0,
+            send_ops_flags: uverbs::SendOpsFlags::SEND,
         })
         .unwrap();
     if rts {
