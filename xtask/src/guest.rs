@@ -144,28 +144,35 @@ echo "server exit $src, client exit $crc"
 [ $src -eq 0 ] && [ $crc -eq 0 ]
 "#;
 
-/// `rc_pingpong_server ITERS`: the server half for two VMs (listens on TCP 18515).
+/// `rc_pingpong_server ITERS [TOOL...]`: the server half for two VMs (listens on TCP 18515);
+/// TOOL defaults to ibv_rc_pingpong (`/usr/bin/uverbs pingpong rc` runs ours).
 const RC_PINGPONG_SERVER_SH: &str = r#"#!/bin/sh
 . /lib/uverbs/lib.sh
 gid=$(roce_v2_ipv4_gid rxe0) || exit 1
-echo "ibv_rc_pingpong server on rxe0 (eth0 $(/usr/bin/ip -4 -o addr show dev eth0 | awk '{print $4}')), GID index $gid"
-exec /usr/bin/ibv_rc_pingpong -d rxe0 -g "$gid" -n "${1:-100}"
+iters=${1:-100}
+[ $# -gt 0 ] && shift
+[ $# -gt 0 ] || set -- /usr/bin/ibv_rc_pingpong
+echo "$* server on rxe0 (eth0 $(/usr/bin/ip -4 -o addr show dev eth0 | awk '{print $4}')), GID index $gid"
+exec "$@" -d rxe0 -g "$gid" -n "$iters"
 "#;
 
-/// `rc_pingpong_client SERVER ITERS`: the client half; waits for the server VM to answer
-/// pings and to listen (connection refused is retried for up to 120 s).
+/// `rc_pingpong_client SERVER ITERS [TOOL...]`: the client half; waits for the server VM to
+/// answer pings and to listen (connection refused is retried for up to 120 s). TOOL as above.
 const RC_PINGPONG_CLIENT_SH: &str = r#"#!/bin/sh
 . /lib/uverbs/lib.sh
 server=$1
+iters=${2:-100}
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
+[ $# -gt 0 ] || set -- /usr/bin/ibv_rc_pingpong
 gid=$(roce_v2_ipv4_gid rxe0) || exit 1
 n=0
 until ping -c 1 -W 1 "$server" > /dev/null 2>&1; do
     n=$((n + 1)); [ $n -ge 120 ] && { echo "$server does not answer pings after 120 tries"; exit 1; }
 done
-echo "$server answers pings; ibv_rc_pingpong client on rxe0, GID index $gid"
+echo "$server answers pings; $* client on rxe0, GID index $gid"
 n=0
 while :; do
-    /usr/bin/ibv_rc_pingpong -d rxe0 -g "$gid" -n "${2:-100}" "$server" > /tmp/rc_client.log 2>&1
+    "$@" -d rxe0 -g "$gid" -n "$iters" "$server" > /tmp/rc_client.log 2>&1
     rc=$?
     if [ $rc -eq 0 ] || ! grep -q "Couldn't connect" /tmp/rc_client.log || [ $n -ge 120 ]; then
         cat /tmp/rc_client.log

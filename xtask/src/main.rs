@@ -37,7 +37,8 @@ commands:
                        run a shell command in the VM (default kernel 6.12, timeout 600 s);
                        exits with the command's status. --test-exe copies a static
                        executable in as /tests/<name> (cargo's -<hash> suffix dropped)
-  pingpong2            two VMs (6.1 and 6.12) joined by a link; ibv_rc_pingpong across it
+  pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it
+                       (rdma-core both sides, then uverbs server, then uverbs client)
   kernels              fetch both kernels into the cache and print them
 
 K is 6.1 or 6.12. `test` and `demo` install missing packages (apt-get) and the
@@ -154,7 +155,8 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "pingpong2" => {
             prereq::ensure()?;
-            let mut h = harness::Harness::new(None);
+            // The uverbs variants run our CLI from the base image.
+            let mut h = harness::Harness::new(Some(harness::build_uverbs_cli()?));
             selftest::two_vm_pingpong(&mut h).map(|r| r.passed())
         }
         "kernels" => {

@@ -170,27 +170,67 @@ pub fn failure_and_timeout(h: &mut Harness) -> Result<Vec<Item>> {
 }
 
 /// VM A (6.1) runs the ibv_rc_pingpong server, VM B (6.12) the client, across a virtio-net
-/// link (qemu `-netdev dgram` on 127.0.0.1), each with rxe0 on its eth0.
+/// link (qemu `-netdev dgram` on 127.0.0.1), each with rxe0 on its eth0. Then the same with
+/// our `uverbs pingpong rc` (from the base image's `/usr/bin/uverbs`): ours as server in A with
+/// rdma-core's client in B, and rdma-core's server in A with ours as client in B.
 pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
+    const OURS: &str = "/usr/bin/uverbs pingpong rc";
+    const RDMA_CORE: &str = "/usr/bin/ibv_rc_pingpong";
+    // (step name in A, tool in A, step name in B, tool in B, report name)
+    let pairs = [
+        (
+            "pingpong-server",
+            RDMA_CORE,
+            "pingpong-client",
+            RDMA_CORE,
+            "rc_pingpong",
+        ),
+        (
+            "uverbs-server",
+            OURS,
+            "ibv-client",
+            RDMA_CORE,
+            "uverbs_server_ibv_client",
+        ),
+        (
+            "ibv-server",
+            RDMA_CORE,
+            "uverbs-client",
+            OURS,
+            "ibv_server_uverbs_client",
+        ),
+    ];
+    let mut sa = String::from("rc=0\n");
+    let mut sb = String::from("rc=0\n");
+    for (na, ta, nb, tb, _) in pairs {
+        sa.push_str(&format!(
+            "step {na} 240 /lib/uverbs/rc_pingpong_server.sh 200 {ta} || rc=1\n"
+        ));
+        sb.push_str(&format!(
+            "step {nb} 240 /lib/uverbs/rc_pingpong_client.sh 10.99.1.1 200 {tb} || rc=1\n"
+        ));
+    }
+    sa.push_str("exit $rc\n");
+    sb.push_str("exit $rc\n");
     let server = Payload {
         net: Net::Nic {
             addr: "10.99.1.1/24".into(),
         },
-        script: "step pingpong-server 240 /lib/uverbs/rc_pingpong_server.sh 200\n".into(),
+        script: sa,
         files: vec![],
     };
     let client = Payload {
         net: Net::Nic {
             addr: "10.99.1.2/24".into(),
         },
-        script: "step pingpong-client 240 /lib/uverbs/rc_pingpong_client.sh 10.99.1.1 200\n".into(),
+        script: sb,
         files: vec![],
     };
-    println!("xtask: two VMs joined by a link: ibv_rc_pingpong server in A (6.1, 10.99.1.1), client in B (6.12, 10.99.1.2)");
+    println!("xtask: two VMs joined by a link: rc pingpong servers in A (6.1, 10.99.1.1), clients in B (6.12, 10.99.1.2): ibv<->ibv, uverbs<->ibv, ibv<->uverbs");
     let (a, b) = h.run_pair(
         (Series::V6_1, &server),
         (Series::V6_12, &client),
-        Duration::from_secs(420),
+        Duration::from_secs(600),
     )?;
     for r in [&a, &b] {
         if !r.success() {
@@ -198,18 +238,14 @@ pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
         }
     }
     let mut report = Report::new("two VMs (6.1 <-> 6.12)");
-    report.push(step_item(
-        &a,
-        "pingpong-server",
-        "two_vm::rc_pingpong_server",
-        |s| check_pingpong(&s.output, &[""]),
-    ));
-    report.push(step_item(
-        &b,
-        "pingpong-client",
-        "two_vm::rc_pingpong_client",
-        |s| check_pingpong(&s.output, &[""]),
-    ));
+    for (na, _, nb, _, item) in pairs {
+        report.push(step_item(&a, na, &format!("two_vm::{item}_server"), |s| {
+            check_pingpong(&s.output, &[""])
+        }));
+        report.push(step_item(&b, nb, &format!("two_vm::{item}_client"), |s| {
+            check_pingpong(&s.output, &[""])
+        }));
+    }
     report.print();
     Ok(report)
 }
