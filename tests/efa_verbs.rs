@@ -845,3 +845,122 @@ fn efa_post_and_poll_on_different_threads() {
     // Not asserted (timing-dependent), but shows the queues really ran full at times.
     eprintln!("post found a full queue {full} times");
 }
+
+/// `EFADV_QP_FLAGS_INLINE_WRITE` and inline data over 32 bytes switch the SQ to 128-byte
+/// WQEs; the model reads 128-byte slots and moves the inline bytes; `send_ops_flags` gate the
+/// `wr_*` API.
+#[test]
+fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
+    let fab = EfaFabric::new(21);
+    let cfg = ModelConfig {
+        inline_buf_size_ex: 80,
+        ..Default::default()
+    };
+    let big = EfaQpCap {
+        max_inline_data: 80,
+        ..cap(8)
+    };
+    let a = host_cqe(&fab, cfg, big, EfaQpFlags::INLINE_WRITE, EfaQpType::Srd, 16);
+    let mut b = host_cqe(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd, 16);
+    let Host {
+        qp: mut aqp,
+        scq: mut ascq,
+        pd: apd,
+        dev: adev,
+        ..
+    } = a;
+    assert_eq!(aqp.cap().max_inline_data, 80);
+    let ah = apd.efadv_create_ah(b.gid).unwrap();
+    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+
+    // 80 bytes written inline into remote memory, and a 60-byte inline send.
+    let payload: Vec<u8> = (0..80u8).collect();
+    let text = [b'x'; 60];
+    let rr = [sge(&b.mr, 0, 128)];
+    b.qp.post_recv(&[EfaRecvWr {
+        wr_id: 7,
+        sg_list: &rr,
+    }])
+    .unwrap();
+    let mut s = aqp.wr_start().unwrap();
+    s.rdma_write_inline(1, dest, b.mr.rkey(), b.mr.addr() + 1000, &payload);
+    s.send_inline(2, dest, &text);
+    assert_eq!(s.complete().unwrap(), 2);
+    // Golden bytes of slot 0, derived from efa_io_defs.h (128-byte efa_io_tx_wqe_128):
+    // ctrl1 = op_type RDMA_WRITE (2) | inline_msg BIT(5) | meta_desc BIT(7) = 0xa2;
+    // ctrl2 = first|last|comp_req = 0x1c; length = 80 inline bytes; rdma_req_128 at 32:
+    // remote_mem { length 80, rkey, buf_addr lo/hi }, inline_data[80] at 48.
+    let slot = fab.llq_slot(&adev, aqp.qp_num(), 0);
+    assert_eq!(slot.len(), 128);
+    assert_eq!((slot[2], slot[3]), (0xa2, 0x1c));
+    assert_eq!(&slot[6..8], &80u16.to_le_bytes());
+    assert_eq!(&slot[32..36], &80u32.to_le_bytes());
+    assert_eq!(&slot[36..40], &b.mr.rkey().to_le_bytes());
+    let addr = b.mr.addr() + 1000;
+    assert_eq!(&slot[40..44], &(addr as u32).to_le_bytes());
+    assert_eq!(&slot[44..48], &((addr >> 32) as u32).to_le_bytes());
+    assert_eq!(&slot[48..128], &payload[..]);
+    fab.set_reorder(false);
+    assert_eq!(fab.process(), 2);
+    let sw = poll_all(&mut ascq, 2);
+    assert!(sw.iter().all(|w| w.status == WcStatus::SUCCESS), "{sw:?}");
+    let mut got = [0u8; 80];
+    b.mr.read(1000, &mut got).unwrap();
+    assert_eq!(&got[..], &payload[..]);
+    let rw = poll_all(&mut b.rcq, 1);
+    assert_eq!((rw[0].wr_id, rw[0].byte_len), (7, 60));
+    let mut got = [0u8; 60];
+    b.mr.read(0, &mut got).unwrap();
+    assert_eq!(got, text);
+
+    // Inline RDMA write without INLINE_WRITE (b's SQ has 64-byte WQEs): refused.
+    let mut s = b.qp.wr_start().unwrap();
+    s.rdma_write_inline(3, dest, 1, 0, b"no");
+    let e = s.complete().unwrap_err();
+    assert!(e.is(Errno::INVAL), "{e}");
+    // A wr_* op outside send_ops_flags is refused before anything reaches the device.
+    let ops = ops_for(EfaQpType::Srd, cfg.device_caps);
+    let mut c =
+        b.pd.efadv_create_qp(&EfaQpInitAttr {
+            qp_type: EfaQpType::Srd,
+            send_cq: &b.scq,
+            recv_cq: &b.rcq,
+            cap: cap(8),
+            sq_sig_all: true,
+            flags: EfaQpFlags::empty(),
+            sl: 0,
+            send_ops_flags: SEND_OPS,
+        })
+        .unwrap();
+    c.modify_to_rts(QKEY).unwrap();
+    let w = [sge(&b.mr, 0, 8)];
+    let mut s = c.wr_start().unwrap();
+    s.send(4, dest, &w);
+    s.rdma_write(5, dest, 1, 0, &w);
+    let e = s.complete().unwrap_err();
+    assert!(
+        e.is(Errno::OPNOTSUPP) && e.reason().contains("work request 1"),
+        "{e}"
+    );
+    // send_ops_flags a UD QP cannot have, and INLINE_WRITE on UD: EOPNOTSUPP at create.
+    for (flags, ops) in [
+        (EfaQpFlags::empty(), ops),
+        (EfaQpFlags::INLINE_WRITE, SEND_OPS),
+    ] {
+        let e =
+            b.pd.efadv_create_qp(&EfaQpInitAttr {
+                qp_type: EfaQpType::Ud,
+                send_cq: &b.scq,
+                recv_cq: &b.rcq,
+                cap: cap(8),
+                sq_sig_all: true,
+                flags,
+                sl: 0,
+                send_ops_flags: ops,
+            })
+            .unwrap_err();
+        assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    }
+    assert_eq!(fab.process(), 0);
+    fab.assert_no_violations();
+}

@@ -12,9 +12,19 @@
 //!
 //! Strict: anything a correct driver never produces — a malformed or stale WQE (meta bit,
 //! first/last, phase, reserved bits), an unsignaled send, a bad lkey or an SGE outside its MR,
-//! an RDMA op the device did not advertise, a doorbell past the posted WQEs, a doorbell on a
-//! QP not in RTS — is recorded as a violation; tests end with
-//! [`EfaFabric::assert_no_violations`].
+//! an RDMA op the device did not advertise, inline data longer than the WQE (64 or 128 bytes,
+//! as the QP was created) or the QP allows, an inline RDMA write in a 64-byte WQE, a doorbell
+//! past the posted WQEs, a doorbell on a QP not in RTS — is recorded as a violation; tests end
+//! with [`EfaFabric::assert_no_violations`].
+//!
+//! What the model cannot check: the `max_tx_batch` limit between doorbells. The SQ doorbell
+//! is a word of shared memory; the model reads it when [`EfaFabric::process`] runs and sees
+//! only its latest value, not each store (a real device sees every MMIO write). A watcher
+//! thread polling the word would miss stores that land between two of its reads and then
+//! report a false violation, so the model does not pretend. The batching is proven where each
+//! store is visible: the provider's SQ tests record every doorbell value
+//! (`uverbs_efa::sq` test `doorbell_batching_limit`), and `tests/efa_verbs.rs` checks through the
+//! model that a long list is delivered whole.
 #![allow(unsafe_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -41,6 +51,9 @@ pub struct ModelConfig {
     pub sub_cqs_per_cq: u16,
     /// `inline_buf_size` (64-byte WQEs: at most 32).
     pub inline_buf_size: u16,
+    /// `inline_buf_size_ex`: inline bytes with 128-byte WQEs (0: the device has none, as
+    /// older kernels report).
+    pub inline_buf_size_ex: u16,
     /// `max_llq_size` in bytes.
     pub max_llq_size: u32,
     /// `max_tx_batch` in 64-byte units.
@@ -72,6 +85,7 @@ impl Default for ModelConfig {
         ModelConfig {
             sub_cqs_per_cq: 2,
             inline_buf_size: 32,
+            inline_buf_size_ex: 0,
             max_llq_size: 1 << 20,
             max_tx_batch: 8,
             min_sq_wr: 0,
@@ -94,7 +108,6 @@ impl Default for ModelConfig {
 }
 
 const PAGE: usize = 4096;
-const WQE: usize = 64;
 const LLQ_DESC_OFFSET: u32 = 0x100;
 const SQ_DB_OFFSET: u32 = 0x8;
 const RQ_DB_OFFSET: u32 = 0x10;
@@ -221,6 +234,8 @@ struct QpState {
     qkey: u32,
     sq_psn: u32,
     depth: u32,
+    /// Bytes per LLQ slot: 64 or 128 (`sq_ring_size / max_send_wr`).
+    wqe_size: u32,
     max_send_sge: u32,
     max_recv_sge: u32,
     max_inline: u32,
@@ -458,14 +473,24 @@ impl EfaFabric {
             .unwrap_or_default()
     }
 
-    /// The 64 bytes in LLQ slot `slot` of QP `qpn` on `dev`, as the driver wrote them.
+    /// The first 64 bytes in LLQ slot `slot` of QP `qpn` on `dev`, as the driver wrote them.
     pub fn llq_wqe(&self, dev: &EfaDevice, qpn: u32, slot: u32) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b.copy_from_slice(&self.llq_slot(dev, qpn, slot)[..64]);
+        b
+    }
+
+    /// The whole LLQ slot `slot` (64 or 128 bytes) of QP `qpn` on `dev`.
+    pub fn llq_slot(&self, dev: &EfaDevice, qpn: u32, slot: u32) -> Vec<u8> {
         let f = self.lock();
         let d = &f.devs[dev.dev];
         let q = &d.qps[&d.qp_by_qpn(qpn as u16).expect("no such QP")];
-        let mut b = [0u8; 64];
+        let mut b = vec![0u8; q.wqe_size as usize];
         let slot = (slot & (q.depth - 1)) as usize;
-        q.llq.read(LLQ_DESC_OFFSET as usize + slot * WQE, &mut b);
+        q.llq.read(
+            LLQ_DESC_OFFSET as usize + slot * q.wqe_size as usize,
+            &mut b,
+        );
         b
     }
 
@@ -478,7 +503,8 @@ impl EfaFabric {
         let q = &d.qps[&h];
         let db = q.sq_db.load32(SQ_DB_OFFSET as usize) as u16;
         let slot = (u32::from(db) & (q.depth - 1)) as usize;
-        q.llq.write(LLQ_DESC_OFFSET as usize + slot * WQE, wqe);
+        q.llq
+            .write(LLQ_DESC_OFFSET as usize + slot * q.wqe_size as usize, wqe);
         q.sq_db
             .store32(SQ_DB_OFFSET as usize, u32::from(db.wrapping_add(ring)));
     }
@@ -599,7 +625,7 @@ fn write_cmd(f: &mut Fabric, d: usize, cmd: &mut WriteCmd) -> Result<(), Errno> 
                 max_llq_size: cfg.max_llq_size,
                 max_tx_batch: cfg.max_tx_batch,
                 min_sq_wr: cfg.min_sq_wr,
-                inline_buf_size_ex: 0,
+                inline_buf_size_ex: cfg.inline_buf_size_ex,
                 ..Default::default()
             };
             put(cmd.driver_response_mut(), &r);
@@ -830,9 +856,20 @@ fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> {
     if unsolicited && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV == 0 {
         return Err(Errno::OPNOTSUPP);
     }
-    let depth = e.sq_ring_size / WQE as u32;
+    // The WQE size is what the ring holds per requested WR: 64, or 128 for the extended
+    // format (inline data over 32 bytes, inline RDMA write).
+    let wqe_size = e.sq_ring_size.checked_div(r.max_send_wr).unwrap_or(0);
+    if wqe_size != 64 && wqe_size != 128 {
+        return Err(Errno::INVAL);
+    }
+    let depth = e.sq_ring_size / wqe_size;
+    let inline_max = if wqe_size == 128 {
+        cfg.inline_buf_size_ex
+    } else {
+        cfg.inline_buf_size
+    };
     if e.sq_ring_size == 0
-        || e.sq_ring_size % WQE as u32 != 0
+        || e.sq_ring_size % wqe_size != 0
         || !depth.is_power_of_two()
         || e.sq_ring_size > cfg.max_llq_size
         || depth < u32::from(cfg.min_sq_wr)
@@ -846,7 +883,7 @@ fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> {
     }
     if r.max_send_sge > u32::from(cfg.max_sq_sge)
         || r.max_recv_sge > u32::from(cfg.max_rq_sge)
-        || r.max_inline_data > u32::from(cfg.inline_buf_size)
+        || r.max_inline_data > u32::from(inline_max)
     {
         return Err(Errno::INVAL);
     }
@@ -878,6 +915,7 @@ fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> {
             qkey: 0,
             sq_psn: 0,
             depth,
+            wqe_size,
             max_send_sge: r.max_send_sge,
             max_recv_sge: r.max_recv_sge,
             max_inline: r.max_inline_data,
@@ -1208,7 +1246,8 @@ struct Msg {
     dev: usize,
     qp: u32,
     kind: QpKind,
-    wqe: EfaIoTxWqe,
+    /// The slot's bytes in the 128-byte layout (a 64-byte WQE is its prefix, zero after).
+    wqe: EfaIoTxWqe128,
 }
 
 fn collect_wqes(f: &mut Fabric, d: usize, h: u32, out: &mut Vec<Msg>) {
@@ -1246,14 +1285,15 @@ fn collect_wqes(f: &mut Fabric, d: usize, h: u32, out: &mut Vec<Msg>) {
     for _ in 0..new {
         let q = f.devs[d].qps.get_mut(&h).expect("qp");
         let slot = (u32::from(q.sq_pc) & (depth - 1)) as usize;
-        let mut bytes = [0u8; WQE];
+        let mut bytes = [0u8; 128];
+        let size = q.wqe_size as usize;
         q.llq
-            .read(LLQ_DESC_OFFSET as usize + slot * WQE, &mut bytes);
+            .read(LLQ_DESC_OFFSET as usize + slot * size, &mut bytes[..size]);
         let phase = (q.sq_total / u64::from(depth)) % 2 == 1;
         q.sq_pc = q.sq_pc.wrapping_add(1);
         q.sq_total += 1;
         let kind = q.kind;
-        let wqe = EfaIoTxWqe::read_from_bytes(&bytes).expect("64 bytes");
+        let wqe = EfaIoTxWqe128::read_from_bytes(&bytes).expect("128 bytes");
         if let Some(why) = check_wqe(&f.devs[d], h, &wqe, phase) {
             f.violation(format!("qp {qpn} slot {slot}: {why}"));
             continue;
@@ -1268,7 +1308,7 @@ fn collect_wqes(f: &mut Fabric, d: usize, h: u32, out: &mut Vec<Msg>) {
 }
 
 /// What a correct driver never writes. `None` = the WQE is well formed.
-fn check_wqe(dev: &Dev, h: u32, w: &EfaIoTxWqe, phase: bool) -> Option<String> {
+fn check_wqe(dev: &Dev, h: u32, w: &EfaIoTxWqe128, phase: bool) -> Option<String> {
     let q = &dev.qps[&h];
     let m = &w.meta;
     if !m.meta_desc() {
@@ -1328,12 +1368,27 @@ fn check_wqe(dev: &Dev, h: u32, w: &EfaIoTxWqe, phase: bool) -> Option<String> {
         _ => return Some(format!("unknown op_type {op}")),
     }
     let len = u32::from(m.length.get());
+    let big = q.wqe_size == 128;
     if m.inline_msg() {
         if op == EFA_IO_RDMA_READ {
             return Some("inline RDMA read".into());
         }
-        if len > u32::from(dev.cfg.inline_buf_size) || len > q.max_inline {
-            return Some(format!("inline length {len} over inline_buf_size"));
+        if op == EFA_IO_RDMA_WRITE && !big {
+            return Some("inline RDMA write in a 64-byte WQE".into());
+        }
+        let room = if big {
+            EFA_IO_TX_DESC_INLINE_MAX_SIZE_128 as u32
+        } else {
+            EFA_IO_TX_DESC_INLINE_MAX_SIZE as u32
+        };
+        if len > room || len > q.max_inline {
+            return Some(format!(
+                "inline length {len} over the QP's max_inline_data {} or the {}-byte WQE's room {room}",
+                q.max_inline, q.wqe_size
+            ));
+        }
+        if op == EFA_IO_RDMA_WRITE && w.rdma_req().remote_mem.length.get() != len {
+            return Some("inline RDMA write: remote length differs from the inline length".into());
         }
     } else if op == EFA_IO_SEND {
         if len > q.max_send_sge.max(1) {
@@ -1352,7 +1407,7 @@ fn check_wqe(dev: &Dev, h: u32, w: &EfaIoTxWqe, phase: bool) -> Option<String> {
             return Some(format!("RDMA WQE with {len} local buffers (must be 1)"));
         }
         let r = w.rdma_req();
-        let b = &r.local_mem[0];
+        let b = &r.local_mem()[0];
         if let Some(why) = check_sge(dev, q.pd, b.buf_addr(), b.length.get(), b.lkey_value()) {
             return Some(why);
         }
@@ -1535,7 +1590,9 @@ fn execute(f: &mut Fabric, m: Msg) {
     // Local data of a send or write.
     let mut data = Vec::new();
     if op != EFA_IO_RDMA_READ {
-        if meta.inline_msg() {
+        if meta.inline_msg() && op == EFA_IO_RDMA_WRITE {
+            data.extend_from_slice(&w.rdma_req().inline_data()[..len]);
+        } else if meta.inline_msg() {
             data.extend_from_slice(&w.inline_data()[..len]);
         } else if op == EFA_IO_SEND {
             for b in &w.sgl()[..len] {
@@ -1544,7 +1601,7 @@ fn execute(f: &mut Fabric, m: Msg) {
                 data.extend_from_slice(&v);
             }
         } else {
-            let b = &w.rdma_req().local_mem[0];
+            let b = &w.rdma_req().local_mem()[0];
             let mut v = vec![0u8; b.length.get() as usize];
             mem_read(b.buf_addr(), &mut v);
             data = v;
@@ -1636,7 +1693,7 @@ fn execute(f: &mut Fabric, m: Msg) {
             if op == EFA_IO_RDMA_READ {
                 let mut v = vec![0u8; rlen as usize];
                 mem_read(raddr, &mut v);
-                mem_write(r.local_mem[0].buf_addr(), &v);
+                mem_write(r.local_mem()[0].buf_addr(), &v);
                 return complete(f, EFA_IO_COMP_STATUS_OK);
             }
             mem_write(raddr, &data);

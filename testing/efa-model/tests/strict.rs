@@ -186,6 +186,24 @@ fn rdma_op_not_in_caps_is_a_violation() {
 }
 
 #[test]
+fn inline_rdma_write_in_a_64_byte_wqe_is_a_violation() {
+    let r = rig(ModelConfig::default(), true);
+    let mut w = r.good();
+    w[2] = (w[2] & !0x0f) | 2 | 0x20; // op_type RDMA_WRITE, inline_msg BIT(5)
+    w[6] = 4; // meta.length: 4 inline bytes
+    expect(r.run(w, 1), "inline RDMA write in a 64-byte WQE");
+}
+
+#[test]
+fn inline_send_longer_than_max_inline_is_a_violation() {
+    let r = rig(ModelConfig::default(), true);
+    let mut w = r.good();
+    w[2] |= 0x20; // inline_msg
+    w[6] = 33; // 33 inline bytes: over the 64-byte WQE's 32 (and the QP's max_inline_data)
+    expect(r.run(w, 1), "inline length 33");
+}
+
+#[test]
 fn doorbell_past_the_ring_is_a_violation() {
     let r = rig(ModelConfig::default(), true);
     expect(r.run(r.good(), 9), "more than the depth");
