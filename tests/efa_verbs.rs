@@ -964,3 +964,39 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
     assert_eq!(fab.process(), 0);
     fab.assert_no_violations();
 }
+
+/// `efadv_query_mr` through the EFA driver method: the model answers with fixed interconnect
+/// ids, and marks the RDMA ones valid only when the device has the RDMA caps.
+#[test]
+fn efa_query_mr_reports_interconnect_ids() {
+    use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID;
+    use uverbs_efa_model::{MODEL_RDMA_READ_IC_ID, MODEL_RDMA_RECV_IC_ID, MODEL_RECV_IC_ID};
+    let fab = EfaFabric::new(5);
+    let a = host(
+        &fab,
+        ModelConfig::default(),
+        cap(8),
+        EfaQpFlags::empty(),
+        EfaQpType::Srd,
+    );
+    let m = a.mr.efadv_query_mr().unwrap();
+    assert_eq!(m.ic_id_validity, 0b111);
+    assert_eq!(m.recv_ic_id, Some(MODEL_RECV_IC_ID));
+    assert_eq!(m.rdma_read_ic_id, Some(MODEL_RDMA_READ_IC_ID));
+    assert_eq!(m.rdma_recv_ic_id, Some(MODEL_RDMA_RECV_IC_ID));
+    let cfg = ModelConfig {
+        device_caps: EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+        ..Default::default()
+    };
+    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd);
+    let m = b.mr.efadv_query_mr().unwrap();
+    assert_eq!(
+        (
+            m.ic_id_validity,
+            m.recv_ic_id,
+            m.rdma_read_ic_id,
+            m.rdma_recv_ic_id
+        ),
+        (0b001, Some(MODEL_RECV_IC_ID), None, None)
+    );
+}

@@ -62,6 +62,7 @@
 mod ah;
 mod cq;
 mod device;
+mod mr;
 mod qp;
 mod table;
 
@@ -69,6 +70,7 @@ pub use ah::EfaAh;
 pub(crate) use cq::EfaCqRing;
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
+pub use mr::EfaMrAttr;
 pub use qp::{
     EfaQp, EfaQpAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpQuery, EfaQpState, EfaQpType,
     EfaSendSession,
