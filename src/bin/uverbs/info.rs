@@ -42,6 +42,8 @@ struct Report {
     attr: DeviceAttrEx,
     num_comp_vectors: u32,
     board_id: Option<String>,
+    /// `efadv_query_device`, for EFA devices.
+    efa: Option<uverbs::EfaDeviceAttr>,
     ports: Vec<PortReport>,
 }
 
@@ -154,6 +156,10 @@ fn gather(dev: &Device, port: Option<u8>, verbose: bool) -> Result<Report, Failu
         attr,
         num_comp_vectors: ctx.num_comp_vectors(),
         board_id,
+        efa: match dev.driver() {
+            uverbs::Driver::Efa => Some(ctx.efadv_query_device()?),
+            _ => None,
+        },
         ports,
     })
 }
@@ -484,10 +490,42 @@ fn report_text(r: &Report, verbose: bool) -> String {
         }
         let _ = writeln!(s, "\tnum_comp_vectors:\t\t{}", r.num_comp_vectors as i32);
     }
+    if let Some(e) = &r.efa {
+        efa_text(&mut s, e);
+    }
     for p in &r.ports {
         port_text(&mut s, r, p, verbose);
     }
     s
+}
+
+/// The `efadv_query_device` attributes (no `ibv_devinfo` equivalent: rdma-core prints them
+/// nowhere, so the names are those of `struct efadv_device_attr`).
+fn efa_text(s: &mut String, e: &uverbs::EfaDeviceAttr) {
+    let _ = writeln!(s, "	efadv attributes:");
+    let _ = writeln!(s, "		max_sq_wr:		{}", e.max_sq_wr);
+    let _ = writeln!(s, "		max_rq_wr:		{}", e.max_rq_wr);
+    let _ = writeln!(s, "		max_sq_sge:		{}", e.max_sq_sge);
+    let _ = writeln!(s, "		max_rq_sge:		{}", e.max_rq_sge);
+    let _ = writeln!(s, "		inline_buf_size:	{}", e.inline_buf_size);
+    let _ = writeln!(s, "		max_rdma_size:		{}", e.max_rdma_size);
+    let _ = writeln!(s, "		device_caps:		0x{:08x}", e.device_caps.bits());
+    for (name, _) in e.device_caps.iter_names() {
+        let _ = writeln!(s, "					{name}");
+    }
+}
+
+fn efa_json(e: &uverbs::EfaDeviceAttr) -> Value {
+    json!({
+        "max_sq_wr": e.max_sq_wr,
+        "max_rq_wr": e.max_rq_wr,
+        "max_sq_sge": e.max_sq_sge,
+        "max_rq_sge": e.max_rq_sge,
+        "inline_buf_size": e.inline_buf_size,
+        "max_rdma_size": e.max_rdma_size,
+        "device_caps": e.device_caps.bits(),
+        "device_caps_names": e.device_caps.iter_names().map(|(n, _)| n).collect::<Vec<_>>(),
+    })
 }
 
 fn port_text(s: &mut String, r: &Report, p: &PortReport, verbose: bool) {
@@ -766,6 +804,9 @@ fn report_json(r: &Report, verbose: bool) -> Value {
             Value::Object(pm)
         })
         .collect();
+    if let Some(e) = &r.efa {
+        m.insert("efadv".into(), efa_json(e));
+    }
     m.insert("ports".into(), Value::Array(ports));
     Value::Object(m)
 }
@@ -785,6 +826,30 @@ mod tests {
             ndev_ifindex: 2,
             netdev: Some("veth0".into()),
         }
+    }
+
+    #[test]
+    fn efadv_attributes_are_printed_with_cap_names() {
+        let e = uverbs::EfaDeviceAttr {
+            max_sq_wr: 4096,
+            max_rq_wr: 8192,
+            max_sq_sge: 2,
+            max_rq_sge: 3,
+            inline_buf_size: 32,
+            device_caps: uverbs::EfaDeviceCaps::RDMA_READ | uverbs::EfaDeviceCaps::RDMA_WRITE,
+            max_rdma_size: 1 << 30,
+            kernel_caps: 0,
+        };
+        let mut s = String::new();
+        efa_text(&mut s, &e);
+        assert_eq!(
+            s,
+            "\tefadv attributes:\n\t\tmax_sq_wr:\t\t4096\n\t\tmax_rq_wr:\t\t8192\n\t\tmax_sq_sge:\t\t2\n\t\tmax_rq_sge:\t\t3\n\t\tinline_buf_size:\t32\n\t\tmax_rdma_size:\t\t1073741824\n\t\tdevice_caps:\t\t0x00000009\n\t\t\t\t\tRDMA_READ\n\t\t\t\t\tRDMA_WRITE\n"
+        );
+        let j = efa_json(&e);
+        assert_eq!(j["device_caps"], 9);
+        assert_eq!(j["device_caps_names"], json!(["RDMA_READ", "RDMA_WRITE"]));
+        assert_eq!(j["max_rq_sge"], 3);
     }
 
     #[test]
