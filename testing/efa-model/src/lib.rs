@@ -1086,11 +1086,10 @@ fn query_mr(dev: &mut Dev, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         match a.id() {
             EFA_IB_ATTR_QUERY_MR_HANDLE if a.kind() == AttrKind::Idr => {}
             EFA_IB_ATTR_QUERY_MR_HANDLE => return Err(Errno::INVAL),
-            id if outs.contains(&id) => {
-                if a.kind() != AttrKind::PtrOut || a.len() != 2 {
-                    return Err(Errno::INVAL);
-                }
+            id if outs.contains(&id) && (a.kind() != AttrKind::PtrOut || a.len() != 2) => {
+                return Err(Errno::INVAL)
             }
+            id if outs.contains(&id) => {}
             _ if a.is_mandatory() => return Err(Errno::PROTONOSUPPORT),
             _ => {}
         }
