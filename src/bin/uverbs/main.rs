@@ -8,6 +8,7 @@
 
 mod devices;
 mod info;
+mod perf;
 mod pingpong;
 
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ enum Command {
     Info(info::Args),
     /// Ping-pong SENDs with a peer over RC, UC, UD or SRQ (as `ibv_{rc,uc,ud,srq}_pingpong`).
     Pingpong(pingpong::Args),
+    /// Latency and bandwidth tests (as perftest's `ib_{send,write,read}_{lat,bw}`), and `micro`.
+    Perf(perf::Args),
 }
 
 /// A failure a subcommand reports: printed as `uverbs: error: ...`, exit status 1.
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Devices(a) => devices::run(a),
         Command::Info(a) => info::run(a),
         Command::Pingpong(a) => pingpong::run(a),
+        Command::Perf(a) => perf::run(a),
     };
     match r {
         Ok(code) => code,
