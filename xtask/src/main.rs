@@ -3,6 +3,7 @@
 //! The VM is a Debian kernel (6.1 and 6.12 series) under qemu TCG with a busybox initramfs;
 //! see docs/testing.md for how it works and how to use it.
 
+mod bench;
 mod cpio;
 mod demo;
 mod elf;
@@ -40,6 +41,10 @@ commands:
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it
                        (rdma-core both sides, then uverbs server, then uverbs client)
   kernels              fetch both kernels into the cache and print them
+  bench [--reps N]     uverbs vs rdma-core (perftest, post/poll micro) in one 6.12 VM;
+                       prints medians and ratios (minutes; not part of `test`)
+  bench --host [--criterion]
+                       instruction counts per WR/CQE (callgrind), criterion ring benches
 
 K is 6.1 or 6.12. `test` and `demo` install missing packages (apt-get) and the
 x86_64-unknown-linux-musl Rust target first.";
@@ -172,6 +177,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             }
             Ok(true)
         }
+        "bench" => bench::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(true)

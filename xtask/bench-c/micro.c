@@ -1,0 +1,287 @@
+/*
+ * micro.c: the libibverbs side of `uverbs perf micro` (measuring equipment for
+ * `cargo xtask bench`, not product). Same measurements, same output lines:
+ *
+ *   micro poll_empty_ns <ns>          ibv_poll_cq(cq, 1, wc) on an empty CQ
+ *   micro poll_per_cqe_ns <ns>        ibv_poll_cq(cq, 16, wc) with 1024 CQEs ready, per CQE
+ *   micro post_one_ns <ns>            ibv_post_send of one RDMA WRITE, per call
+ *   micro post_list32_per_wr_ns <ns>  ibv_post_send of a 32-WR list, per WR
+ *
+ * One RC QP connected to a second QP of the same device; 8-byte RDMA WRITEs.
+ * Usage: uverbs-bench-micro [-d DEV] [-x GID_INDEX] [-n ITERS]
+ * Built on the host by xtask (gcc -O2 ... -libverbs) and copied into the VM.
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READY 1024
+#define ROUND 64
+#define LIST 32
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+struct side {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	void *buf;
+};
+
+static void make_side(struct ibv_context *ctx, struct ibv_pd *pd, struct side *s)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+
+	if (posix_memalign(&s->buf, 4096, 4096))
+		die("posix_memalign");
+	memset(s->buf, 0, 4096);
+	s->mr = ibv_reg_mr(pd, s->buf, 4096,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!s->mr)
+		die("ibv_reg_mr");
+	s->cq = ibv_create_cq(ctx, READY, NULL, NULL, 0);
+	if (!s->cq)
+		die("ibv_create_cq");
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = s->cq;
+	ia.recv_cq = s->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = READY;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	s->qp = ibv_create_qp(pd, &ia);
+	if (!s->qp)
+		die("ibv_create_qp");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify to INIT");
+}
+
+static void connect_to(struct side *s, uint32_t dqpn, union ibv_gid *gid, int gidx, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("modify to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("modify to RTS");
+}
+
+static void wait_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, &wc);
+	} while (n == 0);
+	if (n < 0 || wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "completion error: %s\n", n < 0 ? "poll failed" : ibv_wc_status_str(wc.status));
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = NULL;
+	int gidx = 1, iters = 10000, opt, i, r, k;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd;
+	struct ibv_port_attr port;
+	struct side a, b;
+	union ibv_gid gid;
+	struct ibv_wc wcs[16];
+	struct ibv_sge sge;
+	struct ibv_send_wr wrs[LIST], one, *bad;
+	uint64_t t, post_one = 0, post_list = 0;
+	double empty, per_cqe = 1e300;
+	long settle_ms = 100;
+	int clean = 0, rounds;
+
+	while ((opt = getopt(argc, argv, "d:x:n:")) != -1) {
+		switch (opt) {
+		case 'd': devname = optarg; break;
+		case 'x': gidx = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: %s [-d DEV] [-x GID_INDEX] [-n ITERS]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (iters < 100)
+		iters = 100;
+	list = ibv_get_device_list(NULL);
+	if (!list || !list[0]) {
+		fprintf(stderr, "no RDMA devices\n");
+		return 1;
+	}
+	for (i = 0; list[i]; i++)
+		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname)) {
+			ctx = ibv_open_device(list[i]);
+			break;
+		}
+	if (!ctx)
+		die("ibv_open_device");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd");
+	if (ibv_query_port(ctx, 1, &port) || ibv_query_gid(ctx, 1, gidx, &gid))
+		die("query port/gid");
+	make_side(ctx, pd, &a);
+	make_side(ctx, pd, &b);
+	connect_to(&a, b.qp->qp_num, &gid, gidx, port.active_mtu);
+	connect_to(&b, a.qp->qp_num, &gid, gidx, port.active_mtu);
+
+	/* 1. Poll of an empty CQ. */
+	t = now_ns();
+	for (i = 0; i < iters; i++)
+		if (ibv_poll_cq(a.cq, 1, wcs) != 0) {
+			fprintf(stderr, "the CQ was not empty\n");
+			return 1;
+		}
+	empty = (double)(now_ns() - t) / iters;
+
+	sge.addr = (uintptr_t)a.buf;
+	sge.length = 8;
+	sge.lkey = a.mr->lkey;
+	memset(&one, 0, sizeof(one));
+	one.sg_list = &sge;
+	one.num_sge = 1;
+	one.opcode = IBV_WR_RDMA_WRITE;
+	one.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	one.wr.rdma.rkey = b.mr->rkey;
+
+	/* 2. Poll with READY CQEs waiting, per CQE (rounds that meet an empty poll are dropped). */
+	for (r = 0; r < 12 && clean < 4; r++) {
+		int posted = 0, got = 0, empty_seen = 0;
+		struct timespec ts;
+
+		while (posted < READY) {
+			k = READY - posted < LIST ? READY - posted : LIST;
+			for (i = 0; i < k; i++) {
+				wrs[i] = one;
+				wrs[i].send_flags = IBV_SEND_SIGNALED;
+				wrs[i].next = i + 1 < k ? &wrs[i + 1] : NULL;
+			}
+			if (ibv_post_send(a.qp, wrs, &bad))
+				die("ibv_post_send");
+			posted += k;
+		}
+		ts.tv_sec = settle_ms / 1000;
+		ts.tv_nsec = (settle_ms % 1000) * 1000000;
+		nanosleep(&ts, NULL);
+		t = now_ns();
+		while (got < READY) {
+			int n = ibv_poll_cq(a.cq, 16, wcs);
+			if (n < 0)
+				die("ibv_poll_cq");
+			if (n == 0) {
+				empty_seen = 1;
+				break;
+			}
+			got += n;
+		}
+		t = now_ns() - t;
+		if (!empty_seen) {
+			double v = (double)t / READY;
+			if (v < per_cqe)
+				per_cqe = v;
+			clean++;
+			continue;
+		}
+		settle_ms *= 2;
+		while (got < READY) {
+			int n = ibv_poll_cq(a.cq, 16, wcs);
+			if (n < 0)
+				die("ibv_poll_cq");
+			got += n;
+		}
+	}
+	if (!clean) {
+		fprintf(stderr, "the kernel never finished %d writes before the poll timing started\n", READY);
+		return 1;
+	}
+
+	/* 3./4. Posts of one WR and of 32-WR lists; only the posts are timed. */
+	rounds = iters / ROUND < 4 ? 4 : iters / ROUND;
+	for (r = 0; r < rounds; r++) {
+		t = now_ns();
+		for (i = 0; i < ROUND; i++) {
+			struct ibv_send_wr w = one;
+			w.send_flags = i + 1 == ROUND ? IBV_SEND_SIGNALED : 0;
+			if (ibv_post_send(a.qp, &w, &bad))
+				die("ibv_post_send");
+		}
+		post_one += now_ns() - t;
+		wait_one(a.cq);
+		for (i = 0; i < LIST; i++) {
+			wrs[i] = one;
+			wrs[i].send_flags = i + 1 == LIST ? IBV_SEND_SIGNALED : 0;
+			wrs[i].next = i + 1 < LIST ? &wrs[i + 1] : NULL;
+		}
+		t = now_ns();
+		for (i = 0; i < ROUND / LIST; i++)
+			if (ibv_post_send(a.qp, wrs, &bad))
+				die("ibv_post_send");
+		post_list += now_ns() - t;
+		for (i = 0; i < ROUND / LIST; i++)
+			wait_one(a.cq);
+	}
+	printf("micro poll_empty_ns %.1f\n", empty);
+	printf("micro poll_per_cqe_ns %.1f\n", per_cqe);
+	printf("micro post_one_ns %.1f\n", (double)post_one / (rounds * ROUND));
+	printf("micro post_list32_per_wr_ns %.1f\n", (double)post_list / (rounds * ROUND));
+
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return 0;
+}

@@ -1,0 +1,633 @@
+//! `cargo xtask bench`: uverbs against rdma-core, side by side, in one soft-RoCE VM run.
+//!
+//! One 6.12 VM; every row runs rdma-core's perftest (`ib_*`) and `uverbs perf` with identical
+//! settings on the same rxe device (server and client in the VM, over 127.0.0.1), and
+//! `uverbs perf` with its own defaults, alternating theirs/ours/ours-default in every
+//! repetition so drift in the VM hits all of them alike. The table shows medians and ratios:
+//! TCG makes absolute times meaningless, ratios within one run are what counts.
+//!
+//! A userspace microbenchmark follows (`uverbs perf micro` against `xtask/bench-c/micro.c`,
+//! built here with gcc against libibverbs and copied in with its shared libraries).
+//!
+//! `cargo xtask bench --host` instead runs the host-side numbers: instruction counts per
+//! posted WR and per polled CQE from `valgrind --tool=callgrind` on the `ring_counts` example
+//! of the providers, and the criterion benches (`--host --criterion`).
+//!
+//! Not part of `cargo xtask test`: it takes minutes and asserts nothing about speed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::guest::{Net, Payload};
+use crate::harness::{build_uverbs_cli, Harness};
+use crate::kernel::Series;
+use crate::util::{err, Result};
+use crate::vm::Echo;
+
+/// Which side of a comparison a run belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Impl {
+    /// rdma-core: perftest, or micro.c.
+    Theirs,
+    /// uverbs with perftest's settings.
+    Ours,
+    /// uverbs with its own defaults.
+    OursDefault,
+}
+
+impl Impl {
+    fn tag(self) -> &'static str {
+        match self {
+            Impl::Theirs => "theirs",
+            Impl::Ours => "ours",
+            Impl::OursDefault => "ours-default",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Impl> {
+        [Impl::Theirs, Impl::Ours, Impl::OursDefault]
+            .into_iter()
+            .find(|i| i.tag() == s)
+    }
+}
+
+/// One row of the perftest comparison.
+struct Row {
+    /// `send-lat 2 B`, ...
+    name: &'static str,
+    /// perftest program.
+    perftest: &'static str,
+    /// `uverbs perf` test.
+    ours: &'static str,
+    size: u32,
+    iters: u32,
+}
+
+impl Row {
+    fn is_lat(&self) -> bool {
+        self.ours.ends_with("-lat")
+    }
+}
+
+/// Iteration counts are small: TCG runs rxe at about 40 k messages/s.
+const ROWS: &[Row] = &[
+    Row {
+        name: "send-lat 2 B",
+        perftest: "ib_send_lat",
+        ours: "send-lat",
+        size: 2,
+        iters: 1000,
+    },
+    Row {
+        name: "write-lat 64 B",
+        perftest: "ib_write_lat",
+        ours: "write-lat",
+        size: 64,
+        iters: 1000,
+    },
+    Row {
+        name: "read-lat 64 B",
+        perftest: "ib_read_lat",
+        ours: "read-lat",
+        size: 64,
+        iters: 1000,
+    },
+    Row {
+        name: "send-bw 64 B",
+        perftest: "ib_send_bw",
+        ours: "send-bw",
+        size: 64,
+        iters: 10000,
+    },
+    Row {
+        name: "write-bw 64 B",
+        perftest: "ib_write_bw",
+        ours: "write-bw",
+        size: 64,
+        iters: 10000,
+    },
+    Row {
+        name: "write-bw 64 KiB",
+        perftest: "ib_write_bw",
+        ours: "write-bw",
+        size: 65536,
+        iters: 1000,
+    },
+    Row {
+        name: "read-bw 64 KiB",
+        perftest: "ib_read_bw",
+        ours: "read-bw",
+        size: 65536,
+        iters: 1000,
+    },
+];
+
+const MICRO_KEYS: &[(&str, &str)] = &[
+    ("poll_empty_ns", "poll, empty CQ (per call)"),
+    ("poll_per_cqe_ns", "poll, 1024 CQEs ready (per CQE)"),
+    ("post_one_ns", "post_send, 1 WR (per call)"),
+    ("post_list32_per_wr_ns", "post_send, 32-WR list (per WR)"),
+];
+
+struct Options {
+    reps: u32,
+    host: bool,
+    criterion: bool,
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut o = Options {
+        reps: 5,
+        host: false,
+        criterion: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--reps" => {
+                let v = it.next().ok_or_else(|| err!("--reps needs a number"))?;
+                o.reps = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u32| (1..=50).contains(&n))
+                    .ok_or_else(|| err!("--reps {v}: a number from 1 to 50"))?;
+            }
+            "--host" => o.host = true,
+            "--criterion" => o.criterion = true,
+            other => {
+                return Err(err!(
+                    "unknown option `{other}` (cargo xtask bench [--reps N] | --host [--criterion])"
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let o = parse(args)?;
+    if o.host {
+        return host(o.criterion);
+    }
+    crate::prereq::ensure()?;
+    vm(o.reps)
+}
+
+// ----- the VM run --------------------------------------------------------------------------
+
+/// Builds `xtask/bench-c/micro.c` against the host's libibverbs.
+fn build_micro_c() -> Result<PathBuf> {
+    let src = crate::util::workspace_root().join("xtask/bench-c/micro.c");
+    let out = crate::util::work_dir()?.join("uverbs-bench-micro");
+    crate::util::run(
+        Command::new("gcc")
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .arg("-libverbs"),
+    )
+    .map_err(|e| {
+        err!(
+            "building {} (needs gcc and libibverbs-dev): {e}",
+            src.display()
+        )
+    })?;
+    Ok(out)
+}
+
+/// The shared libraries `ldd` names for `bin` (absolute paths).
+fn shared_libs(bin: &Path) -> Result<Vec<PathBuf>> {
+    let out = crate::util::output(Command::new("ldd").arg(bin))?;
+    let mut libs = Vec::new();
+    for line in out.lines() {
+        if line.contains("not found") {
+            return Err(err!(
+                "{} needs a library that is not installed: {}",
+                bin.display(),
+                line.trim()
+            ));
+        }
+        let path = line.split_once("=>").map_or(line, |(_, r)| r).trim();
+        let path = path.split(" (").next().unwrap_or("").trim();
+        if path.starts_with('/') {
+            libs.push(PathBuf::from(path));
+        }
+    }
+    Ok(libs)
+}
+
+/// The shell script the VM runs: every row, `reps` times, in the order theirs, ours,
+/// ours-default; then the microbenchmark. Every run is framed by `UVBENCH` lines.
+fn script(reps: u32) -> String {
+    let mut s = String::from(
+        r#". /lib/uverbs/lib.sh
+gid=$(roce_v2_ipv4_gid rxe0) || exit 1
+echo "rxe0 GID index $gid"
+port=18600
+# one ROW IMPL REP SERVER_CMD... -- CLIENT_ARGS: server in the background, client in front.
+pair() {
+    row=$1; impl=$2; rep=$3; prog=$4; shift 4
+    port=$((port + 1))
+    echo "UVBENCH-BEGIN $row $impl $rep"
+    timeout -s KILL 60 $prog -p $port "$@" > /tmp/server.log 2>&1 &
+    srv=$!
+    wait_listening $port 30 || { kill $srv; cat /tmp/server.log; echo "UVBENCH-END 1"; return; }
+    timeout -s KILL 60 $prog -p $port "$@" 127.0.0.1 2>&1
+    rc=$?
+    wait $srv
+    src=$?
+    [ $src -ne 0 ] && { echo "server failed ($src):"; cat /tmp/server.log; rc=$src; }
+    echo "UVBENCH-END $rc"
+}
+"#,
+    );
+    for rep in 1..=reps {
+        for (i, r) in ROWS.iter().enumerate() {
+            let common = format!("-d rxe0 -x $gid -s {} -n {}", r.size, r.iters);
+            s += &format!("pair {i} theirs {rep} {} {common}\n", r.perftest);
+            s += &format!(
+                "pair {i} ours {rep} 'uverbs perf {} --perftest-defaults' {common}\n",
+                r.ours
+            );
+            s += &format!(
+                "pair {i} ours-default {rep} 'uverbs perf {}' {common}\n",
+                r.ours
+            );
+        }
+    }
+    // `$prog` is word-split on purpose in pair(): `uverbs perf X` is three words.
+    for rep in 1..=reps.min(3) {
+        s += &format!(
+            "echo 'UVBENCH-BEGIN micro theirs {rep}'; timeout -s KILL 300 /tests/uverbs-bench-micro -d rxe0 -x $gid -n 20000 2>&1; echo \"UVBENCH-END $?\"\n"
+        );
+        s += &format!(
+            "echo 'UVBENCH-BEGIN micro ours {rep}'; timeout -s KILL 300 uverbs perf micro -d rxe0 -x $gid -n 20000 2>&1; echo \"UVBENCH-END $?\"\n"
+        );
+    }
+    s
+}
+
+/// One framed run's output.
+#[derive(Debug, Default)]
+struct RunOut {
+    key: String,
+    imp: Option<Impl>,
+    lines: Vec<String>,
+    status: Option<i32>,
+}
+
+fn split_runs(lines: &[String]) -> Vec<RunOut> {
+    let mut out = Vec::new();
+    let mut cur: Option<RunOut> = None;
+    for l in lines {
+        if let Some(rest) = l.strip_prefix("UVBENCH-BEGIN ") {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if let Some(c) = cur.take() {
+                out.push(c);
+            }
+            cur = Some(RunOut {
+                key: f.first().unwrap_or(&"").to_string(),
+                imp: f.get(1).and_then(|s| Impl::parse(s)),
+                ..RunOut::default()
+            });
+        } else if let Some(rest) = l.strip_prefix("UVBENCH-END ") {
+            if let Some(mut c) = cur.take() {
+                c.status = rest.trim().parse().ok();
+                out.push(c);
+            }
+        } else if let Some(c) = cur.as_mut() {
+            c.lines.push(l.clone());
+        }
+    }
+    out.extend(cur);
+    out
+}
+
+/// The number perftest's table (or ours) reports under `column` in the line after its header.
+fn table_value(lines: &[String], header_has: &str, column: usize) -> Option<f64> {
+    let i = lines.iter().position(|l| l.contains(header_has))?;
+    lines[i + 1..]
+        .iter()
+        .find(|l| !l.trim().is_empty())?
+        .split_whitespace()
+        .nth(column)?
+        .parse()
+        .ok()
+}
+
+/// t_typical (latency rows) or MsgRate (bandwidth rows) of one run.
+fn metric(row: &Row, lines: &[String]) -> Option<f64> {
+    if row.is_lat() {
+        table_value(lines, "t_typical", 4)
+    } else {
+        table_value(lines, "MsgRate", 4)
+    }
+}
+
+fn micro_value(lines: &[String], key: &str) -> Option<f64> {
+    lines.iter().find_map(|l| {
+        let mut f = l.split_whitespace();
+        (f.next() == Some("micro") && f.next() == Some(key))
+            .then(|| f.next()?.parse().ok())
+            .flatten()
+    })
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map(|x| {
+        if x < 0.1 {
+            format!("{x:.5}")
+        } else {
+            format!("{x:.2}")
+        }
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
+fn vm(reps: u32) -> Result<bool> {
+    let cli = build_uverbs_cli()?;
+    let micro = build_micro_c()?;
+    let mut files = vec![("tests/uverbs-bench-micro".to_string(), micro.clone())];
+    // Its libraries are the ones perftest needs (already in the image); copied again so the
+    // program never depends on that.
+    for lib in shared_libs(&micro)? {
+        let g = lib.to_string_lossy().trim_start_matches('/').to_string();
+        files.push((g, lib));
+    }
+    let body = script(reps);
+    let payload = Payload {
+        net: Net::Veth {
+            addr: "10.99.0.1/24".into(),
+        },
+        script: format!("cat > /tmp/bench.sh <<'UVBENCH_EOF'\n{body}UVBENCH_EOF\nstep bench 0 sh /tmp/bench.sh\n"),
+        files,
+    };
+    let mut h = Harness::new(Some(cli));
+    println!(
+        "xtask: bench: {} rows x 3 x {reps} runs + micro, one 6.12 VM (several minutes under TCG)",
+        ROWS.len()
+    );
+    let run = h.run(
+        Series::V6_12,
+        &payload,
+        Duration::from_secs(1800),
+        Echo {
+            prefix: "[bench] ".into(),
+            step_banners: false,
+            boot_messages: false,
+        },
+    )?;
+    let Some(step) = run.step("bench") else {
+        println!("xtask: {}", run.describe());
+        return Ok(false);
+    };
+    let runs = split_runs(&step.output);
+    let mut ok = run.success();
+    let mut vals: BTreeMap<(String, Impl), Vec<f64>> = BTreeMap::new();
+    let mut micro_vals: BTreeMap<(&str, Impl), Vec<f64>> = BTreeMap::new();
+    for r in &runs {
+        let Some(imp) = r.imp else { continue };
+        if r.status != Some(0) {
+            ok = false;
+            println!(
+                "xtask: bench run {} {} failed (status {:?}):\n  {}",
+                r.key,
+                imp.tag(),
+                r.status,
+                r.lines.join("\n  ")
+            );
+            continue;
+        }
+        if r.key == "micro" {
+            for (k, _) in MICRO_KEYS {
+                if let Some(v) = micro_value(&r.lines, k) {
+                    micro_vals.entry((k, imp)).or_default().push(v);
+                }
+            }
+            continue;
+        }
+        let Some(row) = r.key.parse::<usize>().ok().and_then(|i| ROWS.get(i)) else {
+            continue;
+        };
+        match metric(row, &r.lines) {
+            Some(v) => vals.entry((r.key.clone(), imp)).or_default().push(v),
+            None => {
+                ok = false;
+                println!(
+                    "xtask: bench run {} {}: no result in its output:\n  {}",
+                    row.name,
+                    imp.tag(),
+                    r.lines.join("\n  ")
+                );
+            }
+        }
+    }
+    let mut med = |k: String, i: Impl| vals.get_mut(&(k, i)).and_then(|v| median(v));
+    println!();
+    println!(
+        "uverbs vs rdma-core on rxe (kernel {}), medians of {reps} runs, alternating",
+        run.label
+    );
+    println!("latency rows: t_typical [usec], ratio = ours/theirs (target <= 1.0)");
+    println!("rate rows: MsgRate [Mpps], ratio = ours/theirs (target >= 1.0; ours-default on write-bw 64 B: >= 1.5)");
+    println!(
+        "{:<18} {:<13} {:>11} {:>11} {:>7}   {:>13} {:>7}",
+        "row", "metric", "theirs", "ours", "ratio", "ours-default", "ratio"
+    );
+    for (i, row) in ROWS.iter().enumerate() {
+        let t = med(i.to_string(), Impl::Theirs);
+        let o = med(i.to_string(), Impl::Ours);
+        let d = med(i.to_string(), Impl::OursDefault);
+        let ratio = |x: Option<f64>| match (x, t) {
+            (Some(x), Some(t)) if t > 0.0 => format!("{:.2}", x / t),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<18} {:<13} {:>11} {:>11} {:>7}   {:>13} {:>7}",
+            row.name,
+            if row.is_lat() { "t_typ usec" } else { "Mpps" },
+            fmt(t),
+            fmt(o),
+            ratio(o),
+            fmt(d),
+            ratio(d)
+        );
+    }
+    println!();
+    println!(
+        "userspace microbenchmark (ns per operation; ratio = ours/theirs, target <= 0.5 for polls)"
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>7}",
+        "operation", "theirs", "ours", "ratio"
+    );
+    for (k, label) in MICRO_KEYS {
+        let t = micro_vals
+            .get_mut(&(k, Impl::Theirs))
+            .and_then(|v| median(v));
+        let o = micro_vals.get_mut(&(k, Impl::Ours)).and_then(|v| median(v));
+        let r = match (o, t) {
+            (Some(o), Some(t)) if t > 0.0 => format!("{:.2}", o / t),
+            _ => "-".into(),
+        };
+        println!("{label:<34} {:>10} {:>10} {r:>7}", fmt(t), fmt(o));
+    }
+    println!();
+    println!("xtask: {}", run.describe());
+    Ok(ok)
+}
+
+// ----- host numbers ------------------------------------------------------------------------
+
+fn host(criterion: bool) -> Result<bool> {
+    let root = crate::util::workspace_root();
+    crate::util::find_program("valgrind")
+        .ok_or_else(|| err!("valgrind is not installed (apt-get install valgrind)"))?;
+    // The example counts one phase per run, so callgrind's total minus an empty run's is
+    // the cost of the phase alone.
+    crate::util::run(
+        Command::new(crate::util::cargo())
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "uverbs-efa-model",
+                "--example",
+                "ring_counts",
+            ])
+            .current_dir(&root),
+    )?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let exe = target.join("release/examples/ring_counts");
+    let n: u64 = 4096;
+    println!("xtask: instruction counts (valgrind --tool=callgrind), {n} operations per phase");
+    println!("{:<28} {:>14}", "phase", "instructions/op");
+    let base = callgrind(&exe, "none", n)?;
+    for (phase, label) in [
+        ("efa-post", "EFA post_send (per WR)"),
+        ("efa-post-list", "EFA post_send 32-list (per WR)"),
+        ("efa-poll", "EFA poll (per CQE)"),
+        ("rxe-post", "rxe post (per WR)"),
+        ("rxe-poll", "rxe poll (per CQE)"),
+    ] {
+        let total = callgrind(&exe, phase, n)?;
+        println!(
+            "{label:<28} {:>14.1}",
+            total.saturating_sub(base) as f64 / n as f64
+        );
+    }
+    if criterion {
+        crate::util::run(
+            Command::new(crate::util::cargo())
+                .args(["bench", "--package", "uverbs-efa-model", "--bench", "rings"])
+                .current_dir(&root),
+        )?;
+    }
+    Ok(true)
+}
+
+/// Total instructions (`Ir`) of one run of `exe PHASE N` under callgrind.
+fn callgrind(exe: &Path, phase: &str, n: u64) -> Result<u64> {
+    let out_file = crate::util::work_dir()?.join(format!("callgrind.{phase}.out"));
+    let out = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
+        .arg(exe)
+        .arg(phase)
+        .arg(n.to_string())
+        .output()
+        .map_err(|e| err!("running valgrind: {e}"))?;
+    if !out.status.success() {
+        return Err(err!(
+            "valgrind {} {phase} failed: {}",
+            exe.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    // "==123== Collected : 456789"
+    let v = text
+        .lines()
+        .find_map(|l| l.split("Collected :").nth(1))
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| err!("no `Collected :` line in callgrind's output:\n{text}"))?;
+    let _ = std::fs::remove_file(&out_file);
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn perftest_tables_are_parsed() {
+        let bw = lines(
+            " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 64         20000            2.57               2.56  \t\t   0.042000\n",
+        );
+        assert_eq!(metric(&ROWS[4], &bw), Some(0.042));
+        let lat = lines(
+            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n 2       1000          10.50          300.1        12.20            13.00          4.1             30.0                   200.0\n",
+        );
+        assert_eq!(metric(&ROWS[0], &lat), Some(12.2));
+        assert_eq!(metric(&ROWS[0], &bw), None);
+    }
+
+    #[test]
+    fn runs_are_split_by_markers() {
+        let out = lines("noise\nUVBENCH-BEGIN 3 ours 1\na\nb\nUVBENCH-END 0\nUVBENCH-BEGIN micro theirs 2\nmicro poll_empty_ns 12.5\nUVBENCH-END 1\n");
+        let r = split_runs(&out);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].key, "3");
+        assert_eq!(r[0].imp, Some(Impl::Ours));
+        assert_eq!(r[0].lines, vec!["a", "b"]);
+        assert_eq!(r[0].status, Some(0));
+        assert_eq!(r[1].imp, Some(Impl::Theirs));
+        assert_eq!(r[1].status, Some(1));
+        assert_eq!(micro_value(&r[1].lines, "poll_empty_ns"), Some(12.5));
+        assert_eq!(micro_value(&r[1].lines, "post_one_ns"), None);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn the_script_alternates_and_quotes_our_command() {
+        let s = script(2);
+        assert!(s.starts_with(". /lib/uverbs/lib.sh\n"));
+        let a = s.find("pair 0 theirs 1 ib_send_lat").unwrap();
+        let b = s
+            .find("pair 0 ours 1 'uverbs perf send-lat --perftest-defaults'")
+            .unwrap();
+        let c = s
+            .find("pair 0 ours-default 1 'uverbs perf send-lat'")
+            .unwrap();
+        let d = s.find("pair 0 theirs 2").unwrap();
+        assert!(a < b && b < c && c < d);
+        assert!(s.contains("micro ours 1"));
+    }
+}
