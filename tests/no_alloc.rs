@@ -1,0 +1,316 @@
+//! The data path allocates nothing: a counting global allocator watches `post_send`,
+//! `post_recv` and `poll` on rxe (in the soft-RoCE VM) and on EFA (against the device model,
+//! anywhere).
+//!
+//! The counter is per thread and only counts while a test has switched it on around the data
+//! path calls, so set-up, the device model's own work and other test threads do not count.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use uverbs::{
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType,
+    EfaRecvWr, EfaSendWr, EfaSge, EfaWcFlags, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
+    QpType, RecvWr, SendOpsFlags, SendWr, Wc, WrOp,
+};
+use uverbs_efa_model::{EfaFabric, ModelConfig};
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note() {
+    // try_with: the thread-local may be gone while a thread exits.
+    let _ = COUNTING.try_with(|c| {
+        if c.get() {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+        }
+    });
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; counting touches only
+// const-initialised thread-locals, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: forwarded with the caller's layout, as GlobalAlloc::alloc requires.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        // SAFETY: ptr was allocated by System (every allocation goes there) with layout.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: ptr was allocated by System with layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` with counting on; returns its result and the allocations it made.
+fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    ALLOCS.with(|a| a.set(0));
+    COUNTING.with(|c| c.set(true));
+    let r = f();
+    COUNTING.with(|c| c.set(false));
+    (r, ALLOCS.with(|a| a.get()))
+}
+
+#[test]
+fn counting_allocator_sees_an_allocation() {
+    let (v, n) = counted(|| vec![1u8; 100]);
+    assert_eq!(v.len(), 100);
+    assert!(n >= 1, "the counter must see a Vec allocation, saw {n}");
+    let (_, n) = counted(|| 1 + 1);
+    assert_eq!(n, 0);
+}
+
+const QKEY: u32 = 0x1234_5678;
+
+fn efa_cq(ctx: &uverbs::Context) -> Cq {
+    ctx.efadv_create_cq(
+        &CqInitAttr {
+            cqe: 256,
+            ..Default::default()
+        },
+        &EfaCqInitAttr {
+            wc_flags: EfaWcFlags::empty(),
+            ..Default::default()
+        },
+    )
+    .expect("efadv_create_cq")
+}
+
+#[test]
+fn efa_post_send_post_recv_and_poll_allocate_nothing() {
+    let fab = EfaFabric::new(1);
+    let da = fab.add_device(ModelConfig::default());
+    let db = fab.add_device(ModelConfig::default());
+    let (ca, cb) = (da.open().unwrap(), db.open().unwrap());
+    let (pa, pb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
+    let (mut sa, ra) = (efa_cq(&ca), efa_cq(&ca));
+    let (sb, mut rb) = (efa_cq(&cb), efa_cq(&cb));
+    let cap = EfaQpCap {
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let qp = |pd: &uverbs::Pd, s: &Cq, r: &Cq| {
+        let mut q = pd
+            .efadv_create_qp(&EfaQpInitAttr {
+                qp_type: EfaQpType::Srd,
+                send_cq: s,
+                recv_cq: r,
+                cap,
+                sq_sig_all: true,
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+                send_ops_flags: SendOpsFlags::SEND,
+            })
+            .expect("efadv_create_qp");
+        q.modify_to_rts(QKEY).expect("modify to RTS");
+        q
+    };
+    let mut qa = qp(&pa, &sa, &ra);
+    let mut qb = qp(&pb, &sb, &rb);
+    let ma = pa.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let mb = pb.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let ah = pa.efadv_create_ah(db.gid()).unwrap();
+    let dest = ah.ud_addr(qb.qp_num(), QKEY);
+    let ssge: [EfaSge; 1] = [ma.sge(0, 64).unwrap().into()];
+    let rsge: [EfaSge; 1] = [mb.sge(0, 64).unwrap().into()];
+    let sends = [EfaSendWr::send(7, dest).sge_list(&ssge).signaled(true); 8];
+    let recvs = [EfaRecvWr {
+        wr_id: 9,
+        sg_list: &rsge,
+    }; 8];
+    let mut wcs = [Wc::default(); 8];
+    // Several rounds, so the rings wrap (64 deep, 8 per round, 20 rounds).
+    let mut total = (0u64, 0u64, 0u64, 0u64);
+    for round in 0..20 {
+        let (r, n) = counted(|| qb.post_recv(&recvs));
+        r.unwrap_or_else(|e| panic!("round {round}: post_recv: {e}"));
+        total.0 += n;
+        let (r, n) = counted(|| qa.post_send(&sends));
+        r.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
+        total.1 += n;
+        assert_eq!(fab.process(), 8, "round {round}: the model moved 8 sends");
+        let ((s, r), n) = counted(|| (sa.poll(&mut wcs), rb.poll(&mut wcs)));
+        assert_eq!(s.unwrap(), 8, "round {round}: 8 send completions");
+        assert_eq!(r.unwrap(), 8, "round {round}: 8 receive completions");
+        total.2 += n;
+        let (r, n) = counted(|| sa.poll(&mut wcs));
+        assert_eq!(r.unwrap(), 0, "round {round}: the CQ is empty again");
+        total.3 += n;
+    }
+    assert_eq!(
+        total,
+        (0, 0, 0, 0),
+        "allocations in (post_recv, post_send, poll, empty poll)"
+    );
+    fab.assert_no_violations();
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
+    let ctx = uverbs::Context::open(&common::rxe_device()).expect("open rxe");
+    let pd = ctx.alloc_pd().unwrap();
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let mr = pd.reg_mr(4096, access).unwrap();
+    let mut scq = ctx.create_cq(256, None, 0).unwrap();
+    let mut rcq = ctx.create_cq(256, None, 0).unwrap();
+    let cap = QpCap {
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let gid_index = roce_v2_gid(&ctx);
+    let gid = ctx.query_gid(1, gid_index).unwrap();
+    let mut a = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &scq, &rcq, cap))
+        .unwrap();
+    let mut b = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &scq, &rcq, cap))
+        .unwrap();
+    let port_mtu = ctx.query_port(1).unwrap().active_mtu;
+    for (q, dest) in [(&mut a, 0u32), (&mut b, 1)] {
+        let init = QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            qp_access_flags: access,
+            ..QpAttr::default()
+        };
+        q.modify(
+            &init,
+            QpAttrMask::STATE
+                | QpAttrMask::PKEY_INDEX
+                | QpAttrMask::PORT
+                | QpAttrMask::ACCESS_FLAGS,
+        )
+        .unwrap();
+        let _ = dest;
+    }
+    let (qa, qb) = (a.qp_num(), b.qp_num());
+    for (q, dest) in [(&mut a, qb), (&mut b, qa)] {
+        let mut attr = QpAttr {
+            qp_state: QpState::Rtr,
+            path_mtu: port_mtu,
+            dest_qp_num: dest,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ..QpAttr::default()
+        };
+        attr.ah_attr.is_global = true;
+        attr.ah_attr.port_num = 1;
+        attr.ah_attr.grh.dgid = gid;
+        attr.ah_attr.grh.sgid_index = gid_index as u8;
+        attr.ah_attr.grh.hop_limit = 64;
+        q.modify(
+            &attr,
+            QpAttrMask::STATE
+                | QpAttrMask::AV
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+                | QpAttrMask::MAX_DEST_RD_ATOMIC
+                | QpAttrMask::MIN_RNR_TIMER,
+        )
+        .unwrap();
+        attr.qp_state = QpState::Rts;
+        attr.timeout = 14;
+        attr.retry_cnt = 7;
+        attr.rnr_retry = 7;
+        attr.max_rd_atomic = 1;
+        q.modify(
+            &attr,
+            QpAttrMask::STATE
+                | QpAttrMask::SQ_PSN
+                | QpAttrMask::TIMEOUT
+                | QpAttrMask::RETRY_CNT
+                | QpAttrMask::RNR_RETRY
+                | QpAttrMask::MAX_QP_RD_ATOMIC,
+        )
+        .unwrap();
+    }
+    let sge = [mr.sge(0, 64).unwrap()];
+    let rsge = [mr.sge(1024, 64).unwrap()];
+    let recvs = [RecvWr::new(2, &rsge); 8];
+    let write = SendWr::new(
+        1,
+        WrOp::RdmaWrite {
+            remote_addr: mr.addr() + 2048,
+            rkey: mr.rkey(),
+        },
+    )
+    .sge(&sge)
+    .signaled();
+    let sends = [SendWr::send(3).sge(&sge).signaled(); 8];
+    let writes = [write; 8];
+    let mut wcs = [Wc::default(); 16];
+    let mut total = (0u64, 0u64, 0u64);
+    for round in 0..20 {
+        let (r, n) = counted(|| b.post_recv(&recvs));
+        r.unwrap_or_else(|e| panic!("round {round}: post_recv: {e}"));
+        total.0 += n;
+        let (r, n) = counted(|| (a.post_send(&sends), a.post_send(&writes)));
+        r.0.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
+        r.1.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
+        total.1 += n;
+        // 16 send-side and 8 receive completions; poll (counted) until they are all in.
+        let mut got = (0usize, 0usize);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while got != (16, 8) {
+            let (r, n) = counted(|| (scq.poll(&mut wcs), rcq.poll(&mut wcs[..8])));
+            total.2 += n;
+            let (s, rr) = (r.0.unwrap(), r.1.unwrap());
+            got.0 += s;
+            got.1 += rr;
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: completions {got:?} of (16, 8) after 30 s"
+            );
+        }
+    }
+    assert_eq!(
+        total,
+        (0, 0, 0),
+        "allocations in (post_recv, post_send, poll)"
+    );
+    a.destroy().unwrap();
+    b.destroy().unwrap();
+    scq.destroy().unwrap();
+    rcq.destroy().unwrap();
+    mr.dereg().unwrap();
+}
+
+/// The RoCE v2 IPv4-mapped GID of port 1.
+fn roce_v2_gid(ctx: &uverbs::Context) -> u32 {
+    ctx.query_gid_table()
+        .unwrap()
+        .into_iter()
+        .find(|e| {
+            e.port_num == 1
+                && e.gid_type == uverbs::GidType::RoceV2
+                && e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+        })
+        .map(|e| e.gid_index)
+        .expect("no RoCE v2 IPv4 GID on port 1")
+}
