@@ -1,0 +1,136 @@
+//! `uverbs perf write-bw -n 50` server and client on the VM's rxe device complete, and the
+//! client reports a result for the settings it was given (text table and `--json`). Speed is
+//! never asserted: `cargo xtask bench` measures, this only proves the tool runs.
+//!
+//! Where our binary is: `UVERBS_BIN` if set, else `/usr/bin/uverbs` (where the VM harness
+//! installs it) if it exists, else the one cargo built for this test.
+
+#![cfg(feature = "cli")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Time one side may take (TCG is slow; a run takes a few seconds).
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn uverbs_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("UVERBS_BIN") {
+        return PathBuf::from(p);
+    }
+    if Path::new("/usr/bin/uverbs").exists() {
+        return PathBuf::from("/usr/bin/uverbs");
+    }
+    PathBuf::from(env!("CARGO_BIN_EXE_uverbs"))
+}
+
+/// Waits for `child` up to `LIMIT`, killing it (and failing) past that.
+fn wait(mut child: Child, what: &str) -> Output {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().expect("try_wait") {
+            Some(_) => return child.wait_with_output().expect("collect output"),
+            None if start.elapsed() > LIMIT => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("collect output");
+                panic!(
+                    "{what} did not finish in {LIMIT:?}; stdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// The rxe device and its RoCE v2 IPv4-mapped GID index on port 1.
+fn roce_v2_ipv4_gid_index() -> (String, u32) {
+    let ctx = uverbs::Context::open(&common::rxe_device()).expect("open the rxe device");
+    let table = ctx.query_gid_table().expect("query_gid_table");
+    let v4 = |g: &uverbs::Gid| g.raw[..10] == [0; 10] && g.raw[10..12] == [0xff, 0xff];
+    let e = table
+        .iter()
+        .find(|e| e.port_num == 1 && e.gid_type == uverbs::GidType::RoceV2 && v4(&e.gid))
+        .unwrap_or_else(|| panic!("no RoCE v2 IPv4-mapped GID on port 1: {table:?}"));
+    (ctx.device().name().to_string(), e.gid_index)
+}
+
+fn run_pair(port: u16, extra: &[&str]) -> (String, String) {
+    let (name, gid) = roce_v2_ipv4_gid_index();
+    let args = |client: bool| {
+        let mut a: Vec<String> = ["perf", "write-bw", "-n", "50", "-s", "64", "-d", &name]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["-x".into(), gid.to_string(), "-p".into(), port.to_string()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        if client {
+            a.push("127.0.0.1".into());
+        }
+        a
+    };
+    let spawn = |client: bool| {
+        Command::new(uverbs_bin())
+            .args(args(client))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn uverbs perf")
+    };
+    let server = spawn(false);
+    // The client retries a refused connection while the server starts.
+    let client = spawn(true);
+    let c = wait(client, "the client");
+    let s = wait(server, "the server");
+    let text = |o: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(c.status.success(), "client failed:\n{}", text(&c));
+    assert!(s.status.success(), "server failed:\n{}", text(&s));
+    (
+        String::from_utf8_lossy(&c.stdout).into_owned(),
+        String::from_utf8_lossy(&s.stdout).into_owned(),
+    )
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_write_bw_server_and_client_complete() {
+    let (client, server) = run_pair(18710, &[]);
+    let lines: Vec<&str> = client.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("MsgRate[Mpps]"))
+        .unwrap_or_else(|| panic!("no result table in the client's output:\n{client}"));
+    let f: Vec<&str> = lines[i + 1].split_whitespace().collect();
+    assert_eq!(&f[..2], ["64", "50"], "bytes and iterations: {client}");
+    let rate: f64 = f[4].parse().expect("MsgRate is a number");
+    assert!(rate > 0.0, "a positive message rate: {client}");
+    assert!(server.contains("Role           : server"), "{server}");
+    assert!(
+        client.contains("Post List      : 32"),
+        "our default post list: {client}"
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_write_bw_perftest_defaults_and_json() {
+    let (client, _) = run_pair(18711, &["--perftest-defaults", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["test"], "write-bw");
+    assert_eq!(v["role"], "client");
+    assert_eq!(v["bytes"], 64);
+    assert_eq!(v["iterations"], 50);
+    assert_eq!(v["post_list"], 1);
+    assert_eq!(v["tx_depth"], 128);
+    assert!(v["msg_rate_mpps"].as_f64().unwrap() > 0.0, "{v}");
+}
