@@ -39,6 +39,8 @@ mod qp;
 mod query;
 pub mod raw;
 mod srq;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod wc;
 mod wr;
 mod xrcd;

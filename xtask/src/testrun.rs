@@ -178,6 +178,9 @@ pub fn build_test_exes() -> Result<TestBuild> {
         "xtask",
         "--no-run",
         "--no-fail-fast",
+        // The tokio layer's tests (tests/examples.rs) need a device too.
+        "--features",
+        "uverbs/tokio",
     ])
     .args([
         "--target",
@@ -367,11 +370,13 @@ pub fn full() -> Result<bool> {
     );
     host_check(
         &mut host,
-        "cargo clippy --workspace --all-targets -- -D warnings",
+        "cargo clippy --workspace --all-targets --features uverbs/tokio -- -D warnings",
         &[
             "clippy",
             "--workspace",
             "--all-targets",
+            "--features",
+            "uverbs/tokio",
             "--",
             "-D",
             "warnings",
