@@ -1,0 +1,146 @@
+//! EFA completion parsing over hostile sub-CQ rings: the CQ configuration the core derives from
+//! the kernel (sub-CQ count, depth, entry size, SGID), and CQE bytes the device writes at any
+//! time — phase bits, req_ids (wrong generation, out of range, not posted, completed twice),
+//! queue types, opcodes, lengths, QP numbers of unknown QPs.
+//!
+//! Property: `CompletionQueue::new` refuses bad configurations with `EfaError::BadConfig`;
+//! `poll` returns at most the slots given, never reads outside the buffer (ASan), never
+//! panics, and hands out each posted wr_id at most once and only wr_ids that were posted —
+//! a hostile CQE is consumed and reported as a typed error instead.
+#![no_main]
+
+use std::collections::HashSet;
+
+use libfuzzer_sys::fuzz_target;
+use uverbs_efa::{CompletionQueue, CqConfig, QpEntry, Wc, WridCompleter, WridPool};
+use uverbs_fuzz::{Input, Shared};
+
+struct FakeQp {
+    qp_num: u32,
+    send: (WridPool, WridCompleter),
+    recv: (WridPool, WridCompleter),
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut inp = Input::new(data);
+    let sane = inp.u8() % 8 != 0;
+    let cfg = if sane {
+        CqConfig {
+            cqn: inp.u32(),
+            num_sub_cqs: 1 + inp.below(4) as u16,
+            sub_cq_depth: 1 << inp.below(7),
+            entry_size: if inp.bool() { 32 } else { 16 },
+            with_sgid: inp.bool(),
+        }
+    } else {
+        CqConfig {
+            cqn: inp.u32(),
+            num_sub_cqs: inp.u16(),
+            sub_cq_depth: inp.size(),
+            entry_size: inp.below(64),
+            with_sgid: inp.bool(),
+        }
+    };
+    let want = cfg.buffer_size().min(1 << 20);
+    let len = if inp.u8() == 0xff {
+        want.saturating_sub(1 + inp.below(64) as usize)
+    } else {
+        want
+    };
+    let buf = Shared::new(len);
+    let fill = inp.take(len.min(inp.remaining() / 2)).to_vec();
+    buf.write(0, &fill);
+    let db = Shared::new(4);
+    let with_db = inp.bool();
+    // SAFETY: `buf` (len bytes, at least as many as given) and `db` outlive `cq`; only this
+    // function writes them otherwise, between calls (playing the device).
+    let cq = unsafe {
+        CompletionQueue::new(cfg, buf.ptr(), len, with_db.then(|| db.ptr().cast::<u32>()))
+    };
+    let mut cq = match cq {
+        Ok(cq) => cq,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+
+    let mut qps: Vec<FakeQp> = Vec::new();
+    for _ in 0..1 + inp.below(3) {
+        let qp_num = u32::from(inp.u16() % 8);
+        let (Ok(send), Ok(recv)) = (
+            WridPool::new(1 + inp.below(64), inp.u16()),
+            WridPool::new(1 + inp.below(64), inp.u16()),
+        ) else {
+            return;
+        };
+        qps.push(FakeQp { qp_num, send, recv });
+    }
+    let mut next_wr_id = 1000u64;
+    let mut posted: HashSet<u64> = HashSet::new();
+    let mut wcs = [Wc::default(); 8];
+    let entry = cfg.entry_size as usize;
+    let slots = cfg.num_sub_cqs as usize * cfg.sub_cq_depth as usize;
+
+    while !inp.is_empty() {
+        match inp.u8() % 6 {
+            0 | 1 => {
+                // Post some WRs on a QP (ids become valid completions).
+                let q = inp.below(qps.len() as u32) as usize;
+                let recv = inp.bool();
+                let pool = if recv {
+                    &mut qps[q].recv.0
+                } else {
+                    &mut qps[q].send.0
+                };
+                for _ in 0..inp.below(4) {
+                    if pool.alloc(next_wr_id).is_some() {
+                        posted.insert(next_wr_id);
+                        next_wr_id += 1;
+                    }
+                }
+                pool.publish();
+            }
+            2 => {
+                // The device writes a CQE (phase and fields hostile) into some slot.
+                let slot = inp.below(slots as u32) as usize;
+                let bytes = inp.take(entry).to_vec();
+                buf.write(slot * entry, &bytes);
+            }
+            3 => {
+                let _ = cq.req_notify(inp.bool()).map_err(|e| e.to_string());
+                cq.note_event();
+            }
+            _ => {
+                let n = 1 + inp.below(8) as usize;
+                let mut lookup: Vec<QpEntry<'_>> = qps
+                    .iter_mut()
+                    .map(|q| QpEntry {
+                        qp_num: q.qp_num,
+                        send: Some(&mut q.send.1),
+                        recv: Some(&mut q.recv.1),
+                    })
+                    .collect();
+                let (got, err) = match cq.poll(&mut wcs[..n], &mut lookup[..]) {
+                    Ok(k) => (k, None),
+                    Err(e) => (e.polled, Some(e)),
+                };
+                assert!(got <= n, "{got} completions into {n} slots");
+                for wc in &wcs[..got] {
+                    if wc.is_unsolicited {
+                        assert_eq!(wc.wr_id, 0);
+                        continue;
+                    }
+                    assert!(
+                        posted.remove(&wc.wr_id),
+                        "wr_id {} completed but not outstanding (or twice)",
+                        wc.wr_id
+                    );
+                }
+                if let Some(e) = err {
+                    let _ = e.to_string();
+                }
+            }
+        }
+    }
+});

@@ -1,0 +1,217 @@
+//! rxe rings the kernel shares with us, made hostile: the `rxe_queue_buf` header (element size,
+//! index mask), the mapping length, the producer index of a CQ and the consumer index of an
+//! SQ/RQ (out of range, moving backwards, jumping), and CQE contents (opcodes, statuses,
+//! lengths, QP numbers) — rewritten between calls, as a kernel could at any time.
+//!
+//! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch}`,
+//! `SendQueue`/`RecvQueue` construction and posting return values or typed `RingError`s /
+//! `PostError`s; they never read or write outside the mapping (ASan), never panic, never
+//! hand out more completions than were asked for, and keep our own index in range.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use uverbs_fuzz::{Input, Shared};
+use uverbs_rxe::{
+    CompletionQueue, Cqe, QpType, Queue, RecvQueue, RxeSge, SendOp, SendQueue, SendQueueCaps,
+    SendWr,
+};
+use uverbs_uapi::rxe::{
+    RXE_QUEUE_BUF_CONSUMER_INDEX_OFFSET as CONS, RXE_QUEUE_BUF_DATA_OFFSET as DATA,
+    RXE_QUEUE_BUF_INDEX_MASK_OFFSET as MASK, RXE_QUEUE_BUF_LOG2_ELEM_SIZE_OFFSET as LOG2,
+    RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET as PROD,
+};
+
+fuzz_target!(|data: &[u8]| {
+    let mut inp = Input::new(data);
+    let kind = inp.u8() % 3;
+    // Geometry: mostly plausible (so the fuzzer gets past the header), sometimes anything.
+    let (log2, mask) = if inp.u8() % 4 == 0 {
+        (inp.u32(), inp.u32())
+    } else {
+        (5 + inp.below(4), (1u32 << (1 + inp.below(6))) - 1)
+    };
+    let plausible = DATA + (((mask as usize) + 1) << log2.min(12));
+    let len = match inp.u8() % 4 {
+        0 => inp.below(1 << 16) as usize,
+        1 => plausible.saturating_sub(1 + inp.below(64) as usize),
+        _ => plausible,
+    }
+    .min(1 << 20);
+    let mem = Shared::new(len);
+    mem.write(LOG2, &log2.to_le_bytes());
+    mem.write(MASK, &mask.to_le_bytes());
+    mem.write(PROD, &inp.u32().to_le_bytes());
+    mem.write(CONS, &inp.u32().to_le_bytes());
+    let fill = inp.take(inp.remaining().min(4096) / 2).to_vec();
+    mem.write(DATA, &fill);
+    let misalign = if inp.u8() == 0xff { 4 } else { 0 };
+    let base = std::ptr::NonNull::new(mem.ptr().as_ptr().wrapping_add(misalign)).unwrap();
+    // SAFETY: `base..base+len-misalign` lies in `mem`, which outlives the queue; only this
+    // function touches it otherwise, through raw pointers between calls (the "kernel").
+    let q = match unsafe { Queue::from_raw(base, mem.len() - misalign, None) } {
+        Ok(q) => q,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    assert!(q.num_slots().is_power_of_two());
+    assert!(DATA + q.num_slots() as usize * q.elem_size() <= q.mapping_len());
+    let slots = q.num_slots();
+    let elem = q.elem_size();
+    match kind {
+        0 => cq(q, &mem, &mut inp, slots, elem),
+        1 => sq(q, &mem, &mut inp, slots),
+        _ => rq(q, &mem, &mut inp, slots),
+    }
+});
+
+/// The kernel's moves between our calls.
+fn kernel_moves(mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
+    match inp.u8() % 6 {
+        0 => mem.write(PROD, &inp.u32().to_le_bytes()),
+        1 => {
+            // Publish k more entries (legitimately), with hostile contents.
+            let p = mem.read_u32(PROD);
+            let k = inp.below(slots);
+            for i in 0..k {
+                let idx = (p.wrapping_add(i) & (slots - 1)) as usize;
+                let bytes = inp.take(48).to_vec();
+                mem.write(DATA + idx * elem, &bytes);
+            }
+            mem.write(PROD, &(p.wrapping_add(k) & (slots - 1)).to_le_bytes());
+        }
+        2 => {
+            // Rewrite the header: the queue must keep the geometry it validated.
+            mem.write(LOG2, &inp.u32().to_le_bytes());
+            mem.write(MASK, &inp.u32().to_le_bytes());
+        }
+        3 => mem.write(CONS, &inp.u32().to_le_bytes()),
+        _ => {
+            let off = inp.below((slots as usize * elem) as u32) as usize;
+            let bytes = inp.take(16).to_vec();
+            mem.write(DATA + off, &bytes);
+        }
+    }
+}
+
+fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
+    let mut cq = match CompletionQueue::new(q) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    let mut out = [Cqe::default(); 8];
+    while !inp.is_empty() {
+        match inp.u8() % 5 {
+            0 => match cq.poll() {
+                Ok(Some(c)) => {
+                    // Consuming stores our index, always in range.
+                    assert!(mem.read_u32(CONS) < slots);
+                    let _ = (c.imm_data(), c.invalidated_rkey());
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            },
+            1 => {
+                let n = 1 + inp.below(8) as usize;
+                match cq.poll_batch(&mut out[..n]) {
+                    Ok(k) => {
+                        assert!(k <= n && (k as u32) < slots);
+                        assert!(k == 0 || mem.read_u32(CONS) < slots);
+                    }
+                    Err(e) => {
+                        let _ = e.to_string();
+                    }
+                }
+            }
+            2 => {
+                let _ = cq.peek().map_err(|e| e.to_string());
+            }
+            3 => {
+                if let Ok(r) = cq.ready() {
+                    assert!(r < slots);
+                }
+            }
+            _ => kernel_moves(mem, inp, slots, elem),
+        }
+    }
+}
+
+fn sges(inp: &mut Input<'_>) -> Vec<RxeSge> {
+    (0..inp.below(6))
+        .map(|_| RxeSge {
+            addr: inp.u64(),
+            length: inp.size(),
+            lkey: inp.u32(),
+        })
+        .collect()
+}
+
+fn sq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32) {
+    let elem = q.elem_size();
+    let types = [QpType::Rc, QpType::Uc, QpType::Ud];
+    let caps = SendQueueCaps {
+        qp_type: types[inp.below(3) as usize],
+        max_send_sge: inp.below(8),
+        max_inline_data: inp.size() % 1024,
+    };
+    let mut sq = match SendQueue::new(q, caps) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    while !inp.is_empty() {
+        let before = mem.read_u32(PROD);
+        match inp.u8() % 4 {
+            0 => {
+                let sg = sges(inp);
+                let wr = SendWr::new(inp.u64(), SendOp::Send).sge(&sg);
+                if sq.post(&wr).is_err() {
+                    assert_eq!(mem.read_u32(PROD), before, "a failed post published");
+                }
+            }
+            1 => {
+                let p = sq.publish();
+                assert!(p < slots);
+            }
+            2 => {
+                let _ = sq.outstanding().map_err(|e| e.to_string());
+            }
+            _ => kernel_moves(mem, inp, slots, elem),
+        }
+    }
+}
+
+fn rq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32) {
+    let elem = q.elem_size();
+    let mut rq = match RecvQueue::new(q, inp.below(8)) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    while !inp.is_empty() {
+        let before = mem.read_u32(PROD);
+        match inp.u8() % 4 {
+            0 => {
+                let sg = sges(inp);
+                if rq.post(inp.u64(), &sg).is_err() {
+                    assert_eq!(mem.read_u32(PROD), before, "a failed post published");
+                }
+            }
+            1 => assert!(rq.publish() < slots),
+            2 => {
+                let _ = rq.outstanding().map_err(|e| e.to_string());
+            }
+            _ => kernel_moves(mem, inp, slots, elem),
+        }
+    }
+}

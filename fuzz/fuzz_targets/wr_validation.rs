@@ -1,0 +1,319 @@
+//! Work-request validation: rxe and EFA send and receive WRs with arbitrary opcodes, flags,
+//! SGE counts and lengths, inline sizes, UD destinations and atomics' lengths and alignment,
+//! against queues of arbitrary caps; the rxe `wr_*` builder calls in any order.
+//!
+//! Property: a WR is accepted or refused with a typed error, and a refused WR changes nothing
+//! the device could see (the published producer index of rxe; the EFA producer counter and
+//! doorbell); posting never writes outside the ring (ASan) and never panics.
+#![no_main]
+
+use std::num::NonZeroU32;
+
+use libfuzzer_sys::fuzz_target;
+use uverbs_fuzz::{Input, Shared};
+use uverbs_rxe as rxe;
+use uverbs_uapi::rxe::{
+    RXE_QUEUE_BUF_DATA_OFFSET as DATA, RXE_QUEUE_BUF_INDEX_MASK_OFFSET as MASK,
+    RXE_QUEUE_BUF_LOG2_ELEM_SIZE_OFFSET as LOG2, RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET as PROD,
+};
+
+fuzz_target!(|data: &[u8]| {
+    let mut inp = Input::new(data);
+    match inp.u8() % 3 {
+        0 => rxe_send(&mut inp),
+        1 => rxe_recv(&mut inp),
+        _ => efa(&mut inp),
+    }
+});
+
+fn rxe_ring(inp: &mut Input<'_>) -> (Shared, rxe::Queue) {
+    let log2 = 6 + inp.below(4);
+    let slots = 1u32 << (1 + inp.below(5));
+    let mem = Shared::new(DATA + ((slots as usize) << log2));
+    mem.write(LOG2, &log2.to_le_bytes());
+    mem.write(MASK, &(slots - 1).to_le_bytes());
+    // SAFETY: `mem` outlives the queue (both returned together, the queue dropped first by
+    // the callers' declaration order) and only this target touches it otherwise.
+    let q = unsafe { rxe::Queue::from_raw(mem.ptr(), mem.len(), None) }.expect("valid header");
+    (mem, q)
+}
+
+fn rxe_sges(inp: &mut Input<'_>) -> Vec<rxe::RxeSge> {
+    (0..inp.below(8))
+        .map(|_| rxe::RxeSge {
+            addr: inp.u64(),
+            length: inp.size(),
+            lkey: inp.u32(),
+        })
+        .collect()
+}
+
+fn rxe_op(inp: &mut Input<'_>) -> rxe::SendOp {
+    use rxe::SendOp::*;
+    let (a, k, x, y) = (inp.u64(), inp.u32(), inp.u64(), inp.u32());
+    match inp.u8() % 10 {
+        0 => Send,
+        1 => SendWithImm { imm_data: y },
+        2 => SendWithInv { invalidate_rkey: y },
+        3 => RdmaWrite {
+            remote_addr: a,
+            rkey: k,
+        },
+        4 => RdmaWriteWithImm {
+            remote_addr: a,
+            rkey: k,
+            imm_data: y,
+        },
+        5 => RdmaRead {
+            remote_addr: a,
+            rkey: k,
+        },
+        6 => AtomicCmpAndSwp {
+            remote_addr: a,
+            rkey: k,
+            compare: x,
+            swap: x ^ a,
+        },
+        7 => AtomicFetchAndAdd {
+            remote_addr: a,
+            rkey: k,
+            add: x,
+        },
+        8 => LocalInv { invalidate_rkey: y },
+        _ => BindMw(rxe::MwBind {
+            mw_rkey: k,
+            rkey: y,
+            mr_lkey: inp.u32(),
+            addr: a,
+            length: x,
+            access: inp.u32(),
+        }),
+    }
+}
+
+fn rxe_send(inp: &mut Input<'_>) {
+    let (mem, q) = rxe_ring(inp);
+    let types = [rxe::QpType::Rc, rxe::QpType::Uc, rxe::QpType::Ud];
+    let caps = rxe::SendQueueCaps {
+        qp_type: types[inp.below(3) as usize],
+        max_send_sge: inp.below(10),
+        max_inline_data: inp.below(600),
+    };
+    let Ok(mut sq) = rxe::SendQueue::new(q, caps) else {
+        return;
+    };
+    let av = uverbs_uapi::rxe::RxeAv::default();
+    while !inp.is_empty() {
+        let sg = rxe_sges(inp);
+        let n = inp.below(700) as usize;
+        let inline = inp.take(n).to_vec();
+        let list: Vec<&[u8]> = inline.chunks(1 + inp.below(64) as usize).collect();
+        let op = rxe_op(inp);
+        let payload = match inp.u8() % 3 {
+            0 => rxe::Payload::Sge(&sg),
+            1 => rxe::Payload::Inline(&inline),
+            _ => rxe::Payload::InlineList(&list),
+        };
+        let ud = match inp.u8() % 3 {
+            0 => None,
+            1 => Some(rxe::UdDest {
+                ah: rxe::UdAh::Av(&av),
+                remote_qpn: inp.u32(),
+                remote_qkey: inp.u32(),
+            }),
+            _ => Some(rxe::UdDest {
+                ah: rxe::UdAh::Num(NonZeroU32::new(inp.u32()).unwrap_or(NonZeroU32::MIN)),
+                remote_qpn: inp.u32(),
+                remote_qkey: inp.u32(),
+            }),
+        };
+        let wr = rxe::SendWr {
+            wr_id: inp.u64(),
+            op,
+            flags: rxe::SendFlags::from_bits_retain(inp.u32()),
+            payload,
+            ud,
+        };
+        let published = mem.read_u32(PROD);
+        match inp.u8() % 4 {
+            0 | 1 => {
+                let pending = sq.pending();
+                if let Err(e) = sq.post(&wr) {
+                    let _ = e.to_string();
+                    assert_eq!(sq.pending(), pending, "a refused WR was written: {e}");
+                }
+            }
+            2 => {
+                // The wr_* builder: start, op, setters in fuzz order, complete or abort.
+                let _ = sq.wr_start();
+                let _ = sq.wr_op(wr.wr_id, wr.flags, wr.op);
+                for _ in 0..inp.below(4) {
+                    let _ = match inp.u8() % 4 {
+                        0 => sq.wr_set_sge_list(&sg),
+                        1 => sq.wr_set_inline_data(&inline),
+                        2 => sq.wr_set_inline_data_list(&list),
+                        _ => match wr.ud {
+                            Some(d) => sq.wr_set_ud_addr(d),
+                            None => sq.wr_set_sge(inp.u32(), inp.u64(), inp.u32()),
+                        },
+                    };
+                }
+                if inp.bool() {
+                    let _ = sq.wr_complete().map_err(|e| e.to_string());
+                } else {
+                    sq.wr_abort();
+                }
+            }
+            _ => {
+                sq.publish();
+            }
+        }
+        // Only `publish` (or a completed batch) moves the index the kernel reads.
+        let now = mem.read_u32(PROD);
+        assert!(now <= (1 << 5), "producer index {now} out of the ring");
+        let _ = published;
+    }
+}
+
+fn rxe_recv(inp: &mut Input<'_>) {
+    let (mem, q) = rxe_ring(inp);
+    let Ok(mut rq) = rxe::RecvQueue::new(q, inp.below(12)) else {
+        return;
+    };
+    while !inp.is_empty() {
+        let sg = rxe_sges(inp);
+        let pending = rq.pending();
+        let published = mem.read_u32(PROD);
+        if let Err(e) = rq.post(inp.u64(), &sg) {
+            let _ = e.to_string();
+            assert_eq!(rq.pending(), pending, "a refused receive was written: {e}");
+        }
+        assert_eq!(mem.read_u32(PROD), published, "post must not publish");
+        if inp.bool() {
+            rq.publish();
+        }
+    }
+}
+
+fn efa(inp: &mut Input<'_>) {
+    use uverbs_efa::{
+        DeviceCaps, Payload, QpType, RecvQueue, RecvWr, RqConfig, SendOp, SendQueue, SendWr, Sge,
+        SqConfig, UdAddr,
+    };
+    let wqe_size = if inp.bool() { 128 } else { 64 };
+    let cfg = SqConfig {
+        qp_num: inp.u32(),
+        qp_type: if inp.bool() { QpType::Srd } else { QpType::Ud },
+        depth: 1 << inp.below(8),
+        wqe_size,
+        max_send_sge: inp.below(3),
+        max_rdma_sge: inp.below(2),
+        max_inline_data: inp.below(if wqe_size == 128 { 81 } else { 33 }),
+        inline_write: wqe_size == 128 && inp.bool(),
+        max_tx_batch: inp.u16() % 16,
+        min_sq_wr: inp.u16() % 4,
+        caps: DeviceCaps {
+            device_caps: inp.u32(),
+            max_rdma_size: inp.size(),
+        },
+        gen: inp.u16(),
+    };
+    let llq = Shared::new(cfg.sq_ring_size() as usize);
+    let sq_db = Shared::new(4);
+    // SAFETY: the LLQ stand-in holds depth * wqe_size bytes and the doorbell 4; both outlive
+    // the queue and nothing else writes them.
+    let sq = unsafe { SendQueue::new(cfg, llq.ptr(), llq.len(), sq_db.ptr().cast()) };
+    let rq_cfg = RqConfig::for_caps(inp.u32(), 1 + inp.below(64), 1 + inp.below(3), inp.u16());
+    let ring = Shared::new(rq_cfg.rq_ring_size() as usize);
+    let rq_db = Shared::new(4);
+    // SAFETY: as above, for the RQ ring and its doorbell.
+    let rq = unsafe { RecvQueue::new(rq_cfg, ring.ptr(), ring.len(), rq_db.ptr().cast()) };
+    let (Ok(mut sq), Ok(mut rq)) = (sq, rq) else {
+        return;
+    };
+    while !inp.is_empty() {
+        let sges: Vec<Sge> = (0..inp.below(5))
+            .map(|_| Sge {
+                addr: inp.u64(),
+                length: inp.size(),
+                lkey: inp.u32(),
+            })
+            .collect();
+        let n = inp.below(120) as usize;
+        let bytes = inp.take(n).to_vec();
+        let bufs: Vec<&[u8]> = bytes.chunks(1 + inp.below(40) as usize).collect();
+        let dest = UdAddr {
+            ah: inp.u16(),
+            remote_qpn: inp.u32(),
+            remote_qkey: inp.u32(),
+        };
+        let (k, a, i) = (inp.u32(), inp.u64(), inp.u32());
+        let op = match inp.u8() % 5 {
+            0 => SendOp::Send,
+            1 => SendOp::SendImm { imm: i },
+            2 => SendOp::RdmaRead {
+                rkey: k,
+                remote_addr: a,
+            },
+            3 => SendOp::RdmaWrite {
+                rkey: k,
+                remote_addr: a,
+            },
+            _ => SendOp::RdmaWriteImm {
+                rkey: k,
+                remote_addr: a,
+                imm: i,
+            },
+        };
+        let wr = SendWr {
+            wr_id: inp.u64(),
+            op,
+            dest,
+            payload: if inp.bool() {
+                Payload::Sge(&sges)
+            } else {
+                Payload::Inline(&bufs)
+            },
+            signaled: inp.bool(),
+            processing_hints: inp.u8(),
+        };
+        if inp.bool() {
+            let n = 1 + inp.below(4) as usize;
+            let wrs = vec![wr; n];
+            let pc = sq.producer_counter();
+            let db = sq_db.read_u32(0);
+            match sq.post_send(&wrs) {
+                Ok(k) => assert_eq!(k, n),
+                Err(e) => {
+                    let _ = e.to_string();
+                    assert!(e.index < n);
+                    if e.index == 0 {
+                        assert_eq!(sq.producer_counter(), pc, "refused WR reached the ring");
+                        assert_eq!(sq_db.read_u32(0), db, "doorbell rung for nothing");
+                    }
+                }
+            }
+        } else {
+            let wrs: Vec<RecvWr<'_>> = (0..1 + inp.below(3))
+                .map(|j| RecvWr {
+                    wr_id: u64::from(j),
+                    sg_list: &sges,
+                })
+                .collect();
+            let pc = rq.producer_counter();
+            match rq.post_recv(&wrs) {
+                Ok(k) => assert_eq!(k, wrs.len()),
+                Err(e) => {
+                    let _ = e.to_string();
+                    if e.index == 0 {
+                        assert_eq!(
+                            rq.producer_counter(),
+                            pc,
+                            "refused receive reached the ring"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
