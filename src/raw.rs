@@ -6,6 +6,17 @@
 //! says clearly. Nothing here is `unsafe`: the kernel validates every handle. But an object
 //! destroyed here is gone for the safe wrapper that still holds its handle, whose own destroy
 //! will then fail (and be reported, see [`crate::drop_error_count`]).
+//!
+//! ```no_run
+//! # fn main() -> uverbs::Result<()> {
+//! let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+//! let pd = ctx.alloc_pd()?;
+//! let mr = pd.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?;
+//! // The kernel refuses to free a PD that still has an MR: EBUSY, named as such.
+//! let e = uverbs::raw::dealloc_pd(&ctx, pd.handle()).unwrap_err();
+//! assert!(e.is(uverbs::Errno::BUSY), "{e}");
+//! # drop(mr); Ok(()) }
+//! ```
 
 use uverbs_uapi::write::{
     IbUverbsDeallocPd, IbUverbsDeregMr, IB_USER_VERBS_CMD_DEALLOC_PD, IB_USER_VERBS_CMD_DEREG_MR,

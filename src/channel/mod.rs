@@ -14,6 +14,26 @@
 //! The channel is control path only. The data path never goes through it (no indirect call per
 //! post or poll): rings and doorbells are reached through mappings made here, and rxe's send
 //! doorbell is a `write()` on the raw fd that [`Channel::doorbell_fd`] hands out.
+//!
+//! Building a command needs no device; this is `UVERBS_METHOD_QUERY_PORT` for port 1, as
+//! [`crate::Context::query_port`] sends it (a device model sees the same attributes):
+//!
+//! ```
+//! use uverbs::channel::{AttrKind, IoctlCmd};
+//! use uverbs::uapi::cmds::{
+//!     UVERBS_ATTR_QUERY_PORT_PORT_NUM, UVERBS_ATTR_QUERY_PORT_RESP, UVERBS_METHOD_QUERY_PORT,
+//!     UVERBS_OBJECT_DEVICE,
+//! };
+//!
+//! let mut resp = [0u8; 64];
+//! let mut cmd = IoctlCmd::new(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
+//! cmd.u32_in(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1)
+//!     .ptr_out(UVERBS_ATTR_QUERY_PORT_RESP, &mut resp[..]);
+//! let attrs: Vec<_> = cmd.attrs().map(|a| (a.id(), a.kind(), a.len())).collect();
+//! assert_eq!(attrs.len(), 2);
+//! assert_eq!(attrs[0].0, UVERBS_ATTR_QUERY_PORT_PORT_NUM);
+//! assert_eq!(attrs[1], (UVERBS_ATTR_QUERY_PORT_RESP, AttrKind::PtrOut, 64));
+//! ```
 
 mod ioctl;
 mod kernel;
