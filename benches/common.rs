@@ -1,0 +1,111 @@
+//! Shared set-up of the host ring benchmarks: two EFA devices of the device model, an SRD QP
+//! on each, and the work requests to post. Everything goes through the public API, so a
+//! measured post or poll is exactly what an application's costs (minus the hardware).
+#![allow(dead_code)]
+
+use uverbs::{
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
+    EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, EfaUdAddr, EfaWcFlags, Mr, Pd, SendOpsFlags,
+};
+use uverbs_efa_model::{EfaFabric, ModelConfig};
+
+pub const QKEY: u32 = 0x1234_5678;
+
+/// One side; fields drop in order (QP before CQs, MR before PD).
+pub struct Side {
+    pub qp: EfaQp,
+    pub scq: Cq,
+    pub rcq: Cq,
+    pub mr: Mr,
+    pub pd: Pd,
+}
+
+pub struct Pair {
+    pub a: Side,
+    pub b: Side,
+    _ah: uverbs::EfaAh,
+    pub fab: EfaFabric,
+}
+
+/// What the work requests name (kept apart from the QPs so both can be borrowed at once).
+pub struct Wrs {
+    pub dest: EfaUdAddr,
+    pub ssge: [EfaSge; 1],
+    pub rsge: [EfaSge; 1],
+}
+
+impl Pair {
+    /// Two SRD QPs `depth` deep with `depth`-entry CQs.
+    pub fn new(depth: u32) -> (Pair, Wrs) {
+        let fab = EfaFabric::new(1);
+        let da = fab.add_device(ModelConfig::default());
+        let db = fab.add_device(ModelConfig::default());
+        let side = |dev: &uverbs_efa_model::EfaDevice| {
+            let ctx = dev.open().expect("open model device");
+            let pd = ctx.alloc_pd().unwrap();
+            let cq = || {
+                ctx.efadv_create_cq(
+                    &CqInitAttr {
+                        cqe: depth,
+                        ..Default::default()
+                    },
+                    &EfaCqInitAttr {
+                        wc_flags: EfaWcFlags::empty(),
+                        ..Default::default()
+                    },
+                )
+                .expect("efadv_create_cq")
+            };
+            let (scq, rcq) = (cq(), cq());
+            let mut qp = pd
+                .efadv_create_qp(&EfaQpInitAttr {
+                    qp_type: EfaQpType::Srd,
+                    send_cq: &scq,
+                    recv_cq: &rcq,
+                    cap: EfaQpCap {
+                        max_send_wr: depth,
+                        max_recv_wr: depth,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                    sq_sig_all: true,
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                    send_ops_flags: SendOpsFlags::SEND,
+                })
+                .expect("efadv_create_qp");
+            qp.modify_to_rts(QKEY).expect("modify to RTS");
+            let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+            Side {
+                qp,
+                scq,
+                rcq,
+                mr,
+                pd,
+            }
+        };
+        let a = side(&da);
+        let b = side(&db);
+        let ah = a.pd.efadv_create_ah(db.gid()).unwrap();
+        let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+        let ssge = [a.mr.sge(0, 64).unwrap().into()];
+        let rsge = [b.mr.sge(0, 64).unwrap().into()];
+        (Pair { a, b, _ah: ah, fab }, Wrs { dest, ssge, rsge })
+    }
+}
+
+impl Wrs {
+    pub fn send(&self) -> EfaSendWr<'_> {
+        EfaSendWr::send(1, self.dest)
+            .sge_list(&self.ssge)
+            .signaled(true)
+    }
+
+    pub fn recv(&self) -> EfaRecvWr<'_> {
+        EfaRecvWr {
+            wr_id: 2,
+            sg_list: &self.rsge,
+        }
+    }
+}

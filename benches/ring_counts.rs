@@ -1,0 +1,67 @@
+//! The driver `cargo xtask bench --host` runs under `valgrind --tool=callgrind`: one phase,
+//! `n` operations, nothing else variable. xtask runs each phase with `n` and `2n` operations;
+//! the difference of the two instruction totals divided by `n` is the cost of one operation
+//! with set-up, teardown and the device model's work cancelled out.
+//!
+//! Usage: `ring_counts PHASE N` with PHASE one of
+//! - `efa-post`: N `post_send` calls of one SEND each (queue deep enough, nothing completes);
+//! - `efa-post-list`: N SENDs posted in lists of 32;
+//! - `efa-poll`: 2048 SENDs posted and moved by the model, then N completions polled 16 at a
+//!   time (the post and model work is the same for every N).
+
+#[path = "common.rs"]
+mod common;
+
+use uverbs::Wc;
+
+const DEPTH: u32 = 4096;
+const POSTED: u32 = 2048;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (phase, n) = match args.as_slice() {
+        [p, n] => (p.as_str(), n.parse::<u32>().expect("N is a number")),
+        _ => {
+            eprintln!("usage: ring_counts efa-post|efa-post-list|efa-poll N");
+            std::process::exit(2);
+        }
+    };
+    assert!(n <= POSTED, "N at most {POSTED}");
+    let (mut p, w) = common::Pair::new(DEPTH);
+    match phase {
+        "efa-post" => {
+            let wr = [w.send()];
+            for _ in 0..n {
+                p.a.qp.post_send(std::hint::black_box(&wr)).unwrap();
+            }
+        }
+        "efa-post-list" => {
+            let wrs = [w.send(); 32];
+            assert_eq!(n % 32, 0, "N a multiple of 32");
+            for _ in 0..n / 32 {
+                p.a.qp.post_send(std::hint::black_box(&wrs)).unwrap();
+            }
+        }
+        "efa-poll" => {
+            let recvs = [w.recv(); 32];
+            let sends = [w.send(); 32];
+            for _ in 0..POSTED / 32 {
+                p.b.qp.post_recv(&recvs).unwrap();
+                p.a.qp.post_send(&sends).unwrap();
+            }
+            assert_eq!(p.fab.process(), POSTED as usize);
+            let mut wcs = [Wc::default(); 16];
+            let mut got = 0;
+            while got < n {
+                let k = (n - got).min(16) as usize;
+                let m = p.a.scq.poll(std::hint::black_box(&mut wcs[..k])).unwrap();
+                assert_eq!(m, k, "completions ready");
+                got += m as u32;
+            }
+        }
+        other => {
+            eprintln!("unknown phase {other}");
+            std::process::exit(2);
+        }
+    }
+}
