@@ -407,7 +407,9 @@ fn setup(ctx: Context, set: &Settings) -> Result<Side, Failure> {
     let pd = ctx.alloc_pd().map_err(fail("Couldn't allocate PD"))?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
     let mr = pd
-        .reg_mr(set.size.max(1) as usize, access)
+        // Two halves: the peer writes into the first, our RDMA writes and sends come from the
+        // second (write-lat spins on the first while its own mark sits in the second).
+        .reg_mr(2 * set.size.max(1) as usize, access)
         .map_err(fail("Couldn't register MR"))?;
     let send_cq = ctx
         .create_cq(set.tx_depth.max(2), None, 0)
@@ -662,7 +664,9 @@ fn run_write_lat(
     rem: &Dest,
 ) -> Result<Vec<u64>, Failure> {
     let size = set.size.max(1) as usize;
-    let sge = [side.mr.sge(0, size as u32).map_err(fail("write SGE"))?];
+    // The peer writes into [0, size) and we spin on its last byte; our own message (and its
+    // mark) is sent from [size, 2 * size), so we never see our own mark.
+    let sge = [side.mr.sge(size, size as u32).map_err(fail("write SGE"))?];
     let mut inline = vec![0u8; size];
     let op = WrOp::RdmaWrite {
         remote_addr: rem.addr,
@@ -696,7 +700,7 @@ fn run_write_lat(
             // The byte the peer spins on: in the inline copy or in our MR.
             inline[size - 1] = mark[0];
             side.mr
-                .write(size - 1, &mark)
+                .write(2 * size - 1, &mark)
                 .map_err(fail("writing the buffer"))?;
             let wr = [data_wr(set, op, &sge, &inline).signaled()];
             side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
