@@ -7,6 +7,7 @@ mod bench;
 mod cpio;
 mod demo;
 mod elf;
+mod fuzz;
 mod guest;
 mod harness;
 mod kernel;
@@ -41,6 +42,9 @@ commands:
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it
                        (rdma-core both sides, then uverbs server, then uverbs client)
   kernels              fetch both kernels into the cache and print them
+  fuzz [--seconds N] [--list] [TARGET...]
+                       run the cargo-fuzz targets (fuzz/) one at a time, N s each
+                       (default 60), and print executions and coverage per target
   bench [--reps N]     uverbs vs rdma-core (perftest, post/poll micro) in one 6.12 VM;
                        prints medians and ratios (minutes; not part of `test`)
   bench --host [--criterion]
@@ -178,6 +182,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             Ok(true)
         }
         "bench" => bench::run(rest),
+        "fuzz" => fuzz::command(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(true)

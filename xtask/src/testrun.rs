@@ -388,6 +388,11 @@ pub fn full() -> Result<bool> {
         &["test", "--workspace"],
     );
 
+    // Every fuzz target for a short time (xtask/src/fuzz.rs), one at a time.
+    let t = Instant::now();
+    crate::fuzz::ci(&mut host);
+    println!("xtask: fuzz: {:.0} s", t.elapsed().as_secs_f64());
+
     let t = Instant::now();
     let cli = match build_uverbs_cli() {
         Ok(p) => {
