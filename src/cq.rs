@@ -333,15 +333,22 @@ impl Cq {
     pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize> {
         match &mut self.ring {
             CqRing::Rxe { cq, .. } => {
+                // Take completions in batches: one read of the kernel's index and one Release
+                // store of ours per batch, not per completion.
+                const BATCH: usize = 16;
+                let mut cqes = [uverbs_rxe::Cqe::default(); BATCH];
                 let mut n = 0;
                 while n < wcs.len() {
-                    match cq.poll() {
-                        Ok(Some(c)) => {
-                            wcs[n] = wc_from_rxe(&c);
-                            n += 1;
-                        }
-                        Ok(None) => break,
-                        Err(e) => return Err(ring_error(&self.shared, e)),
+                    let want = (wcs.len() - n).min(BATCH);
+                    let k = cq
+                        .poll_batch(&mut cqes[..want])
+                        .map_err(|e| ring_error(&self.shared, e))?;
+                    for (dst, c) in wcs[n..n + k].iter_mut().zip(&cqes[..k]) {
+                        *dst = wc_from_rxe(c);
+                    }
+                    n += k;
+                    if k < want {
+                        break;
                     }
                 }
                 Ok(n)
