@@ -1126,8 +1126,16 @@ impl Context {
         for p in 1..=dev.phys_port_cnt {
             ports.push((p, self.query_port(p)?));
         }
-        let capacity: usize = ports.iter().map(|(_, a)| a.gid_tbl_len as usize).sum();
-        let mut entries = vec![IbUverbsGidEntry::default(); capacity.max(1)];
+        // The kernel reports each port's table length; distrust it for sizing: the response
+        // buffer of one ioctl attribute holds at most 65535 bytes anyway, so a larger sum can
+        // only be a bogus value (fuzzing found a hostile length that asked for gigabytes).
+        const MAX_ENTRIES: usize = u16::MAX as usize / std::mem::size_of::<IbUverbsGidEntry>();
+        let capacity: usize = ports
+            .iter()
+            .map(|(_, a)| a.gid_tbl_len as usize)
+            .fold(0usize, usize::saturating_add)
+            .clamp(1, MAX_ENTRIES);
+        let mut entries = vec![IbUverbsGidEntry::default(); capacity];
         let mut num_entries = 0u64;
         let entry_size = std::mem::size_of::<IbUverbsGidEntry>() as u64;
         let mut cmd = IoctlCmd::new(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_TABLE);

@@ -1111,3 +1111,29 @@ fn cq_overrun_is_reported_as_an_async_event_naming_the_cq() {
     let k = small.poll(&mut buf).expect("poll_cq");
     assert!(k <= small.cqe() as usize, "polled {k}, cqe {}", small.cqe());
 }
+
+/// A send-only QP (no SRQ, `max_recv_wr` 0) is legal: the kernel gives it a one-slot receive
+/// ring that never has room, and posting a receive is refused as a full queue.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn send_only_qp_with_no_receive_queue_depth() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let cq = ctx.create_cq(16, None, 0).expect("create_cq");
+    let c = QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 0,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mut qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, c))
+        .expect("create a send-only QP");
+    assert_eq!(qp.cap().max_recv_wr, 0);
+    to_init(&mut qp);
+    let m = mr(&pd, 64);
+    let sg = [m.sge(0, 64).unwrap()];
+    let e = qp.post_recv(&[RecvWr::new(1, &sg)]).unwrap_err();
+    assert_eq!(e.index, 0, "{e:?}");
+}

@@ -62,7 +62,7 @@ pub enum RingError {
         /// Element size from the header.
         found: usize,
     },
-    /// `index_mask + 1` is not a power of two in `2..=2^31`.
+    /// `index_mask + 1` is not a power of two in `1..=2^31`.
     BadIndexMask {
         /// The value in the header.
         index_mask: u32,
@@ -123,7 +123,7 @@ impl fmt::Display for RingError {
             ),
             RingError::BadIndexMask { index_mask } => write!(
                 f,
-                "rxe queue header has index_mask {index_mask:#x} (index_mask + 1 must be a power of two in 2..=2^31)"
+                "rxe queue header has index_mask {index_mask:#x} (index_mask + 1 must be a power of two in 1..=2^31)"
             ),
             RingError::IndexOutOfRange { index, value, index_mask } => write!(
                 f,

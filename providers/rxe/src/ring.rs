@@ -56,7 +56,7 @@ impl Queue {
     /// Validates the header of a mapped rxe queue and returns a view of it.
     ///
     /// Checks: `base` 8-byte aligned; `log2_elem_size` in `3..=20`; `index_mask + 1` a power of
-    /// two in `2..=2^31`; header + `(index_mask + 1) << log2_elem_size` within `len`; both indices
+    /// two in `1..=2^31`; header + `(index_mask + 1) << log2_elem_size` within `len`; both indices
     /// `<= index_mask`; and, when `expected_elem_size` is `Some`, the element size equal to it.
     ///
     /// # Safety
@@ -98,7 +98,7 @@ impl Queue {
             return Err(RingError::BadElemSize { log2_elem_size });
         }
         let slots = u64::from(index_mask) + 1;
-        if !slots.is_power_of_two() || !(2..=MAX_SLOTS).contains(&slots) {
+        if !slots.is_power_of_two() || !(1..=MAX_SLOTS).contains(&slots) {
             return Err(RingError::BadIndexMask { index_mask });
         }
         let need = (RXE_QUEUE_BUF_DATA_OFFSET as u64) + (slots << log2_elem_size);
@@ -440,7 +440,12 @@ mod tests {
             open(&m, None).unwrap_err(),
             RingError::BadElemSize { log2_elem_size: 31 }
         );
-        for mask in [0u32, 14, 0x10, u32::MAX] {
+        // A one-slot ring (mask 0) is valid: the kernel makes one for a QP created with
+        // max_recv_wr 0, and it simply never has room.
+        m.set_header(6, 0);
+        let q = open(&m, None).expect("one-slot ring");
+        assert_eq!(q.capacity(), 0);
+        for mask in [14u32, 0x10, u32::MAX] {
             m.set_header(6, mask);
             assert_eq!(
                 open(&m, None).unwrap_err(),
