@@ -492,6 +492,21 @@ pub fn full() -> Result<bool> {
         t.elapsed().as_secs_f64()
     ));
 
+    // The newcomer's demo (README's first command) must keep working: run it as CI does.
+    let t = Instant::now();
+    let mut r = Report::new("demo");
+    match crate::demo::run() {
+        Ok(true) => r.push(Item::pass("cargo xtask demo")),
+        Ok(false) => r.push(Item::fail(
+            "cargo xtask demo",
+            "the demo script failed in the VM",
+        )),
+        Err(e) => r.push(Item::fail("cargo xtask demo", e.to_string())),
+    }
+    r.print();
+    reports.push(r);
+    timings.push(format!("demo: {:.0} s", t.elapsed().as_secs_f64()));
+
     let t = Instant::now();
     let mut r = Report::new("harness failure handling");
     for i in crate::selftest::failure_and_timeout(&mut h)? {
