@@ -286,11 +286,10 @@ fn srq_shared_by_64_qps_loses_and_duplicates_no_message() {
         .collect();
     srq.post_recv(&wrs).unwrap();
 
-    // Senders get a one-entry RQ: finding F2 (docs/reliability.md) — rxe answers
-    // max_recv_wr 0 without an SRQ with a one-slot ring, which uverbs refuses.
+    // Send-only QPs: no receive queue depth (a one-slot ring on rxe, finding F2).
     let cap = QpCap {
         max_send_wr: PER_QP as u32,
-        max_recv_wr: 1,
+        max_recv_wr: 0,
         max_send_sge: 1,
         max_recv_sge: 1,
         max_inline_data: 0,

@@ -16,15 +16,11 @@ use std::sync::Mutex;
 
 use uverbs::channel::{anonymous, AttrKind, Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
 use uverbs::Errno;
-use uverbs_uapi::cmds::{
-    UVERBS_ATTR_QUERY_PORT_RESP, UVERBS_METHOD_QUERY_PORT, UVERBS_OBJECT_DEVICE,
-};
 use uverbs_uapi::write::{
     IB_USER_VERBS_CMD_CLOSE_XRCD, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
     IB_USER_VERBS_CMD_DEALLOC_MW, IB_USER_VERBS_CMD_DEALLOC_PD, IB_USER_VERBS_CMD_DEREG_MR,
     IB_USER_VERBS_CMD_DESTROY_AH, IB_USER_VERBS_CMD_DESTROY_CQ, IB_USER_VERBS_CMD_DESTROY_QP,
     IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_GET_CONTEXT, IB_USER_VERBS_CMD_POST_SEND,
-    IB_USER_VERBS_CMD_QUERY_PORT,
 };
 
 /// A cursor over the fuzzer's bytes; reads past the end give zeros.
@@ -126,25 +122,6 @@ pub const ERRNOS: [Errno; 12] = [
 /// match the object; uverbs must then fail cleanly, which the errno path covers).
 pub const MAX_MAP: usize = 1 << 20;
 
-/// Offset of `gid_tbl_len` in `struct ib_uverbs_query_port_resp` (and in the `_ex` response,
-/// which starts with it).
-const GID_TBL_LEN_OFFSET: usize = 16;
-
-/// Known finding F1 (docs/reliability.md): `Context::query_gid_table` sizes its buffer from the
-/// ports' `gid_tbl_len` as the kernel reports it, so a huge value makes it allocate gigabytes
-/// (an abort, not an error). Until the object model bounds it, the hostile kernel keeps
-/// `gid_tbl_len` below this so fuzzing can go on past it. Set to `u32::MAX` to reproduce.
-pub const F1_GID_TBL_LEN_CAP: u32 = 1 << 12;
-
-fn cap_gid_tbl_len(resp: &mut [u8]) {
-    if let Some(b) = resp.get_mut(GID_TBL_LEN_OFFSET..GID_TBL_LEN_OFFSET + 4) {
-        let v = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-        if v > F1_GID_TBL_LEN_CAP {
-            b.copy_from_slice(&(v % F1_GID_TBL_LEN_CAP).to_ne_bytes());
-        }
-    }
-}
-
 /// How the hostile kernel treats ioctls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoctlMode {
@@ -224,8 +201,6 @@ impl Channel for HostileKernel {
             if let Some(e) = Self::outcome(inp) {
                 return Err(e);
             }
-            let query_port = cmd.object_id() == UVERBS_OBJECT_DEVICE
-                && cmd.method_id() == UVERBS_METHOD_QUERY_PORT;
             let outs: Vec<(u16, AttrKind, usize)> =
                 cmd.attrs().map(|a| (a.id(), a.kind(), a.len())).collect();
             for (id, kind, len) in outs {
@@ -239,11 +214,7 @@ impl Channel for HostileKernel {
                             0 => inp.below(len as u32 + 1) as usize,
                             _ => len,
                         };
-                        let mut bytes = inp.take(n).to_vec();
-                        if query_port && id == UVERBS_ATTR_QUERY_PORT_RESP {
-                            cap_gid_tbl_len(&mut bytes);
-                        }
-                        let _ = a.write_output(&bytes);
+                        let _ = a.write_output(inp.take(n));
                     }
                     // New object handles are opaque numbers; new fds are not produced by any
                     // method uverbs uses, so a number here must never be taken as an fd.
@@ -291,9 +262,6 @@ impl Channel for HostileKernel {
             let n = cmd.driver_response_mut().len();
             let b = inp.take(n).to_vec();
             cmd.driver_response_mut()[..b.len()].copy_from_slice(&b);
-            if command == IB_USER_VERBS_CMD_QUERY_PORT && !cmd.is_extended() {
-                cap_gid_tbl_len(cmd.response_mut());
-            }
             // The one thing kept honest: fds the kernel installs for the caller to own. Their
             // contents (event records) are hostile.
             if !cmd.is_extended()
