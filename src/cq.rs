@@ -266,11 +266,10 @@ fn rxe_ring(
         .channel()
         .mmap(offset, len, MapKind::ReadWrite)
         .map_err(|e| Error::os(op, shared.label(), e).with_reason("mmap of the CQ ring failed"))?;
-    // SAFETY: `map` is a live mapping of exactly this CQ's ring (the kernel gave its offset and
-    // size for this CQ); the CqRing keeps `map` alive as long as the queue, and nothing else
-    // in the process accesses this memory.
+    // `map` is exactly this CQ's ring (the kernel gave its offset and size for this CQ).
     #[allow(unsafe_code)]
     let queue =
+        // SAFETY: the CqRing keeps `map` alive as long as the queue; nothing else accesses it.
         unsafe { uverbs_rxe::Queue::from_raw(map.as_ptr(), map.len(), None) }.map_err(|e| {
             Error::invalid(
                 op,

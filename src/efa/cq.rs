@@ -397,11 +397,10 @@ impl Context {
         };
         let base =
             base.ok_or_else(|| Error::invalid(op, slabel(), Errno::IO, "empty CQ buffer"))?;
-        // SAFETY: `base..base+len` lies in `buf`, a live read-only mapping of this CQ's ring
-        // that the EfaCqRing below keeps alive (and drops after the queue); `db_ptr`, if any,
-        // is 4 bytes inside `db_map`, kept alive the same way. Nothing in this process writes
-        // the ring; the device (or model) does, which the queue reads only through raw
-        // pointers and atomics.
+        // Nothing in this process writes the ring; the device (or model) does, and the queue
+        // reads it only through raw pointers and atomics. `db_ptr`, if any, is 4 bytes inside
+        // `db_map`, which the EfaCqRing keeps alive like `buf`.
+        // SAFETY: `base..base+len` lies in `buf`, a live mapping the EfaCqRing outlives.
         let queue = unsafe { CompletionQueue::new(cfg, base, len, db_ptr) }
             .map_err(|e| super::provider_error(op, slabel(), &e))?;
         let ring = EfaCqRing {

@@ -328,11 +328,10 @@ impl CompletionQueue {
         let index = (sub.consumed & self.mask) as usize;
         let off = (usize::from(sub_idx) * self.cfg.sub_cq_depth as usize + index) * entry_size;
         let entry = self.buf.as_ptr().wrapping_add(off).cast::<u32>();
-        // SAFETY: `off + entry_size <= buffer_size() <= buf_len` (sub_idx < num_sub_cqs,
-        // index masked by depth - 1, size checked in `new`); `buf` is 4-aligned and `off` a
-        // multiple of 16, so the word is aligned; `new`'s caller made it readable for our
-        // lifetime. The device writes it concurrently, hence an atomic load through a raw
-        // pointer, never a reference to plain memory.
+        // The device writes this word concurrently: an atomic load through a raw pointer,
+        // never a reference to plain memory. `off` is in bounds and 16-aligned because
+        // sub_idx < num_sub_cqs, the index is masked by depth - 1 and `new` checked the size.
+        // SAFETY: `off + entry_size <= buf_len`, the word is aligned, `buf` is live (`new`).
         let word0 = unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire);
         // Word 0 is req_id (bytes 0-1), status (2), flags (3), little-endian: phase is bit 24.
         let flags = (u32::from_le(word0) >> 24) as u8;
