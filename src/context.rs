@@ -39,6 +39,9 @@ pub(crate) struct ContextInner {
     pub(crate) provider: ProviderInfo,
     /// `"device rxe0"`, for error messages.
     pub(crate) label: String,
+    /// EFA: the driver part of the extended QUERY_DEVICE, queried once on first use (the
+    /// device's limits never change) by `crate::efa`.
+    pub(crate) efa_dev: std::sync::OnceLock<uverbs_uapi::efa::EfaIbvExQueryDeviceResp>,
 }
 
 /// An open RDMA device (`struct ibv_context`). Cheap to clone; the device closes when the
@@ -163,6 +166,7 @@ impl Context {
                 num_comp_vectors: resp.num_comp_vectors,
                 provider,
                 label,
+                efa_dev: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -94,18 +94,25 @@ impl Context {
         }
     }
 
-    /// The driver part of the extended query-device response.
+    /// The driver part of the extended query-device response: asked of the kernel on first
+    /// use and cached in the context (the device's limits and caps never change), so creating
+    /// QPs and CQs costs no QUERY_DEVICE each. Two threads racing on the first use may both
+    /// ask; the first answer is kept.
     pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
         self.efa_ucontext(op)?;
+        if let Some(r) = self.inner.efa_dev.get() {
+            return Ok(*r);
+        }
         let attr = self.query_device_ex()?;
-        attr.efa.ok_or_else(|| {
+        let r = attr.efa.ok_or_else(|| {
             Error::invalid(
                 op,
                 self.label().to_string(),
                 Errno::OPNOTSUPP,
                 "the EFA kernel driver does not return its query-device data (too old)",
             )
-        })
+        })?;
+        Ok(*self.inner.efa_dev.get_or_init(|| r))
     }
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended
