@@ -10,6 +10,7 @@ mod devices;
 mod info;
 mod perf;
 mod pingpong;
+mod pingpong_srd;
 
 use std::process::ExitCode;
 
@@ -29,7 +30,8 @@ enum Command {
     Devices(devices::Args),
     /// Show device and port attributes (as `ibv_devinfo`).
     Info(info::Args),
-    /// Ping-pong SENDs with a peer over RC, UC, UD or SRQ (as `ibv_{rc,uc,ud,srq}_pingpong`).
+    /// Ping-pong SENDs with a peer over RC, UC, UD or SRQ (as `ibv_{rc,uc,ud,srq}_pingpong`),
+    /// or SRD on EFA.
     Pingpong(pingpong::Args),
     /// Latency and bandwidth tests (as perftest's `ib_{send,write,read}_{lat,bw}`), and `micro`.
     Perf(perf::Args),

@@ -1,6 +1,7 @@
 //! `uverbs pingpong rc|uc|ud|srq`: the counterparts of rdma-core's `ibv_rc_pingpong`,
 //! `ibv_uc_pingpong`, `ibv_ud_pingpong` and `ibv_srq_pingpong`
-//! (`libibverbs/examples/*_pingpong.c`), interoperable with them.
+//! (`libibverbs/examples/*_pingpong.c`), interoperable with them; and `srd` (EFA only, no
+//! rdma-core counterpart), which this module hands to [`crate::pingpong_srd`] after parsing.
 //!
 //! Same options and defaults, same TCP exchange (one or, for `srq`, 256 messages of 52 bytes
 //! `"%04x:%06x:%06x:%s"` = LID:QPN:PSN:wire-GID with its NUL, then the client's `"done"`),
@@ -24,7 +25,7 @@ use uverbs::{
     Wc,
 };
 
-use crate::Failure;
+use crate::{pingpong_srd, Failure};
 
 const PINGPONG_RECV_WRID: u64 = 1;
 const PINGPONG_SEND_WRID: u64 = 2;
@@ -50,12 +51,14 @@ pub enum Mode {
     Ud,
     /// RC QPs sharing one receive queue (`ibv_srq_pingpong`).
     Srq,
+    /// EFA scalable reliable datagram (SRD QP through efadv; EFA devices only).
+    Srd,
 }
 
 /// Options of `uverbs pingpong` (those of rdma-core's `ibv_*_pingpong`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Transport: rc, uc, ud or srq.
+    /// Transport: rc, uc, ud, srq or srd (EFA).
     #[arg(value_enum)]
     mode: Mode,
     /// Listen on/connect to TCP port PORT.
@@ -221,7 +224,8 @@ struct Settings {
 impl Settings {
     fn qp_type(&self) -> QpType {
         match self.mode {
-            Mode::Rc | Mode::Srq => QpType::Rc,
+            // Srd never gets here: `run` hands it to `pingpong_srd` before any Settings.
+            Mode::Rc | Mode::Srq | Mode::Srd => QpType::Rc,
             Mode::Uc => QpType::Uc,
             Mode::Ud => QpType::Ud,
         }
@@ -254,6 +258,9 @@ impl Settings {
 
 pub fn run(args: Args) -> Result<ExitCode, Failure> {
     let mode = args.mode;
+    if mode == Mode::Srd {
+        return run_srd(args);
+    }
     if mode == Mode::Ud && args.mtu.is_some() {
         return Err(Failure(
             "-m/--mtu applies to rc, uc and srq (ud sends one packet per message)".into(),
@@ -529,6 +536,75 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `uverbs pingpong srd`: checks the options and the device (before any TCP, so a device
+/// that is not EFA is refused at once), connects or accepts like the other modes, then runs
+/// [`pingpong_srd::run`] and prints rdma-core's summary lines.
+fn run_srd(args: Args) -> Result<ExitCode, Failure> {
+    if args.mtu.is_some() {
+        return Err(Failure(
+            "-m/--mtu applies to rc, uc and srq (srd sends one packet per message)".into(),
+        ));
+    }
+    if args.num_qp.is_some() {
+        return Err(Failure("-q/--num-qp applies to srq only".into()));
+    }
+    if args.events {
+        return Err(Failure(
+            "-e/--events is not supported by srd: it polls the EFA CQ".into(),
+        ));
+    }
+    let dev = match &args.ib_dev {
+        Some(name) => uverbs::device_by_name(name)
+            .map_err(|e| Failure(format!("IB device {name} not found: {e}")))?,
+        None => uverbs::devices()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Failure("No IB devices found".into()))?,
+    };
+    if *dev.driver() != uverbs::Driver::Efa {
+        // Same text as pingpong_srd::check_device, without opening a device we cannot use.
+        return Err(Failure(format!(
+            "device {} (driver {}) cannot run pingpong srd: SRD needs an EFA device \
+             (SRD QPs exist only on AWS EFA, through efadv); use rc, uc, ud or srq on {}",
+            dev.name(),
+            dev.driver(),
+            dev.name()
+        )));
+    }
+    let ctx = Context::open(&dev)?;
+    pingpong_srd::check_device(&ctx).map_err(Failure)?;
+    let opt = pingpong_srd::SrdOptions {
+        size: args.size.unwrap_or(4096) as usize,
+        rx_depth: args.rx_depth,
+        iters: args.iters,
+        ib_port: args.ib_port,
+        gid_idx: args.gid_idx.unwrap_or(0),
+        sl: args.sl,
+        chk: args.chk,
+        ..Default::default()
+    };
+    pingpong_srd::check_size(&ctx, opt.ib_port, opt.size).map_err(Failure)?;
+    let (mut stream, role) = match &args.servername {
+        Some(host) => (connect_to(host, args.port)?, pingpong_srd::Role::Client),
+        None => {
+            let listener = listen(args.port)?;
+            let (conn, _) = listener
+                .accept()
+                .map_err(|e| Failure(format!("accept() failed: {e}")))?;
+            (conn, pingpong_srd::Role::Server)
+        }
+    };
+    let out = pingpong_srd::run(&ctx, &mut stream, role, &opt, &mut std::io::stdout())
+        .map_err(Failure)?;
+    for line in out.summary() {
+        println!("{line}");
+    }
+    if opt.chk {
+        println!("{} of {} received messages checked", out.checked, out.iters);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `pp_init_ctx`: channel, PD, MR, CQ, (SRQ,) QP(s), each QP moved to INIT.
 fn init(ctx: Context, set: &Settings, events: bool) -> Result<Pingpong, Failure> {
     if set.mode == Mode::Ud {
@@ -772,24 +848,33 @@ fn connect(pp: &mut Pingpong, set: &Settings, my: &[Dest], rem: &[Dest]) -> Resu
     Ok(())
 }
 
-/// `pp_client_exch_dest`: connect, send our address(es), read theirs, send `"done"`.
-fn client_exch(host: &str, port: u16, my: &[Dest]) -> Result<Vec<Dest>, Failure> {
+/// Connects to the first address of `host` that answers, as rdma-core's client does.
+fn connect_to(host: &str, port: u16) -> Result<TcpStream, Failure> {
     let fail = |why: String| Failure(format!("Couldn't connect to {host}:{port}: {why}"));
     let addrs = (host, port)
         .to_socket_addrs()
         .map_err(|e| Failure(format!("{e} for {host}:{port}")))?;
     let mut last = String::from("no address");
-    let mut sock = None;
     for a in addrs {
         match TcpStream::connect(a) {
-            Ok(s) => {
-                sock = Some(s);
-                break;
-            }
+            Ok(s) => return Ok(s),
             Err(e) => last = e.to_string(),
         }
     }
-    let mut sock = sock.ok_or_else(|| fail(last))?;
+    Err(fail(last))
+}
+
+/// Listens on `port`: std sets SO_REUSEADDR on Unix listeners, as rdma-core does. `[::]` also
+/// takes IPv4 clients; without IPv6, fall back to 0.0.0.0.
+fn listen(port: u16) -> Result<TcpListener, Failure> {
+    TcpListener::bind(("::", port))
+        .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
+        .map_err(|e| Failure(format!("Couldn't listen to port {port}: {e}")))
+}
+
+/// `pp_client_exch_dest`: connect, send our address(es), read theirs, send `"done"`.
+fn client_exch(host: &str, port: u16, my: &[Dest]) -> Result<Vec<Dest>, Failure> {
+    let mut sock = connect_to(host, port)?;
     for d in my {
         sock.write_all(&d.to_wire())
             .map_err(|e| Failure(format!("Couldn't send local address: {e}")))?;
@@ -809,11 +894,7 @@ fn server_exch(
     port: u16,
     my: &[Dest],
 ) -> Result<Vec<Dest>, Failure> {
-    // std sets SO_REUSEADDR on Unix listeners, as rdma-core does. `[::]` also takes IPv4
-    // clients; without IPv6, fall back to 0.0.0.0.
-    let listener = TcpListener::bind(("::", port))
-        .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
-        .map_err(|e| Failure(format!("Couldn't listen to port {port}: {e}")))?;
+    let listener = listen(port)?;
     let (mut conn, _) = listener
         .accept()
         .map_err(|e| Failure(format!("accept() failed: {e}")))?;
