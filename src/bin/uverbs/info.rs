@@ -156,10 +156,7 @@ fn gather(dev: &Device, port: Option<u8>, verbose: bool) -> Result<Report, Failu
         attr,
         num_comp_vectors: ctx.num_comp_vectors(),
         board_id,
-        efa: match dev.driver() {
-            uverbs::Driver::Efa => Some(ctx.efadv_query_device()?),
-            _ => None,
-        },
+        efa: efadv_attributes(&ctx)?,
         ports,
     })
 }
@@ -497,6 +494,15 @@ fn report_text(r: &Report, verbose: bool) -> String {
         port_text(&mut s, r, p, verbose);
     }
     s
+}
+
+/// `efadv_query_device` for an EFA device; `None` for others (their output stays exactly
+/// `ibv_devinfo`'s).
+fn efadv_attributes(ctx: &Context) -> Result<Option<uverbs::EfaDeviceAttr>, Failure> {
+    Ok(match ctx.device().driver() {
+        uverbs::Driver::Efa => Some(ctx.efadv_query_device()?),
+        _ => None,
+    })
 }
 
 /// The `efadv_query_device` attributes (no `ibv_devinfo` equivalent: rdma-core prints them
@@ -850,6 +856,44 @@ mod tests {
         assert_eq!(j["device_caps"], 9);
         assert_eq!(j["device_caps_names"], json!(["RDMA_READ", "RDMA_WRITE"]));
         assert_eq!(j["max_rq_sge"], 3);
+    }
+
+    /// What `uverbs info` prints for an EFA device, read through a context of the EFA device
+    /// model: the limits and caps the device reports, by name.
+    #[test]
+    fn efadv_attributes_of_an_efa_context_are_printed() {
+        let fab = uverbs_efa_model::EfaFabric::new(1);
+        let dev = fab.add_device(uverbs_efa_model::ModelConfig {
+            max_sq_wr: 1234,
+            max_rq_wr: 4321,
+            max_sq_sge: 2,
+            max_rq_sge: 3,
+            inline_buf_size: 32,
+            max_rdma_size: 1 << 20,
+            ..Default::default()
+        });
+        let ctx = dev.open().unwrap();
+        let e = efadv_attributes(&ctx)
+            .unwrap()
+            .expect("an EFA context has efadv attributes");
+        let mut s = String::new();
+        efa_text(&mut s, &e);
+        for line in [
+            "\tefadv attributes:\n",
+            "\t\tmax_sq_wr:\t\t1234\n",
+            "\t\tmax_rq_wr:\t\t4321\n",
+            "\t\tmax_sq_sge:\t\t2\n",
+            "\t\tmax_rq_sge:\t\t3\n",
+            "\t\tinline_buf_size:\t32\n",
+            "\t\tmax_rdma_size:\t\t1048576\n",
+            "\t\t\t\t\tRDMA_READ\n",
+            "\t\t\t\t\tRDMA_WRITE\n",
+            "\t\t\t\t\tCQ_WITH_SGID\n",
+        ] {
+            assert!(s.contains(line), "{line:?} not in {s:?}");
+        }
+        assert_eq!(efa_json(&e)["max_sq_wr"], 1234);
+        fab.assert_no_violations();
     }
 
     #[test]
