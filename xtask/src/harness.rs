@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::guest::{BaseContents, Net, Payload};
 use crate::kernel::{Kernel, Series};
 use crate::util::{err, Context, Result};
-use crate::vm::{self, Echo, Nic, Run, VmConfig};
+use crate::vm::{self, Echo, LinkAction, Nic, Run, VmConfig};
 
 /// The release build of our CLI for the VM.
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -114,6 +114,8 @@ impl Harness {
             memory_mb: vm::MEMORY_MB,
             cpus: vm::CPUS,
             nic: None,
+            qmp: None,
+            link_actions: Vec::new(),
             timeout,
             echo,
         };
@@ -124,15 +126,58 @@ impl Harness {
 
     /// Boot two VMs joined by a virtio-net link (qemu `-netdev dgram` on 127.0.0.1) and run
     /// one payload in each, concurrently. Their payloads must use `Net::Nic`.
+    ///
+    /// With `link_markers` = (cut, up): a console line of either VM containing `cut` makes
+    /// the harness set the *other* VM's link down from outside (QMP `set_link net0 off`), one
+    /// containing `up` sets the VM's *own* link up again; each at most once per VM.
+    /// `Run::link_actions` says what was done.
     pub fn run_pair(
         &mut self,
         a: (Series, &Payload),
         b: (Series, &Payload),
         timeout: Duration,
+        link_markers: Option<(&str, &str)>,
     ) -> Result<(Run, Run)> {
         let (ka, ia) = self.prepare(a.0, a.1, "a")?;
         let (kb, ib) = self.prepare(b.0, b.1, "b")?;
         let (pa, pb) = (free_udp_port()?, free_udp_port()?);
+        // Short paths: a Unix socket's path is limited to 107 bytes.
+        let qmp = |name: &str| {
+            link_markers.map(|_| {
+                std::env::temp_dir().join(format!(
+                    "uverbs-qmp-{}-{}-{name}.sock",
+                    std::process::id(),
+                    self.run_counter
+                ))
+            })
+        };
+        let (qmp_a, qmp_b) = (qmp("a"), qmp("b"));
+        let actions = |own: &Option<PathBuf>,
+                       own_name: &str,
+                       peer: &Option<PathBuf>,
+                       peer_name: &str| {
+            match (link_markers, own, peer) {
+                (Some((cut, up)), Some(own), Some(peer)) => vec![
+                    LinkAction {
+                        trigger: cut.to_string(),
+                        qmp: peer.clone(),
+                        netdev: "net0".into(),
+                        up: false,
+                        target: peer_name.to_string(),
+                    },
+                    LinkAction {
+                        trigger: up.to_string(),
+                        qmp: own.clone(),
+                        netdev: "net0".into(),
+                        up: true,
+                        target: own_name.to_string(),
+                    },
+                ],
+                _ => Vec::new(),
+            }
+        };
+        let actions_a = actions(&qmp_a, "VM A", &qmp_b, "VM B");
+        let actions_b = actions(&qmp_b, "VM B", &qmp_a, "VM A");
         let cfg = |name: &str, kernel: Kernel, initrd: PathBuf, ports: (u16, u16), mac: &str| {
             let series = kernel.series.label();
             VmConfig {
@@ -152,11 +197,15 @@ impl Harness {
                     remote_port: ports.1,
                     mac: mac.to_string(),
                 }),
+                qmp: None,
+                link_actions: Vec::new(),
                 timeout,
             }
         };
-        let ca = cfg("A", ka, ia.clone(), (pa, pb), "52:54:00:99:01:01");
-        let cb = cfg("B", kb, ib.clone(), (pb, pa), "52:54:00:99:01:02");
+        let mut ca = cfg("A", ka, ia.clone(), (pa, pb), "52:54:00:99:01:01");
+        (ca.qmp, ca.link_actions) = (qmp_a.clone(), actions_a);
+        let mut cb = cfg("B", kb, ib.clone(), (pb, pa), "52:54:00:99:01:02");
+        (cb.qmp, cb.link_actions) = (qmp_b.clone(), actions_b);
         let (ra, rb) = std::thread::scope(|s| {
             let ta = s.spawn(|| vm::run(&ca));
             let tb = s.spawn(|| vm::run(&cb));
@@ -164,6 +213,9 @@ impl Harness {
         });
         let _ = std::fs::remove_file(&ia);
         let _ = std::fs::remove_file(&ib);
+        for q in [&qmp_a, &qmp_b].into_iter().flatten() {
+            let _ = std::fs::remove_file(q);
+        }
         let ra = ra.map_err(|_| err!("the thread watching VM A panicked"))??;
         let rb = rb.map_err(|_| err!("the thread watching VM B panicked"))??;
         Ok((ra, rb))

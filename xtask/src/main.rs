@@ -39,7 +39,8 @@ commands:
                        run a shell command in the VM (default kernel 6.12, timeout 600 s);
                        exits with the command's status. --test-exe copies a static
                        executable in as /tests/<name> (cargo's -<hash> suffix dropped)
-  pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it
+  pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
+                       the link cut under an RC stream (tests/faults_two_vm.rs)
                        (rdma-core both sides, then uverbs server, then uverbs client)
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
@@ -166,7 +167,9 @@ fn dispatch(args: &[String]) -> Result<bool> {
             prereq::ensure()?;
             // The uverbs variants run our CLI from the base image.
             let mut h = harness::Harness::new(Some(harness::build_uverbs_cli()?));
-            selftest::two_vm_pingpong(&mut h).map(|r| r.passed())
+            // The link-cut fault test runs last in both VMs (tests/faults_two_vm.rs).
+            let exe = testrun::build_one_test_exe(selftest::LINK_CUT_EXE)?;
+            selftest::two_vm_pingpong(&mut h, Some(&exe)).map(|r| r.passed())
         }
         "kernels" => {
             for s in Series::ALL {

@@ -2,6 +2,7 @@
 //! pair completes on it; a failing command makes the harness report failure; a hanging one is
 //! killed at the timeout; two VMs run ibv_rc_pingpong across a link.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::guest::{Net, Payload};
@@ -173,7 +174,7 @@ pub fn failure_and_timeout(h: &mut Harness) -> Result<Vec<Item>> {
 /// link (qemu `-netdev dgram` on 127.0.0.1), each with rxe0 on its eth0. Then the same with
 /// our `uverbs pingpong rc` (from the base image's `/usr/bin/uverbs`): ours as server in A with
 /// rdma-core's client in B, and rdma-core's server in A with ours as client in B.
-pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
+pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<Report> {
     const OURS: &str = "/usr/bin/uverbs pingpong rc";
     const RDMA_CORE: &str = "/usr/bin/ibv_rc_pingpong";
     // (step name in A, tool in A, step name in B, tool in B, report name)
@@ -210,6 +211,24 @@ pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
             "step {nb} 240 /lib/uverbs/rc_pingpong_client.sh 10.99.1.1 200 {tb} || rc=1\n"
         ));
     }
+    // Last (they take the links down): the link-cut fault test, first with the sender in A
+    // (6.1) and B's link cut, then B's link back up and the roles swapped (sender on 6.12,
+    // A's link cut).
+    let mut files = vec![];
+    if let Some(exe) = link_cut_exe {
+        files.push((format!("tests/{LINK_CUT_EXE}"), exe.to_path_buf()));
+        let step = |name: &str, role: &str, peer: &str| {
+            format!(
+                "step {name} 240 env UVERBS_TWO_VM_ROLE={role} UVERBS_TWO_VM_PEER={peer} \
+                 /tests/{LINK_CUT_EXE} --include-ignored --test-threads=1 {LINK_CUT_TEST} || rc=1\n"
+            )
+        };
+        sa.push_str(&step(LINK_CUT_STEPS[0], "sender", "10.99.1.2"));
+        sa.push_str(&step(LINK_CUT_STEPS[1], "receiver", "10.99.1.2"));
+        sb.push_str(&step(LINK_CUT_STEPS[0], "receiver", "10.99.1.1"));
+        sb.push_str(&format!("echo {LINK_UP_MARKER}\n"));
+        sb.push_str(&step(LINK_CUT_STEPS[1], "sender", "10.99.1.1"));
+    }
     sa.push_str("exit $rc\n");
     sb.push_str("exit $rc\n");
     let server = Payload {
@@ -217,20 +236,21 @@ pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
             addr: "10.99.1.1/24".into(),
         },
         script: sa,
-        files: vec![],
+        files: files.clone(),
     };
     let client = Payload {
         net: Net::Nic {
             addr: "10.99.1.2/24".into(),
         },
         script: sb,
-        files: vec![],
+        files,
     };
     println!("xtask: two VMs joined by a link: rc pingpong servers in A (6.1, 10.99.1.1), clients in B (6.12, 10.99.1.2): ibv<->ibv, uverbs<->ibv, ibv<->uverbs");
     let (a, b) = h.run_pair(
         (Series::V6_1, &server),
         (Series::V6_12, &client),
         Duration::from_secs(600),
+        link_cut_exe.map(|_| (LINK_CUT_MARKER, LINK_UP_MARKER)),
     )?;
     for r in [&a, &b] {
         if !r.success() {
@@ -246,8 +266,90 @@ pub fn two_vm_pingpong(h: &mut Harness) -> Result<Report> {
             check_pingpong(&s.output, &[""])
         }));
     }
+    let cut_item = format!("two_vm::faults_two_vm::{LINK_CUT_TEST}");
+    match link_cut_exe {
+        None => report.push(Item::fail(
+            &cut_item,
+            "not run: the test executable tests/faults_two_vm.rs did not build",
+        )),
+        Some(_) => {
+            // (step, sender's run, receiver's run, sender's name)
+            for (step, tx, rx, who) in [
+                (LINK_CUT_STEPS[0], &a, &b, "sender A 6.1, receiver B 6.12"),
+                (LINK_CUT_STEPS[1], &b, &a, "sender B 6.12, receiver A 6.1"),
+            ] {
+                let cut = tx
+                    .link_actions
+                    .iter()
+                    .find(|(t, _)| t == LINK_CUT_MARKER)
+                    .map(|(_, r)| r.clone());
+                let up_first = step == LINK_CUT_STEPS[1];
+                let up = b
+                    .link_actions
+                    .iter()
+                    .find(|(t, _)| t == LINK_UP_MARKER)
+                    .map(|(_, r)| r.clone());
+                report.push(step_item(
+                    tx,
+                    step,
+                    &format!("{cut_item} ({who}: sender)"),
+                    |s| {
+                        if up_first {
+                            match &up {
+                                None => {
+                                    return Err(format!(
+                                        "B never asked for its link back ({LINK_UP_MARKER})"
+                                    ))
+                                }
+                                Some(Err(e)) => {
+                                    return Err(format!("setting B's link up failed: {e}"))
+                                }
+                                Some(Ok(())) => {}
+                            }
+                        }
+                        match &cut {
+                            None => Err(format!(
+                                "the sender never asked for the cut ({LINK_CUT_MARKER})"
+                            )),
+                            Some(Err(e)) => Err(format!("cutting the link failed: {e}")),
+                            Some(Ok(())) => check_one_test_passed(&s.output),
+                        }
+                    },
+                ));
+                report.push(step_item(
+                    rx,
+                    step,
+                    &format!("{cut_item} ({who}: receiver)"),
+                    |s| check_one_test_passed(&s.output),
+                ));
+            }
+        }
+    }
     report.print();
     Ok(report)
+}
+
+/// The two-VM fault test (tests/faults_two_vm.rs): its test target, its test, the step
+/// that runs it in each VM and the console line on which the harness cuts the link.
+pub const LINK_CUT_EXE: &str = "faults_two_vm";
+const LINK_CUT_TEST: &str = "link_cut_mid_stream_gives_retry_exceeded";
+const LINK_CUT_STEPS: [&str; 2] = ["link-cut", "link-cut-reverse"];
+const LINK_CUT_MARKER: &str = "UVERBS-CUT-LINK";
+/// B prints this between the two link-cut steps: its link comes back up.
+const LINK_UP_MARKER: &str = "UVERBS-LINK-UP";
+
+/// libtest's `test result:` line says exactly one test ran and passed. (The per-test line
+/// cannot be used: the sender's cut request is written straight to the console in the middle
+/// of it.)
+fn check_one_test_passed(output: &[String]) -> Result<(), String> {
+    match crate::libtest::parse(output).summary {
+        Some(s) if (s.passed, s.failed) == (1, 0) => Ok(()),
+        Some(s) => Err(format!(
+            "libtest: {} passed, {} failed, {} ignored (want 1 passed)",
+            s.passed, s.failed, s.ignored
+        )),
+        None => Err("no `test result:` line (the test executable died?)".into()),
+    }
 }
 
 /// `cargo xtask selftest`: the in-VM checks on each kernel, then failure/timeout handling.

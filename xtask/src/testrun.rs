@@ -21,6 +21,10 @@ const HOST_ONLY: &str = "host_only";
 /// Tests (or the test target) with this in their name need EFA hardware: the VM runs them
 /// without `--include-ignored`, so their `#[ignore]` reports them as not run, by name.
 const EFA_HW: &str = "efa_hw";
+/// Test targets with this in their name run in two VMs joined by a link, started by the
+/// two-VM section with a role each (`crate::selftest::two_vm_pingpong`); the single-VM
+/// sections leave them out (they are counted in the two-VM section).
+const TWO_VM: &str = "two_vm";
 
 /// Time limit for one test executable inside the VM.
 const PER_BINARY_LIMIT_SECS: u32 = 600;
@@ -127,16 +131,23 @@ pub fn print_overall(reports: &[Report]) -> bool {
         f += c.1;
         s += c.2;
     }
+    // Tests not run anywhere: a device test the host skips but a VM ran is not listed.
+    let ran: BTreeSet<&str> = reports
+        .iter()
+        .flat_map(|r| r.items.iter())
+        .filter(|i| !matches!(i.state, State::Skipped(_)))
+        .map(|i| i.name.as_str())
+        .collect();
     let not_run: Vec<&str> = reports
         .iter()
         .flat_map(|r| r.items.iter())
-        .filter(|i| matches!(i.state, State::Skipped(_)))
+        .filter(|i| matches!(i.state, State::Skipped(_)) && !ran.contains(i.name.as_str()))
         .map(|i| i.name.as_str())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     if !not_run.is_empty() {
-        println!("not run: {}", not_run.join(", "));
+        println!("not run anywhere: {}", not_run.join(", "));
     }
     println!("overall: {p} passed, {f} failed, {s} skipped");
     f == 0
@@ -154,6 +165,8 @@ pub struct TestExe {
     pub efa_hw_target: bool,
     /// A test target whose name contains `host_only`: not run in the VM at all.
     pub host_only_target: bool,
+    /// A test target whose name contains `two_vm`: run by the two-VM section only.
+    pub two_vm_target: bool,
     /// Test names from `--list`.
     pub names: Vec<String>,
 }
@@ -211,15 +224,7 @@ pub fn build_test_exes() -> Result<TestBuild> {
         let Some(exe) = v["executable"].as_str() else {
             continue;
         };
-        let target = v["target"]["name"].as_str().unwrap_or("?");
-        let kind = v["target"]["kind"][0].as_str().unwrap_or("?");
-        let pkg = v["package_id"].as_str().unwrap_or("?");
-        // package_id is "path+file:///...#name@version" (or "name version (...)" on old cargo)
-        let pkg_name = pkg
-            .rsplit_once('#')
-            .map(|(_, t)| t.split('@').next().unwrap_or(t))
-            .unwrap_or_else(|| pkg.split(' ').next().unwrap_or(pkg));
-        let pkg_name = pkg_name.rsplit('/').next().unwrap_or(pkg_name);
+        let (pkg_name, target, kind) = artifact_names(&v);
         let display = format!("{pkg_name}::{target} ({kind})");
         let path = PathBuf::from(exe);
         crate::elf::ensure_static(&path, &format!("test executable {display}"))?;
@@ -231,17 +236,192 @@ pub fn build_test_exes() -> Result<TestBuild> {
             path,
             efa_hw_target: kind == "test" && target == "efa_hw",
             host_only_target: target.contains(HOST_ONLY),
+            two_vm_target: kind == "test" && target.contains(TWO_VM),
             names: libtest::parse_list(&list),
         });
     }
     Ok(TestBuild { exes, build_error })
 }
 
+/// (package, target, kind) of a `compiler-artifact` message of cargo's JSON output.
+fn artifact_names(v: &serde_json::Value) -> (&str, &str, &str) {
+    let target = v["target"]["name"].as_str().unwrap_or("?");
+    let kind = v["target"]["kind"][0].as_str().unwrap_or("?");
+    let pkg = v["package_id"].as_str().unwrap_or("?");
+    // package_id is "path+file:///...#name@version" (or "name version (...)" on old cargo)
+    let pkg_name = pkg
+        .rsplit_once('#')
+        .map(|(_, t)| t.split('@').next().unwrap_or(t))
+        .unwrap_or_else(|| pkg.split(' ').next().unwrap_or(pkg));
+    let pkg_name = pkg_name.rsplit('/').next().unwrap_or(pkg_name);
+    (pkg_name, target, kind)
+}
+
+/// Splits the output of `cargo test` into one part per test executable: cargo announces each
+/// with `Running <source> (<executable>)` (named here as the VM sections name it, through
+/// `names`: executable file name -> `package::target (kind)`) or `Doc-tests <crate>`.
+fn split_cargo_test_output(
+    lines: &[String],
+    names: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, Vec<String>)> {
+    let mut parts: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lines {
+        let t = line.trim();
+        let head = if let Some(rest) = t.strip_prefix("Running ") {
+            let exe = rest
+                .rsplit_once('(')
+                .map(|(_, p)| p.trim_end_matches(')'))
+                .unwrap_or(rest);
+            let file = exe.rsplit('/').next().unwrap_or(exe);
+            Some(names.get(file).cloned().unwrap_or_else(|| rest.to_string()))
+        } else {
+            t.strip_prefix("Doc-tests ")
+                .map(|c| format!("{c}::doc-tests"))
+        };
+        match head {
+            Some(h) => parts.push((h, Vec::new())),
+            None => {
+                if let Some((_, out)) = parts.last_mut() {
+                    out.push(line.clone());
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// Per-test items from the parts of [`split_cargo_test_output`]; a part whose executable
+/// ended without a `test result:` line (a crash) is a failure of its own.
+fn cargo_test_items(parts: &[(String, Vec<String>)], report: &mut Report) {
+    for (exe, out) in parts {
+        let parsed = libtest::parse(out);
+        for t in &parsed.tests {
+            let name = format!("{exe}::{}", t.name);
+            match &t.verdict {
+                Verdict::Passed => report.push(Item::pass(&name)),
+                Verdict::Failed => report.push(Item::fail(&name, "FAILED (see its output above)")),
+                Verdict::Ignored(reason) => report.push(Item::skip(
+                    &name,
+                    reason.clone().unwrap_or_else(|| "ignored".into()),
+                )),
+            }
+        }
+        if parsed.summary.is_none() {
+            let in_test = parsed
+                .unfinished
+                .map(|t| format!(" in test `{t}`"))
+                .unwrap_or_default();
+            report.push(Item::fail(
+                exe,
+                format!("ended without a `test result:` line{in_test} (crashed?)"),
+            ));
+        }
+    }
+}
+
+/// `cargo test --workspace` on the host, each test case a reported item named like the VM
+/// sections' items (`package::target (kind)::test`); ignored tests are listed by name as not
+/// run on the host (device tests: the VM sections run them).
+fn host_tests(report: &mut Report) {
+    const STEP: &str = "cargo test --workspace";
+    let t = Instant::now();
+    let root = crate::util::workspace_root();
+    // Executable file name -> display name, from the build (the run's `Running` lines name
+    // only the source file and the executable).
+    let mut build = Command::new(crate::util::cargo());
+    build
+        .args([
+            "test",
+            "--workspace",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(&root)
+        .stderr(std::process::Stdio::inherit());
+    println!("$ {}", crate::util::show(&build));
+    let mut names = std::collections::BTreeMap::new();
+    match build.output() {
+        Ok(out) => {
+            for v in String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["reason"] == "compiler-artifact" && v["profile"]["test"] == true)
+            {
+                let Some(exe) = v["executable"].as_str() else {
+                    continue;
+                };
+                let (pkg, target, kind) = artifact_names(&v);
+                let file = exe.rsplit('/').next().unwrap_or(exe).to_string();
+                names.insert(file, format!("{pkg}::{target} ({kind})"));
+            }
+        }
+        Err(e) => println!("xtask: warning: {}: {e}", crate::util::show(&build)),
+    }
+    let mut cmd = Command::new(crate::util::cargo());
+    cmd.args(["test", "--workspace"]).current_dir(&root);
+    println!("$ {}", crate::util::show(&cmd));
+    let (lines, status) = match crate::util::run_tee(&mut cmd) {
+        Ok(r) => r,
+        Err(e) => {
+            report.push(Item::fail(STEP, e.to_string()));
+            return;
+        }
+    };
+    let before = report.items.len();
+    cargo_test_items(&split_cargo_test_output(&lines, &names), report);
+    let failed_any = report.items[before..]
+        .iter()
+        .any(|i| matches!(i.state, State::Failed(_)));
+    if !status.success() && !failed_any {
+        // E.g. a test target that did not compile: no test line says so.
+        report.push(Item::fail(
+            STEP,
+            format!("failed ({status}) without a failing test line; see its output above"),
+        ));
+    }
+    if report.items.len() == before {
+        report.push(Item::fail(STEP, "no test results in its output"));
+    }
+    println!("xtask: {STEP}: {:.0} s", t.elapsed().as_secs_f64());
+}
+
+/// Build one integration test target of the `uverbs` package for musl (static) and return
+/// the executable's path.
+pub fn build_one_test_exe(target: &str) -> Result<PathBuf> {
+    let mut cmd = Command::new(crate::util::cargo());
+    cmd.args(["test", "-p", "uverbs", "--no-run", "--test", target])
+        .args([
+            "--target",
+            MUSL_TARGET,
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(crate::util::workspace_root())
+        .stderr(std::process::Stdio::inherit());
+    println!("$ {}", crate::util::show(&cmd));
+    let out = cmd
+        .output()
+        .context(|| format!("running cargo test --no-run --test {target}"))?;
+    if !out.status.success() {
+        return Err(err!(
+            "the test executable {target} did not build ({})",
+            out.status
+        ));
+    }
+    let exe = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == target)
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| err!("cargo reported no executable for the test target {target}"))?;
+    crate::elf::ensure_static(&exe, &format!("test executable {target}"))?;
+    Ok(exe)
+}
+
 /// Payload lines running every test executable as its own step.
 fn test_steps(exes: &[TestExe]) -> String {
     let mut s = String::new();
     for e in exes {
-        if e.host_only_target {
+        if e.host_only_target || e.two_vm_target {
             continue;
         }
         let bin = format!("/tests/{}", e.guest_name);
@@ -271,7 +451,7 @@ fn test_steps(exes: &[TestExe]) -> String {
 
 /// Turn the test steps of a run into per-test items.
 fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
-    for e in exes {
+    for e in exes.iter().filter(|e| !e.two_vm_target) {
         for n in e
             .names
             .iter()
@@ -382,11 +562,7 @@ pub fn full() -> Result<bool> {
             "warnings",
         ],
     );
-    host_check(
-        &mut host,
-        "cargo test --workspace",
-        &["test", "--workspace"],
-    );
+    host_tests(&mut host);
 
     // Every fuzz target for a short time (xtask/src/fuzz.rs), one at a time.
     let t = Instant::now();
@@ -438,6 +614,7 @@ pub fn full() -> Result<bool> {
     let mut h = Harness::new(cli);
     let files: Vec<(String, PathBuf)> = exes
         .iter()
+        .filter(|e| !e.two_vm_target)
         .map(|e| (format!("tests/{}", e.guest_name), e.path.clone()))
         .collect();
     let script = format!(
@@ -486,7 +663,14 @@ pub fn full() -> Result<bool> {
     }
 
     let t = Instant::now();
-    reports.push(crate::selftest::two_vm_pingpong(&mut h)?);
+    let two_vm_exe = exes
+        .iter()
+        .find(|e| e.two_vm_target && e.display.contains(crate::selftest::LINK_CUT_EXE))
+        .map(|e| e.path.clone());
+    reports.push(crate::selftest::two_vm_pingpong(
+        &mut h,
+        two_vm_exe.as_deref(),
+    )?);
     timings.push(format!(
         "two-VM pingpong: {:.0} s",
         t.elapsed().as_secs_f64()
@@ -597,6 +781,78 @@ mod tests {
         assert_eq!(p("/tmp/my-tool"), "my-tool");
     }
 
+    #[test]
+    fn host_cargo_test_output_becomes_per_test_items() {
+        let out: Vec<String> = "\
+   Compiling uverbs v0.1.0 (/w)
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 1.00s
+     Running unittests src/lib.rs (/t/debug/deps/uverbs-0123456789abcdef)
+
+running 2 tests
+test a ... ok
+test b ... ignored, needs an RDMA device
+test result: ok. 1 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+     Running tests/faults.rs (/t/debug/deps/faults-fedcba9876543210)
+
+running 1 test
+test f ... FAILED
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+     Running tests/crash.rs (/t/debug/deps/crash-00000000000000aa)
+
+running 1 test
+test c ... 
+   Doc-tests uverbs
+
+running 1 test
+test src/lib.rs - (line 12) - compile ... ok
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+"
+        .lines()
+        .map(str::to_string)
+        .collect();
+        let names = [
+            ("uverbs-0123456789abcdef", "uverbs::uverbs (lib)"),
+            ("faults-fedcba9876543210", "uverbs::faults (test)"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let parts = split_cargo_test_output(&out, &names);
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        let mut r = Report::new("host");
+        cargo_test_items(&parts, &mut r);
+        assert_eq!(
+            item_states(&r),
+            vec![
+                ("uverbs::uverbs (lib)::a".to_string(), "pass"),
+                ("uverbs::uverbs (lib)::b".to_string(), "skip"),
+                ("uverbs::faults (test)::f".to_string(), "fail"),
+                (
+                    "tests/crash.rs (/t/debug/deps/crash-00000000000000aa)".to_string(),
+                    "fail"
+                ),
+                (
+                    "uverbs::doc-tests::src/lib.rs - (line 12) - compile".to_string(),
+                    "pass"
+                ),
+            ]
+        );
+        assert_eq!(r.counts(), (2, 2, 1));
+    }
+
+    #[test]
+    fn not_run_anywhere_leaves_out_tests_another_section_ran() {
+        let mut host = Report::new("host");
+        host.push(Item::skip("x::dev", "needs a device"));
+        host.push(Item::skip("x::efa_hw_only", "needs EFA hardware"));
+        let mut vm = Report::new("vm");
+        vm.push(Item::pass("x::dev"));
+        vm.push(Item::skip("x::efa_hw_only", "needs EFA hardware"));
+        assert!(print_overall(&[host, vm]));
+    }
+
     fn item_states(r: &Report) -> Vec<(String, &'static str)> {
         r.items
             .iter()
@@ -620,6 +876,7 @@ mod tests {
             guest_name: name.into(),
             efa_hw_target: efa,
             host_only_target: name.contains("host_only"),
+            two_vm_target: name.contains("two_vm"),
             names: names.iter().map(|s| s.to_string()).collect(),
         };
         let exes = vec![
@@ -627,6 +884,7 @@ mod tests {
             exe("c_layout_host_only", &["l1"], false),
             exe("efa_hw", &["x"], true),
             exe("crash", &["c1"], false),
+            exe("faults_two_vm", &["cut"], false),
         ];
         let step = |name: &str, status: i32, out: &str| Step {
             name: name.into(),
@@ -655,6 +913,7 @@ mod tests {
             boot_secs: Some(1.0),
             total_secs: 2.0,
             log: None,
+            link_actions: Vec::new(),
         };
         let script = test_steps(&exes);
         assert!(
@@ -675,6 +934,8 @@ mod tests {
         );
         assert!(!script.contains("test:crash:efa_hw"), "{script}");
         assert!(!script.contains("/tests/c_layout_host_only"), "{script}");
+        // The two-VM target runs only in the two-VM section.
+        assert!(!script.contains("faults_two_vm"), "{script}");
         let mut r = Report::new("k");
         test_items(&run, &exes, &mut r);
         assert_eq!(

@@ -111,6 +111,54 @@ pub fn run(cmd: &mut Command) -> Result<()> {
     }
 }
 
+/// Run a command with its stdout and stderr passed through to ours as they come, and return
+/// their lines (interleaved in arrival order) with the exit status.
+pub fn run_tee(cmd: &mut Command) -> Result<(Vec<String>, std::process::ExitStatus)> {
+    use std::io::{BufRead, Write};
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context(|| format!("starting `{}`", show(cmd)))?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let mut readers = Vec::new();
+    let out = child
+        .stdout
+        .take()
+        .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+    let err = child
+        .stderr
+        .take()
+        .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+    for (src, to_stderr) in [(out, false), (err, true)] {
+        let Some(src) = src else { continue };
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in std::io::BufReader::new(src).lines() {
+                let Ok(line) = line else { break };
+                if to_stderr {
+                    let _ = writeln!(std::io::stderr().lock(), "{line}");
+                } else {
+                    let _ = writeln!(std::io::stdout().lock(), "{line}");
+                }
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let lines: Vec<String> = rx.iter().collect();
+    for r in readers {
+        let _ = r.join();
+    }
+    let status = child
+        .wait()
+        .context(|| format!("waiting for `{}`", show(cmd)))?;
+    Ok((lines, status))
+}
+
 /// Run a command and return its stdout; a failure carries its stderr.
 pub fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd

@@ -37,6 +37,22 @@ pub struct Echo {
     pub boot_messages: bool,
 }
 
+/// Set a VM's link down or up from outside when this VM's console prints a line (the two-VM
+/// fault test): qemu's `set_link <netdev> off|on` over that VM's QMP socket.
+#[derive(Debug, Clone)]
+pub struct LinkAction {
+    /// A console line containing this asks for the action (done once).
+    pub trigger: String,
+    /// The QMP socket of the VM whose link changes.
+    pub qmp: PathBuf,
+    /// Its netdev id (`net0`).
+    pub netdev: String,
+    /// Up (`true`) or down.
+    pub up: bool,
+    /// Names that VM in messages (`VM B`).
+    pub target: String,
+}
+
 pub struct VmConfig {
     /// Short name for messages and the log file (e.g. `6.1.0-57-amd64`).
     pub label: String,
@@ -45,6 +61,10 @@ pub struct VmConfig {
     pub memory_mb: u32,
     pub cpus: u32,
     pub nic: Option<Nic>,
+    /// Serve QMP on this Unix socket (so the harness can act on the VM from outside).
+    pub qmp: Option<PathBuf>,
+    /// Link changes this VM's console can ask for.
+    pub link_actions: Vec<LinkAction>,
     /// Hard limit for the whole run, boot included.
     pub timeout: Duration,
     pub echo: Echo,
@@ -85,6 +105,9 @@ pub struct Run {
     pub total_secs: f64,
     /// The serial log; kept only when the run failed.
     pub log: Option<PathBuf>,
+    /// The link actions ([`VmConfig::link_actions`]) this VM asked for, by trigger, and
+    /// whether each was done.
+    pub link_actions: Vec<(String, std::result::Result<(), String>)>,
 }
 
 impl Run {
@@ -161,6 +184,10 @@ fn qemu_command(cfg: &VmConfig) -> Command {
     .arg(&cfg.initrd)
     // panic=-1 + -no-reboot: a kernel panic ends qemu instead of hanging.
     .args(["-append", "console=ttyS0 panic=-1 rdinit=/init"]);
+    if let Some(q) = &cfg.qmp {
+        cmd.arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", q.display()));
+    }
     match &cfg.nic {
         None => {
             cmd.args(["-nic", "none"]);
@@ -236,6 +263,7 @@ struct Watch<'a> {
     steps: Vec<Step>,
     current: Option<(Step, Instant)>,
     tail: std::collections::VecDeque<String>,
+    link_done: Vec<(String, std::result::Result<(), String>)>,
 }
 
 impl Watch<'_> {
@@ -268,6 +296,21 @@ impl Watch<'_> {
         let (before, marker) = split_marker(line);
         if !before.is_empty() || marker.is_none() {
             self.output_line(before);
+        }
+        for act in &self.cfg.link_actions {
+            if line.contains(&act.trigger) && !self.link_done.iter().any(|(t, _)| *t == act.trigger)
+            {
+                let updown = if act.up { "on" } else { "off" };
+                let done = qmp_set_link(&act.qmp, &act.netdev, act.up);
+                self.echo(&match &done {
+                    Ok(()) => format!("xtask: set_link {} {updown} on {}", act.netdev, act.target),
+                    Err(e) => format!(
+                        "xtask: FAILED: set_link {} {updown} on {}: {e}",
+                        act.netdev, act.target
+                    ),
+                });
+                self.link_done.push((act.trigger.clone(), done));
+            }
         }
         let Some((word, arg)) = marker else { return };
         match word {
@@ -323,6 +366,60 @@ impl Watch<'_> {
     }
 }
 
+/// `set_link NETDEV on|off` through a VM's QMP socket: the link goes down (or up) at the
+/// emulated NIC, outside the guest. Waits up to 10 s for each answer.
+pub fn qmp_set_link(
+    socket: &std::path::Path,
+    netdev: &str,
+    up: bool,
+) -> std::result::Result<(), String> {
+    use std::os::unix::net::UnixStream;
+    let at = || format!("QMP {}", socket.display());
+    let s = UnixStream::connect(socket).map_err(|e| format!("connecting to {}: {e}", at()))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| format!("{}: {e}", at()))?;
+    let mut w = s.try_clone().map_err(|e| format!("{}: {e}", at()))?;
+    let mut r = BufReader::new(s);
+    let mut read = |what: &str| -> std::result::Result<serde_json::Value, String> {
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) => return Err(format!("{} closed while waiting for {what}", at())),
+                Ok(_) => {}
+                Err(e) => return Err(format!("{}: waiting for {what}: {e}", at())),
+            }
+            let v: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| format!("{}: bad reply {line:?}: {e}", at()))?;
+            // Asynchronous events may come in between; they answer nothing.
+            if v.get("event").is_none() {
+                return Ok(v);
+            }
+        }
+    };
+    let greeting = read("the greeting")?;
+    if greeting.get("QMP").is_none() {
+        return Err(format!("{}: unexpected greeting {greeting}", at()));
+    }
+    let set_link = serde_json::json!({
+        "execute": "set_link",
+        "arguments": { "name": netdev, "up": up },
+    });
+    for cmd in [
+        serde_json::json!({ "execute": "qmp_capabilities" }),
+        set_link,
+    ] {
+        writeln!(w, "{cmd}").map_err(|e| format!("{}: sending {cmd}: {e}", at()))?;
+        let v = read(&cmd.to_string())?;
+        if let Some(e) = v.get("error") {
+            return Err(format!("{}: {cmd} failed: {e}", at()));
+        }
+        if v.get("return").is_none() {
+            return Err(format!("{}: {cmd}: unexpected reply {v}", at()));
+        }
+    }
+    Ok(())
+}
+
 fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -370,6 +467,7 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
         steps: Vec::new(),
         current: None,
         tail: Default::default(),
+        link_done: Vec::new(),
     };
     let mut qemu_errors: Vec<String> = Vec::new();
     let hard_deadline = start + cfg.timeout;
@@ -458,6 +556,7 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
         boot_secs: w.booted,
         total_secs: total.as_secs_f64(),
         log: Some(log_path),
+        link_actions: w.link_done,
     };
     if run.success() {
         run.discard_log();
@@ -494,7 +593,59 @@ mod tests {
             boot_secs: None,
             total_secs: 1.0,
             log: None,
+            link_actions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn qmp_set_link_speaks_qmp_and_reports_errors() {
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("uverbs-qmp-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("q.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        // A fake qemu: greeting, an event in between, then answers; the second connection
+        // refuses set_link as qemu does for an unknown device.
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for refuse in [false, true] {
+                let (s, _) = listener.accept().unwrap();
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                writeln!(w, r#"{{"QMP": {{"version": {{}}, "capabilities": []}}}}"#).unwrap();
+                for _ in 0..2 {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap() == 0 {
+                        break;
+                    }
+                    seen.push(line.trim().to_string());
+                    writeln!(w, r#"{{"event": "NIC_RX_FILTER_CHANGED"}}"#).unwrap();
+                    if refuse && line.contains("set_link") {
+                        writeln!(
+                            w,
+                            r#"{{"error": {{"class": "DeviceNotFound", "desc": "no net0"}}}}"#
+                        )
+                        .unwrap();
+                    } else {
+                        writeln!(w, r#"{{"return": {{}}}}"#).unwrap();
+                    }
+                }
+            }
+            seen
+        });
+        assert_eq!(qmp_set_link(&path, "net0", false), Ok(()));
+        let e = qmp_set_link(&path, "net0", false).unwrap_err();
+        assert!(e.contains("DeviceNotFound"), "{e}");
+        let seen = server.join().unwrap();
+        assert!(seen[0].contains("qmp_capabilities"), "{seen:?}");
+        let v: serde_json::Value = serde_json::from_str(&seen[1]).unwrap();
+        assert_eq!(v["execute"], "set_link");
+        assert_eq!(v["arguments"]["name"], "net0");
+        assert_eq!(v["arguments"]["up"], false);
+        let e = qmp_set_link(&dir.join("absent.sock"), "net0", false).unwrap_err();
+        assert!(e.contains("connecting"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
