@@ -5,10 +5,10 @@
 //! the errnos the kernel uses, and backs every mmap with memfd pages shared between the model
 //! and the client, so the client's rings and doorbells are real shared memory.
 //!
-//! The device runs on demand: [`EfaFabric::process`] reads every SQ doorbell, consumes the
-//! WQEs from the LLQ, moves data between registered memory of QPs on any device of the fabric
-//! (SRD: reliable and deliberately reordered; UD: in order), consumes receive descriptors and
-//! writes CQEs with phase bits into the QP's sub-CQ.
+//! The device runs on demand: [`EfaFabric::process`] takes every SQ doorbell the driver wrote,
+//! consumes the WQEs from the LLQ, moves data between registered memory of QPs on any device
+//! of the fabric (SRD: reliable and deliberately reordered; UD: in order), consumes receive
+//! descriptors and writes CQEs with phase bits into the QP's sub-CQ.
 //!
 //! Strict: anything a correct driver never produces — a malformed or stale WQE (meta bit,
 //! first/last, phase, reserved bits), an unsignaled send, a bad lkey or an SGE outside its MR,
@@ -17,15 +17,55 @@
 //! past the posted WQEs, a doorbell on a QP not in RTS — is recorded as a violation; tests end
 //! with [`EfaFabric::assert_no_violations`].
 //!
-//! What the model cannot check: the `max_tx_batch` limit between doorbells. The SQ doorbell
-//! is a word of shared memory; the model reads it when [`EfaFabric::process`] runs and sees
-//! only its latest value, not each store (a real device sees every MMIO write). A watcher
-//! thread polling the word would miss stores that land between two of its reads and then
-//! report a false violation, so the model does not pretend. The batching is proven where each
-//! store is visible: the provider's SQ tests record every doorbell value
-//! (`uverbs_efa::sq` test `doorbell_batching_limit`), and `tests/efa_verbs.rs` checks through the
-//! model that a long list is delivered whole.
+//! Every SQ doorbell store, as a device sees every MMIO write (x86_64 Linux): the client's
+//! SQ doorbell page is mapped read-only, so each store faults; a process-wide SIGSEGV handler
+//! lets that one store through by single-stepping it (the trap flag), and the SIGTRAP after
+//! it logs the value, with the LLQ WQEs present behind and ahead of it, in a lock-free
+//! per-page log (module `trap`; no hook in the library, which writes its doorbell as it does
+//! on hardware). [`EfaFabric::process`] replays the log in order and holds each doorbell to
+//! the device's rules, recording a violation for:
+//! - more than `max_tx_batch` 64-byte lines of WQEs (a WQE is 64 or 128 bytes) written to the
+//!   LLQ between two doorbells — counting WQEs written ahead of a doorbell, not only its step;
+//! - a doorbell over WQEs not yet in the LLQ when it was rung, a doorbell rung again with the
+//!   same value, one going backwards or past the ring, a store elsewhere in the page;
+//! - with `min_sq_wr`, a doorbell for the whole SQ at once;
+//! - a doorbell value no store was seen for ([`EfaFabric::assert_no_violations`]).
+//!
+//! [`EfaFabric::sq_doorbells`] lists the values seen. Limits of the trap: one thread stores
+//! to a given QP's doorbell at a time (a second thread's store while the first is single-
+//! stepped is missed, and then reported as above); at most 256 QPs with a mapped doorbell at
+//! once in the process; 4096 doorbells per QP between two `process` calls (more is a
+//! violation). On other targets, or after [`EfaFabric::set_doorbell_trap`]`(false)` (for
+//! benchmarks), the model reads the doorbell word when `process` runs and cannot check the
+//! batch limit; the provider's `doorbell_batching_limit` unit test records every value there.
 #![allow(unsafe_code)]
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod trap;
+/// Without the trap (not x86_64 Linux) no QP has one: the model reads the doorbell word.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+mod trap {
+    /// Never constructed.
+    pub(crate) enum Trap {}
+    /// Never constructed.
+    pub(crate) struct Ring {
+        pub offset: u32,
+        pub value: u32,
+        pub fresh: u32,
+        pub ahead: u32,
+    }
+    impl Trap {
+        pub(crate) fn page(&self) -> *mut u8 {
+            match *self {}
+        }
+        pub(crate) fn last(&self) -> u32 {
+            match *self {}
+        }
+        pub(crate) fn drain(&self) -> (Vec<Ring>, bool) {
+            match *self {}
+        }
+    }
+}
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{BorrowedFd, IntoRawFd, OwnedFd};
@@ -243,6 +283,14 @@ struct QpState {
     unsolicited: bool,
     llq: Arc<Region>,
     sq_db: Arc<Region>,
+    /// Sees every store to the client's mapping of `sq_db` (set when the client maps it).
+    db_trap: Option<trap::Trap>,
+    /// The doorbell value the model acted on last (from the trap's log).
+    db_seen: u16,
+    /// WQEs found written past that doorbell when it was rung.
+    db_ahead: u32,
+    /// Every SQ doorbell value the trap saw, in order.
+    db_history: Vec<u32>,
     rq: Arc<Region>,
     rq_db: Arc<Region>,
     rq_descs: u32,
@@ -310,11 +358,17 @@ struct Fabric {
     violations: Vec<String>,
     rng: u64,
     reorder: bool,
+    /// Trap the SQ doorbells mapped from now on (see the module doc).
+    trap_doorbells: bool,
 }
 
 impl Fabric {
     fn violation(&mut self, s: String) {
         self.violations.push(s);
+    }
+    fn qp(&self, dev: &EfaDevice, qpn: u32) -> &QpState {
+        let d = &self.devs[dev.dev];
+        &d.qps[&d.qp_by_qpn(qpn as u16).expect("no such QP")]
     }
     fn rand(&mut self) -> u64 {
         // xorshift64*: deterministic per seed, so a reordering failure reproduces.
@@ -368,6 +422,7 @@ impl EfaFabric {
                 violations: Vec::new(),
                 rng: seed | 1,
                 reorder: true,
+                trap_doorbells: TRAP,
             })),
         }
     }
@@ -412,6 +467,14 @@ impl EfaFabric {
         self.lock().reorder = on;
     }
 
+    /// Whether SQ doorbells mapped from now on are trapped (default: on where the trap exists,
+    /// x86_64 Linux). Off, the model reads each doorbell word when [`process`](Self::process)
+    /// runs and cannot check `max_tx_batch`: for benchmarks, since the trap costs two signals
+    /// per doorbell and valgrind does not emulate the trap flag it relies on.
+    pub fn set_doorbell_trap(&self, on: bool) {
+        self.lock().trap_doorbells = on && TRAP;
+    }
+
     /// Violations recorded so far.
     pub fn violations(&self) -> Vec<String> {
         self.lock().violations.clone()
@@ -422,9 +485,29 @@ impl EfaFabric {
         std::mem::take(&mut self.lock().violations)
     }
 
-    /// Panics, listing them, if any violation was recorded.
+    /// Panics, listing them, if any violation was recorded. Call it when no thread is
+    /// posting: it also checks that each SQ doorbell word holds the value the trap saw stored
+    /// last, i.e. that no store got past the trap (another thread storing to the same page
+    /// while one store is single-stepped, see the module doc).
     #[track_caller]
     pub fn assert_no_violations(&self) {
+        {
+            let mut f = self.lock();
+            let mut missed = Vec::new();
+            for q in f.devs.iter().flat_map(|d| d.qps.values()) {
+                if let Some(t) = &q.db_trap {
+                    let (word, last) = (q.sq_db.load32(SQ_DB_OFFSET as usize), t.last());
+                    if word != last {
+                        missed.push(format!(
+                            "qp {}: SQ doorbell holds {word:#x}, but the last store the model \
+                             saw was {last:#x}",
+                            q.qpn
+                        ));
+                    }
+                }
+            }
+            f.violations.extend(missed);
+        }
         let v = self.violations();
         assert!(v.is_empty(), "EFA model violations:\n  {}", v.join("\n  "));
     }
@@ -497,23 +580,48 @@ impl EfaFabric {
     /// Writes `wqe` into the next LLQ slot of QP `qpn` on `dev` and moves the SQ doorbell past
     /// it, as a (possibly broken) driver would: for tests of the model's strictness.
     pub fn raw_post(&self, dev: &EfaDevice, qpn: u32, wqe: &[u8; 64], ring: u16) {
+        let db = self.lock().qp(dev, qpn).sq_db.load32(SQ_DB_OFFSET as usize) as u16;
+        self.raw_write(dev, qpn, db, wqe);
+        self.raw_ring(dev, qpn, u32::from(db.wrapping_add(ring)));
+    }
+
+    /// Writes `wqe` into the LLQ slot of producer position `pos` (mod the depth) of QP `qpn`
+    /// on `dev`, ringing nothing: for tests of the model's strictness.
+    pub fn raw_write(&self, dev: &EfaDevice, qpn: u32, pos: u16, wqe: &[u8; 64]) {
         let f = self.lock();
-        let d = &f.devs[dev.dev];
-        let h = d.qp_by_qpn(qpn as u16).expect("no such QP");
-        let q = &d.qps[&h];
-        let db = q.sq_db.load32(SQ_DB_OFFSET as usize) as u16;
-        let slot = (u32::from(db) & (q.depth - 1)) as usize;
+        let q = f.qp(dev, qpn);
+        let slot = (u32::from(pos) & (q.depth - 1)) as usize;
         q.llq
             .write(LLQ_DESC_OFFSET as usize + slot * q.wqe_size as usize, wqe);
-        q.sq_db
-            .store32(SQ_DB_OFFSET as usize, u32::from(db.wrapping_add(ring)));
+    }
+
+    /// Stores `value` to the SQ doorbell of QP `qpn` on `dev` the way the driver does: through
+    /// the client's (trapped) mapping, so the model sees it as it sees the driver's stores.
+    pub fn raw_ring(&self, dev: &EfaDevice, qpn: u32, value: u32) {
+        let f = self.lock();
+        let q = f.qp(dev, qpn);
+        let Some(t) = &q.db_trap else {
+            return q.sq_db.store32(SQ_DB_OFFSET as usize, value);
+        };
+        // SAFETY: the trapped page is the client's live mapping of this QP's doorbell page: it
+        // is registered from the client's mmap until the QP is destroyed in the model, and the
+        // library destroys the QP before it unmaps. The offset is 4-byte aligned inside it.
+        // The store faults and is let through (and logged) by the trap handlers.
+        let reg = unsafe { AtomicU32::from_ptr(t.page().add(SQ_DB_OFFSET as usize).cast()) };
+        // Release: the WQE bytes written before it are visible to whoever Acquires the value.
+        reg.store(value, Ordering::Release);
+    }
+
+    /// Every SQ doorbell value the model has seen stored for QP `qpn` on `dev` (up to the last
+    /// [`process`](Self::process)), in order. Empty without the trap (not x86_64 Linux).
+    pub fn sq_doorbells(&self, dev: &EfaDevice, qpn: u32) -> Vec<u32> {
+        self.lock().qp(dev, qpn).db_history.clone()
     }
 
     /// The phase the next WQE of QP `qpn` must carry, and the number of WQEs it consumed.
     pub fn sq_state(&self, dev: &EfaDevice, qpn: u32) -> (bool, u64) {
         let f = self.lock();
-        let d = &f.devs[dev.dev];
-        let q = &d.qps[&d.qp_by_qpn(qpn as u16).expect("no such QP")];
+        let q = f.qp(dev, qpn);
         let db = q.sq_db.load32(SQ_DB_OFFSET as usize) as u16;
         let total = q.sq_total + u64::from(db.wrapping_sub(q.sq_pc));
         ((total / u64::from(q.depth)) % 2 == 1, q.sq_total)
@@ -574,24 +682,40 @@ impl Channel for EfaDevice {
     }
 
     fn mmap(&self, offset: u64, len: usize, kind: MapKind) -> Result<Mapping, Errno> {
-        let r = self.with(|f, d| f.devs[d].regions.get(&offset).cloned());
-        let r = r.ok_or(Errno::INVAL)?;
-        if len == 0 || len > r.len {
-            return Err(Errno::INVAL);
-        }
-        let prot = match kind {
-            MapKind::ReadOnly => ProtFlags::READ,
-            MapKind::WriteOnly => ProtFlags::WRITE,
-            MapKind::ReadWrite => ProtFlags::READ | ProtFlags::WRITE,
-        };
-        // SAFETY: a new shared mapping of the model's memfd at a kernel-chosen address; the
-        // Mapping made right after owns and unmaps it.
-        let p = unsafe {
-            rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, &r.fd, 0)?
-        };
-        let p = NonNull::new(p.cast::<u8>()).ok_or(Errno::NOMEM)?;
-        // SAFETY: mapped just above, owned by nobody else.
-        Ok(unsafe { Mapping::from_raw(p, len) })
+        self.with(|f, d| {
+            let trap_on = f.trap_doorbells;
+            let dev = &mut f.devs[d];
+            let r = dev.regions.get(&offset).cloned().ok_or(Errno::INVAL)?;
+            if len == 0 || len > r.len {
+                return Err(Errno::INVAL);
+            }
+            let mut prot = match kind {
+                MapKind::ReadOnly => ProtFlags::READ,
+                MapKind::WriteOnly => ProtFlags::WRITE,
+                MapKind::ReadWrite => ProtFlags::READ | ProtFlags::WRITE,
+            };
+            // An SQ doorbell is handed out read-only, so that each store to it traps.
+            let sq_db = dev
+                .qps
+                .values_mut()
+                .find(|q| q.keys[1] == offset)
+                .filter(|_| trap_on);
+            if sq_db.is_some() {
+                prot = ProtFlags::READ;
+            }
+            // SAFETY: a new shared mapping of the model's memfd at a kernel-chosen address;
+            // the Mapping made below owns and unmaps it.
+            let p = unsafe {
+                rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, &r.fd, 0)?
+            };
+            let p = NonNull::new(p.cast::<u8>()).ok_or(Errno::NOMEM)?;
+            // SAFETY: mapped just above, owned by nobody else.
+            let m = unsafe { Mapping::from_raw(p, len) };
+            if let Some(q) = sq_db {
+                trap_doorbell(q, p.as_ptr())?;
+            }
+            Ok(m)
+        })
     }
 
     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
@@ -601,6 +725,33 @@ impl Channel for EfaDevice {
     fn driver_id(&self) -> u32 {
         RDMA_DRIVER_EFA
     }
+}
+
+/// Whether SQ doorbell stores are trapped (see the module doc).
+const TRAP: bool = cfg!(all(target_os = "linux", target_arch = "x86_64"));
+
+/// Registers the client's mapping `page` of `q`'s SQ doorbell with the trap. One at a time:
+/// the model keeps one log per QP, so a second mapping while the first is registered is
+/// refused (the library maps it once).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn trap_doorbell(q: &mut QpState, page: *mut u8) -> Result<(), Errno> {
+    if q.db_trap.is_some() {
+        return Err(Errno::BUSY);
+    }
+    q.db_trap = Some(trap::Trap::register(
+        page,
+        SQ_DB_OFFSET as usize,
+        q.llq.clone(),
+        LLQ_DESC_OFFSET as usize,
+        q.depth,
+        q.wqe_size,
+    )?);
+    Ok(())
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn trap_doorbell(_: &mut QpState, _: *mut u8) -> Result<(), Errno> {
+    Ok(())
 }
 
 fn write_cmd(f: &mut Fabric, d: usize, cmd: &mut WriteCmd) -> Result<(), Errno> {
@@ -925,6 +1076,10 @@ fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> {
             keys: [k0, k1, k2, k3],
             llq,
             sq_db,
+            db_trap: None,
+            db_seen: 0,
+            db_ahead: 0,
+            db_history: Vec::new(),
             rq,
             rq_db,
             sq_pc: 0,
@@ -1316,16 +1471,94 @@ struct Msg {
     wqe: EfaIoTxWqe128,
 }
 
+/// Takes the WQEs of QP `h` the driver rang the SQ doorbell for: each doorbell store the trap
+/// logged, in order, checked by [`check_ring`]; without a trap, the doorbell word as it is now.
 fn collect_wqes(f: &mut Fabric, d: usize, h: u32, out: &mut Vec<Msg>) {
-    let (db, pc, depth, state, qpn) = {
+    let q = &f.devs[d].qps[&h];
+    let Some((rings, lost)) = q.db_trap.as_ref().map(trap::Trap::drain) else {
+        let db = q.sq_db.load32(SQ_DB_OFFSET as usize);
+        return consume_wqes(f, d, h, db, out);
+    };
+    if lost {
+        let qpn = q.qpn;
+        f.violation(format!(
+            "qp {qpn}: the model's SQ doorbell log overflowed (over {} doorbells between two \
+             process() calls): doorbells were lost, call process() more often",
+            trap::LOG
+        ));
+    }
+    for r in rings {
+        if check_ring(f, d, h, &r) {
+            consume_wqes(f, d, h, r.value, out);
+        }
+    }
+}
+
+/// Checks one SQ doorbell store against the previous one: the right word, a step forward of at
+/// most `max_tx_batch` 64-byte lines of WQEs written since the previous doorbell, over WQEs
+/// already in the LLQ. Returns whether it is a doorbell value the device acts on.
+fn check_ring(f: &mut Fabric, d: usize, h: u32, r: &trap::Ring) -> bool {
+    let cfg = f.devs[d].cfg;
+    let q = f.devs[d].qps.get_mut(&h).expect("qp");
+    let qpn = q.qpn;
+    if r.offset != SQ_DB_OFFSET {
+        let (v, o) = (r.value, r.offset);
+        f.violation(format!(
+            "qp {qpn}: store of {v:#x} at offset {o:#x} of the SQ doorbell page, not at the \
+             doorbell ({SQ_DB_OFFSET:#x})"
+        ));
+        return false;
+    }
+    q.db_history.push(r.value);
+    let (seen, ahead0, depth) = (q.db_seen, q.db_ahead, q.depth);
+    let v = r.value as u16;
+    let step = u32::from(v.wrapping_sub(seen));
+    q.db_seen = v;
+    q.db_ahead = r.ahead;
+    // Written to the LLQ between the two doorbells: the step, plus what is already written
+    // past this doorbell, minus what was already written past the previous one.
+    let written = (step + r.ahead).saturating_sub(ahead0);
+    let lines = written * q.wqe_size / 64;
+    let mut bad = Vec::new();
+    if step == 0 {
+        bad.push(format!(
+            "qp {qpn}: SQ doorbell rung again with {v}, no new WQE"
+        ));
+    } else if step > depth {
+        // Backwards, or past the ring: `consume_wqes` reports it.
+        return true;
+    }
+    if cfg.max_tx_batch != 0 && lines > u32::from(cfg.max_tx_batch) {
+        let m = cfg.max_tx_batch;
+        bad.push(format!(
+            "qp {qpn}: {written} WQEs ({lines} 64-byte lines) written to the LLQ between SQ \
+             doorbells {seen} and {v}, more than max_tx_batch {m}"
+        ));
+    }
+    if cfg.min_sq_wr != 0 && step >= depth {
+        bad.push(format!(
+            "qp {qpn}: SQ doorbell {v} rings the whole SQ ({depth} WQEs) at once, which a \
+             device with min_sq_wr cannot take"
+        ));
+    }
+    if r.fresh != step {
+        let fresh = r.fresh;
+        bad.push(format!(
+            "qp {qpn}: SQ doorbell {v} covers {step} WQEs, but only {fresh} of them were in \
+             the LLQ when it was rung"
+        ));
+    }
+    for b in bad {
+        f.violation(b);
+    }
+    true
+}
+
+/// Consumes the WQEs between the device's producer counter and doorbell value `db`.
+fn consume_wqes(f: &mut Fabric, d: usize, h: u32, db: u32, out: &mut Vec<Msg>) {
+    let (pc, depth, state, qpn) = {
         let q = &f.devs[d].qps[&h];
-        (
-            q.sq_db.load32(SQ_DB_OFFSET as usize),
-            q.sq_pc,
-            q.depth,
-            q.state,
-            q.qpn,
-        )
+        (q.sq_pc, q.depth, q.state, q.qpn)
     };
     let db16 = db as u16;
     let new = u32::from(db16.wrapping_sub(pc));
