@@ -122,23 +122,21 @@ impl std::fmt::Debug for EfaCqRing {
     }
 }
 
-#[inline]
+/// Converts a provider completion: the raw verbs numbers become the core's types (same
+/// numbers, no translation; `IBV_WC_WITH_IMM` is the same bit in both).
+#[inline(always)]
 fn wc_from_efa(c: &uverbs_efa::Wc) -> EfaWc {
-    let mut flags = WcFlags::empty();
-    if c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM != 0 {
-        flags |= WcFlags::WITH_IMM;
-    }
     EfaWc {
         wc: Wc {
             wr_id: c.wr_id,
-            status: WcStatus(c.status.0),
-            opcode: WcOpcode(c.opcode.0),
+            status: WcStatus(c.status),
+            opcode: WcOpcode(c.opcode),
             vendor_err: c.vendor_err,
             byte_len: c.byte_len,
             imm_data: c.imm_data,
             qp_num: c.qp_num,
             src_qp: c.src_qp,
-            wc_flags: flags,
+            wc_flags: WcFlags::from_bits_truncate(c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM),
             pkey_index: 0,
             slid: c.slid,
             sl: 0,
@@ -149,11 +147,10 @@ fn wc_from_efa(c: &uverbs_efa::Wc) -> EfaWc {
     }
 }
 
-/// Provider completions decoded per chunk: a stack array, so poll allocates nothing.
-const CHUNK: usize = 16;
-
 impl EfaCqRing {
-    /// Polls into `out` through `put`; skips (and counts) completions of QPs that are gone.
+    /// Polls up to `max` completions, handing the `i`-th to `put(i, ..)`; skips (and counts)
+    /// completions of QPs that are gone. Each completion goes from the ring to `put` without
+    /// an intermediate buffer; once inlined, fields `put` ignores are never built.
     #[inline]
     pub(crate) fn poll_with<F: FnMut(usize, &EfaWc)>(
         &mut self,
@@ -162,43 +159,22 @@ impl EfaCqRing {
         mut put: F,
     ) -> Result<usize> {
         let mut n = 0;
-        let mut buf = [uverbs_efa::Wc::default(); CHUNK];
         // SAFETY: the table's only lookups are made here, through `&mut self` of the ring
         // that owns it, so no other lookup of it exists (QPs only register/unregister).
         let mut lookup = unsafe { self.table.begin_poll() };
-        while n < max {
-            let want = (max - n).min(CHUNK);
-            let r = self.cq.poll(&mut buf[..want], &mut lookup);
-            let (got, err) = match r {
-                Ok(k) => (k, None),
-                Err(e) => (e.polled, Some(e.error)),
-            };
-            for c in &buf[..got] {
+        loop {
+            let r = self.cq.poll_each(max - n, &mut lookup, |c| {
                 put(n, &wc_from_efa(c));
                 n += 1;
-            }
-            match err {
+            });
+            match r {
+                Ok(_) => return Ok(n),
                 // The device may still write completions for a QP destroyed since: consumed
                 // and skipped (counted), never used to index anything.
-                Some(EfaError::UnknownQp { .. }) => {
-                    self.stale += 1;
-                    continue;
-                }
-                Some(e) => {
-                    return Err(Error::invalid(
-                        "poll_cq",
-                        label(),
-                        Errno::from_raw_os_error(e.errno()),
-                        format!("bad completion from the device after {n} good ones: {e}"),
-                    ))
-                }
-                None => {}
-            }
-            if got < want {
-                break;
+                Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => self.stale += 1,
+                Err(e) => return Err(poll_error(label, n, &e.error)),
             }
         }
-        Ok(n)
     }
 
     pub(crate) fn req_notify(&mut self, solicited_only: bool, label: String) -> Result<()> {
@@ -214,6 +190,17 @@ impl EfaCqRing {
     pub(crate) fn sub_cqs(&self) -> u16 {
         self.cq.config().num_sub_cqs
     }
+}
+
+#[cold]
+#[inline(never)]
+fn poll_error(label: &dyn Fn() -> String, n: usize, e: &EfaError) -> Error {
+    Error::invalid(
+        "poll_cq",
+        label(),
+        Errno::from_raw_os_error(e.errno()),
+        format!("bad completion from the device after {n} good ones: {e}"),
+    )
 }
 
 impl Cq {
@@ -441,4 +428,81 @@ fn map_ext(m: EfaCqExtMem<'_>, op: &'static str, label: &dyn Fn() -> String) -> 
         .ok_or_else(|| Error::invalid(op, label(), Errno::NOMEM, "mmap returned null"))?;
     // SAFETY: `p..p+len` was mapped just above and nothing else owns it.
     Ok(unsafe { Mapping::from_raw(p, len) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uverbs_efa::status as raw;
+
+    /// The provider hands out raw `ibv_wc_status`/`ibv_wc_opcode` numbers and `wc_from_efa`
+    /// wraps them untranslated: every number it can produce must be the core's name for it.
+    #[test]
+    fn provider_numbers_are_the_core_names() {
+        let statuses = [
+            (raw::IBV_WC_SUCCESS, WcStatus::SUCCESS),
+            (raw::IBV_WC_LOC_LEN_ERR, WcStatus::LOC_LEN_ERR),
+            (raw::IBV_WC_LOC_QP_OP_ERR, WcStatus::LOC_QP_OP_ERR),
+            (raw::IBV_WC_LOC_PROT_ERR, WcStatus::LOC_PROT_ERR),
+            (raw::IBV_WC_WR_FLUSH_ERR, WcStatus::WR_FLUSH_ERR),
+            (raw::IBV_WC_BAD_RESP_ERR, WcStatus::BAD_RESP_ERR),
+            (raw::IBV_WC_REM_INV_REQ_ERR, WcStatus::REM_INV_REQ_ERR),
+            (raw::IBV_WC_REM_ACCESS_ERR, WcStatus::REM_ACCESS_ERR),
+            (raw::IBV_WC_REM_OP_ERR, WcStatus::REM_OP_ERR),
+            (raw::IBV_WC_RNR_RETRY_EXC_ERR, WcStatus::RNR_RETRY_EXC_ERR),
+            (raw::IBV_WC_REM_INV_RD_REQ_ERR, WcStatus::REM_INV_RD_REQ_ERR),
+            (raw::IBV_WC_REM_ABORT_ERR, WcStatus::REM_ABORT_ERR),
+            (raw::IBV_WC_RESP_TIMEOUT_ERR, WcStatus::RESP_TIMEOUT_ERR),
+            (raw::IBV_WC_GENERAL_ERR, WcStatus::GENERAL_ERR),
+        ];
+        for (n, s) in statuses {
+            assert_eq!(WcStatus(n), s, "{}", s.as_str());
+        }
+        // Every EFA status maps to one of the named numbers above.
+        for efa in 0..=u8::MAX {
+            let n = raw::wc_status_from_efa(efa);
+            assert!(statuses.iter().any(|&(m, _)| m == n), "efa {efa} -> {n}");
+        }
+        let opcodes = [
+            (raw::IBV_WC_SEND, WcOpcode::SEND),
+            (raw::IBV_WC_RDMA_WRITE, WcOpcode::RDMA_WRITE),
+            (raw::IBV_WC_RDMA_READ, WcOpcode::RDMA_READ),
+            (raw::IBV_WC_RECV, WcOpcode::RECV),
+            (raw::IBV_WC_RECV_RDMA_WITH_IMM, WcOpcode::RECV_RDMA_WITH_IMM),
+        ];
+        for (n, o) in opcodes {
+            assert_eq!(WcOpcode(n), o);
+        }
+        assert_eq!(WcFlags::WITH_IMM.bits(), raw::IBV_WC_WITH_IMM);
+        let c = uverbs_efa::Wc {
+            wr_id: 7,
+            status: raw::IBV_WC_REM_ACCESS_ERR,
+            vendor_err: 7,
+            opcode: raw::IBV_WC_RECV_RDMA_WITH_IMM,
+            byte_len: 70_000,
+            imm_data: 0xabcd,
+            qp_num: 3,
+            src_qp: 4,
+            slid: 5,
+            wc_flags: raw::IBV_WC_WITH_IMM,
+            sgid: Some([9; 16]),
+            is_unsolicited: true,
+        };
+        let w = wc_from_efa(&c);
+        assert_eq!(
+            (w.wc.status, w.wc.opcode, w.wc.wc_flags),
+            (
+                WcStatus::REM_ACCESS_ERR,
+                WcOpcode::RECV_RDMA_WITH_IMM,
+                WcFlags::WITH_IMM
+            )
+        );
+        assert_eq!(
+            (w.wc.wr_id, w.wc.vendor_err, w.wc.byte_len, w.wc.imm_data),
+            (7, 7, 70_000, 0xabcd)
+        );
+        assert_eq!((w.wc.qp_num, w.wc.src_qp, w.wc.slid), (3, 4, 5));
+        assert_eq!(w.read_sgid().unwrap(), [9; 16]);
+        assert!(w.is_unsolicited());
+    }
 }

@@ -726,14 +726,20 @@ impl EfaQp {
     #[inline]
     fn check_rts(&self, op: &'static str) -> Result<()> {
         if self.state != EfaQpState::Rts {
-            return Err(Error::invalid(
-                op,
-                self.label(),
-                Errno::INVAL,
-                format!("the QP is in {:?}, sends need RTS", self.state),
-            ));
+            return Err(self.not_rts(op));
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_rts(&self, op: &'static str) -> Error {
+        Error::invalid(
+            op,
+            self.label(),
+            Errno::INVAL,
+            format!("the QP is in {:?}, sends need RTS", self.state),
+        )
     }
 
     /// Posts send WRs (`ibv_post_send`). Every WR is validated (signaled or `sq_sig_all`, SGE
@@ -744,22 +750,24 @@ impl EfaQp {
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize> {
         self.check_rts("post_send")?;
-        let sig_all = self.sq_sig_all;
-        let mut s = self.sq.start();
-        for (i, wr) in wrs.iter().enumerate() {
-            let mut w = *wr;
-            w.signaled |= sig_all;
-            if let Err(e) = s.post(&w) {
-                let posted = s.complete();
-                return Err(Error::invalid(
-                    "post_send",
-                    self.label(),
-                    Errno::from_raw_os_error(e.errno()),
-                    format!("work request {i} refused ({posted} before it posted): {e}"),
-                ));
-            }
+        match self.sq.post_send_with(wrs, self.sq_sig_all) {
+            Ok(n) => Ok(n),
+            Err(e) => Err(self.post_send_error(e)),
         }
-        Ok(s.complete())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn post_send_error(&self, e: uverbs_efa::PostError) -> Error {
+        Error::invalid(
+            "post_send",
+            self.label(),
+            Errno::from_raw_os_error(e.error.errno()),
+            format!(
+                "work request {} refused ({} before it posted): {}",
+                e.index, e.index, e.error
+            ),
+        )
     }
 
     /// Posts receive WRs (`ibv_post_recv`); same list semantics as [`EfaQp::post_send`].

@@ -215,7 +215,12 @@ impl QpTable {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         // Acquire: the array's cells were written before `rebuild` published it.
         let slots = self.slots.load(Ordering::SeqCst);
-        Lookup { table: self, slots }
+        Lookup {
+            table: self,
+            slots,
+            last_qpn: u32::MAX,
+            last: ptr::null(),
+        }
     }
 }
 
@@ -261,6 +266,10 @@ impl Drop for QpTable {
 pub(crate) struct Lookup<'t> {
     table: &'t QpTable,
     slots: *mut Slots,
+    /// The entry the last `find` returned and its QP number (`u32::MAX`: none yet): runs of
+    /// completions of one QP skip the hash probe.
+    last_qpn: u32,
+    last: *const CqEntry,
 }
 
 impl Drop for Lookup<'_> {
@@ -274,19 +283,28 @@ impl Drop for Lookup<'_> {
 impl QpLookup for Lookup<'_> {
     #[inline]
     fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
-        // SAFETY: `slots` was the table's array when our epoch went odd; `rebuild` frees a
-        // replaced array only after the epoch moves on, which happens when we are dropped.
-        let s = unsafe { &*self.slots };
-        let i = find_in(s, qp_num)?;
-        let p = s.cells[i].load(Ordering::Acquire);
-        if p.is_null() || p == tomb() {
-            return None;
+        if u32::from(qp_num) != self.last_qpn {
+            // SAFETY: `slots` was the table's array when our epoch went odd; `rebuild` frees
+            // a replaced array only after the epoch moves on, which happens when we are
+            // dropped.
+            let s = unsafe { &*self.slots };
+            let i = find_in(s, qp_num)?;
+            let p = s.cells[i].load(Ordering::Acquire);
+            if p.is_null() || p == tomb() {
+                return None;
+            }
+            self.last = p;
+            self.last_qpn = u32::from(qp_num);
         }
-        // SAFETY: `p` is a live entry (see `find_in`) and stays live until this lookup is
+        // A cached entry is as live as when it was found: an entry an `unregister` takes out
+        // of the array during this lookup is freed only after we are dropped (epoch
+        // protocol), so using it for the rest of this poll is like having polled just
+        // before the unregister.
+        // SAFETY: `last` is a live entry (see `find_in`) and stays live until this lookup is
         // dropped (epoch protocol). Its completing halves are touched only by the one lookup
         // of this table (the contract of `begin_poll`), and the returned borrows are tied to
         // `&mut self`, so no two `&mut` to them coexist.
-        let e = unsafe { &*p };
+        let e = unsafe { &*self.last };
         // SAFETY: as above; `send` and `recv` are distinct cells.
         let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
         Some(QpPools {

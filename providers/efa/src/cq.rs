@@ -18,12 +18,14 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use zerocopy::{transmute_ref, FromZeros, IntoBytes};
+use zerocopy::transmute_ref;
 
 use crate::defs::*;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
-use crate::status::{WcOpcode, WcStatus, IBV_WC_WITH_IMM};
+use crate::status::{
+    send_wc_opcode, wc_status_from_efa, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_WITH_IMM,
+};
 use crate::wrid::WridCompleter;
 
 /// CQE size without the SGID/length_hi extension (`sizeof(struct efa_io_rx_cdesc)`).
@@ -59,12 +61,12 @@ impl CqConfig {
 pub struct Wc {
     /// The WR's `wr_id` (0 for an unsolicited receive).
     pub wr_id: u64,
-    /// Verbs status.
-    pub status: WcStatus,
+    /// The `enum ibv_wc_status` number (see [`crate::status`]).
+    pub status: u32,
     /// The raw `efa_io_comp_status` (`ibv_wc_read_vendor_err`).
     pub vendor_err: u32,
-    /// Verbs opcode.
-    pub opcode: WcOpcode,
+    /// The `enum ibv_wc_opcode` number (see [`crate::status`]).
+    pub opcode: u32,
     /// Received bytes (receives only; 0 for send completions).
     pub byte_len: u32,
     /// Immediate data, host order, valid when `wc_flags & IBV_WC_WITH_IMM`.
@@ -140,6 +142,8 @@ impl std::error::Error for PollError {}
 
 #[derive(Clone, Copy, Debug)]
 struct SubCq {
+    /// Byte offset of the sub-CQ's first entry in the buffer.
+    base: usize,
     /// Entries consumed (mod 2^32); the index is `consumed & mask`.
     consumed: u32,
     /// Phase a new entry carries at the current index.
@@ -153,6 +157,8 @@ pub struct CompletionQueue {
     subs: Box<[SubCq]>,
     db: Option<Doorbell>,
     mask: u32,
+    /// log2 of `entry_size` (16 or 32).
+    entry_shift: u32,
     next_poll_idx: u16,
     /// CQ-wide consumer counter (mod 2^16), what the doorbell carries.
     cc: u16,
@@ -191,8 +197,9 @@ impl CompletionQueue {
         db: Option<NonNull<u32>>,
     ) -> Result<Self, EfaError> {
         let bad = |reason| Err(EfaError::BadConfig { ring: "cq", reason });
-        if cfg.num_sub_cqs == 0 {
-            return bad("num_sub_cqs must be >= 1");
+        if cfg.num_sub_cqs == 0 || cfg.num_sub_cqs > 64 {
+            // (rdma-core's devices report a handful; poll keeps a bit per sub-CQ)
+            return bad("num_sub_cqs must be 1..=64");
         }
         if !cfg.sub_cq_depth.is_power_of_two() {
             return bad("sub_cq_depth must be a power of two");
@@ -217,14 +224,14 @@ impl CompletionQueue {
         Ok(CompletionQueue {
             cfg,
             buf,
-            subs: vec![
-                SubCq {
+            subs: (0..cfg.num_sub_cqs as usize)
+                .map(|i| SubCq {
+                    base: i * cfg.sub_cq_depth as usize * cfg.entry_size as usize,
                     consumed: 0,
-                    phase: true
-                };
-                cfg.num_sub_cqs as usize
-            ]
-            .into_boxed_slice(),
+                    phase: true,
+                })
+                .collect(),
+            entry_shift: cfg.entry_size.trailing_zeros(),
             // SAFETY: forwarded from our caller's contract on `db` (checked aligned above).
             db: db.map(|d| unsafe { Doorbell::new(d) }),
             mask: cfg.sub_cq_depth - 1,
@@ -254,29 +261,124 @@ impl CompletionQueue {
         wcs: &mut [Wc],
         lookup: &mut L,
     ) -> Result<usize, PollError> {
+        let mut i = 0;
+        self.poll_each(wcs.len(), lookup, |wc| {
+            if let Some(slot) = wcs.get_mut(i) {
+                *slot = *wc;
+            }
+            i += 1;
+        })
+    }
+
+    /// [`poll`](Self::poll) handing each completion to `put` instead of a slice (at most
+    /// `max` of them), so a caller with its own completion type converts straight from the
+    /// provider's, and fields it never reads are never computed once `put` is inlined.
+    ///
+    /// Order is rdma-core's round robin: each CQE is taken from the sub-CQ after the one the
+    /// previous CQE came from, skipping empty ones. A sub-CQ found empty stays empty for the
+    /// rest of this call (entries the device writes meanwhile are left for the next poll, as
+    /// if they had arrived just after it); once every other sub-CQ is empty, the CQEs of the
+    /// last one are taken as a run, which is the order the round robin would give them in.
+    #[inline]
+    pub fn poll_each<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+        &mut self,
+        max: usize,
+        lookup: &mut L,
+        mut put: F,
+    ) -> Result<usize, PollError> {
+        let subs = self.cfg.num_sub_cqs;
+        // `new` refused more than 64 sub-CQs, so a bit per sub-CQ fits.
+        let all = u64::MAX >> (64 - u32::from(subs));
+        let mut empty = 0u64;
         let mut n = 0;
-        let mut result = Ok(0);
-        let mut consumed_any = false;
-        while n < wcs.len() {
-            let Some((sub, cqe)) = self.next_cqe() else {
+        let mut consumed = false;
+        let mut error = None;
+        while n < max && empty != all {
+            let idx = self.next_poll_idx;
+            self.next_poll_idx = if idx + 1 >= subs { 0 } else { idx + 1 };
+            let bit = 1u64 << (idx & 63);
+            if empty & bit != 0 {
+                continue;
+            }
+            let limit = if empty | bit == all { max - n } else { 1 };
+            let r = self.run(idx, limit, lookup, &mut put);
+            n += r.good;
+            consumed |= r.taken != 0;
+            if r.emptied {
+                empty |= bit;
+            }
+            if r.error.is_some() {
+                error = r.error;
                 break;
-            };
-            consumed_any = true;
-            match self.process(sub, &cqe, lookup) {
-                Ok(wc) => {
-                    wcs[n] = wc;
-                    n += 1;
-                }
-                Err(error) => {
-                    result = Err(PollError { polled: n, error });
-                    break;
-                }
             }
         }
-        if consumed_any {
+        if consumed {
             self.update_doorbell(false);
         }
-        result.map(|_| n)
+        match error {
+            None => Ok(n),
+            Some(error) => Err(PollError { polled: n, error }),
+        }
+    }
+
+    /// Takes up to `limit` CQEs in a row from sub-CQ `idx` (`< num_sub_cqs`), handing each
+    /// good one to `put`; stops at an empty slot (phase not yet the expected one) or at the
+    /// first bad CQE (consumed and returned).
+    #[inline(always)]
+    fn run<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+        &mut self,
+        idx: u16,
+        limit: usize,
+        lookup: &mut L,
+        put: &mut F,
+    ) -> Run {
+        let mut r = Run {
+            taken: 0,
+            good: 0,
+            emptied: false,
+            error: None,
+        };
+        let Some(sub) = self.subs.get_mut(usize::from(idx)) else {
+            r.emptied = true;
+            return r;
+        };
+        let (mut consumed, mut phase) = (sub.consumed, sub.phase);
+        let (mask, shift) = (self.mask, self.entry_shift);
+        let base = self.buf.as_ptr().wrapping_add(sub.base);
+        let phase_bit = u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24;
+        while r.taken < limit {
+            // In bounds and aligned: `base` is sub-CQ `idx` (< num_sub_cqs), the index is
+            // masked by depth - 1, and `new` checked that the buffer holds every sub-CQ.
+            let entry = base
+                .wrapping_add(((consumed & mask) as usize) << shift)
+                .cast::<u32>();
+            // The device writes this word concurrently: an atomic load through a raw
+            // pointer, never a reference to plain memory.
+            // SAFETY: `entry` is an aligned word inside the live buffer (above, `new`).
+            let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
+            // Word 0 is req_id (bytes 0-1), status (2), flags (3), little-endian: the phase
+            // is bit 24.
+            if (w0 & phase_bit != 0) != phase {
+                r.emptied = true;
+                break;
+            }
+            // No other CQE field is read before the phase above said the entry is complete.
+            mmio::dma_rmb();
+            consumed = consumed.wrapping_add(1);
+            if consumed & mask == 0 {
+                phase = !phase;
+            }
+            r.taken += 1;
+            if let Err(e) = process(&self.cfg, idx, w0, entry, lookup, put) {
+                r.error = Some(e);
+                break;
+            }
+            r.good += 1;
+        }
+        sub.consumed = consumed;
+        sub.phase = phase;
+        self.cc = self.cc.wrapping_add(r.taken as u16);
+        r
     }
 
     /// `ibv_req_notify_cq`: arms the CQ for the next completion event. Solicited-only is not
@@ -307,143 +409,135 @@ impl CompletionQueue {
             db.ring(v);
         }
     }
+}
 
-    /// Takes the next new CQE, round-robin over the sub-CQs, copying it out of the ring.
-    fn next_cqe(&mut self) -> Option<(u16, EfaIoRxCdescEx)> {
-        let n = self.cfg.num_sub_cqs;
-        for _ in 0..n {
-            let sub_idx = self.next_poll_idx;
-            self.next_poll_idx = (self.next_poll_idx + 1) % n;
-            if let Some(cqe) = self.take_from(sub_idx) {
-                self.cc = self.cc.wrapping_add(1);
-                return Some((sub_idx, cqe));
-            }
-        }
-        None
-    }
+/// What [`CompletionQueue::run`] did.
+struct Run {
+    /// CQEs consumed (good and bad).
+    taken: usize,
+    /// Completions handed to `put`.
+    good: usize,
+    /// Stopped at an empty slot.
+    emptied: bool,
+    /// The bad CQE it stopped at.
+    error: Option<EfaError>,
+}
 
-    fn take_from(&mut self, sub_idx: u16) -> Option<EfaIoRxCdescEx> {
-        let entry_size = self.cfg.entry_size as usize;
-        let sub = self.subs.get_mut(usize::from(sub_idx))?;
-        let index = (sub.consumed & self.mask) as usize;
-        let off = (usize::from(sub_idx) * self.cfg.sub_cq_depth as usize + index) * entry_size;
-        let entry = self.buf.as_ptr().wrapping_add(off).cast::<u32>();
-        // The device writes this word concurrently: an atomic load through a raw pointer,
-        // never a reference to plain memory. `off` is in bounds and 16-aligned because
-        // sub_idx < num_sub_cqs, the index is masked by depth - 1 and `new` checked the size.
-        // SAFETY: `off + entry_size <= buf_len`, the word is aligned, `buf` is live (`new`).
-        let word0 = unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire);
-        // Word 0 is req_id (bytes 0-1), status (2), flags (3), little-endian: phase is bit 24.
-        let flags = (u32::from_le(word0) >> 24) as u8;
-        if (field_get8(EFA_IO_CDESC_COMMON_PHASE_MASK, flags) != 0) != sub.phase {
-            return None;
+/// Turns a consumed CQE (first word `w0`, the rest at `entry`) into a completion, checking
+/// its queue type, QP and req_id, and hands it to `put`. Each queue type calls `put` on its
+/// own, so once inlined each fills only what its kind of completion has.
+#[inline(always)]
+fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+    cfg: &CqConfig,
+    sub_cq: u16,
+    w0: u32,
+    entry: *const u32,
+    lookup: &mut L,
+    put: &mut F,
+) -> Result<(), EfaError> {
+    let cqn = cfg.cqn;
+    let req_id = w0 as u16;
+    let status = (w0 >> 16) as u8;
+    let flags = (w0 >> 24) as u8;
+    // SAFETY: word 1 of an entry `run` found complete (entries are >= 16 bytes).
+    let w1 = unsafe { read_word(entry, 1) };
+    let qpn = w1 as u16;
+    let queue = match field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) {
+        EFA_IO_SEND_QUEUE => QueueKind::Send,
+        EFA_IO_RECV_QUEUE => QueueKind::Recv,
+        _ => return Err(EfaError::BadCqe { cqn, sub_cq, flags }),
+    };
+    let unknown = || EfaError::UnknownQp {
+        cqn,
+        qpn: u32::from(qpn),
+        queue,
+    };
+    let Some(pools) = lookup.find(qpn) else {
+        return Err(unknown());
+    };
+    let op_type = field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags);
+    let bad_req = |problem| EfaError::BadReqId {
+        cqn,
+        qpn: u32::from(qpn),
+        queue,
+        req_id,
+        problem,
+    };
+    match queue {
+        QueueKind::Send => {
+            let Some(pool) = pools.send else {
+                return Err(unknown());
+            };
+            put(&Wc {
+                wr_id: pool.complete(req_id).map_err(bad_req)?,
+                status: wc_status_from_efa(status),
+                vendor_err: u32::from(status),
+                opcode: send_wc_opcode(op_type),
+                qp_num: u32::from(qpn),
+                ..Wc::default()
+            });
         }
-        // No other CQE field is read before the phase above said the entry is complete.
-        mmio::dma_rmb();
-        let mut cqe = EfaIoRxCdescEx::new_zeroed();
-        let bytes = cqe.as_mut_bytes();
-        bytes[..4].copy_from_slice(&word0.to_ne_bytes());
-        for i in 1..entry_size / 4 {
-            // SAFETY: as above: word `i` < entry_size / 4 lies inside this entry, aligned and
-            // readable; a volatile read because the device may be writing other entries.
-            let w = unsafe { entry.add(i).read_volatile() };
-            bytes[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
-        }
-        sub.consumed = sub.consumed.wrapping_add(1);
-        if sub.consumed & self.mask == 0 {
-            sub.phase = !sub.phase;
-        }
-        Some(cqe)
-    }
-
-    /// Turns a consumed CQE into a completion, checking its QP and req_id.
-    fn process<L: QpLookup + ?Sized>(
-        &self,
-        sub_cq: u16,
-        cqe: &EfaIoRxCdescEx,
-        lookup: &mut L,
-    ) -> Result<Wc, EfaError> {
-        let cqn = self.cfg.cqn;
-        let common = &cqe.base.common;
-        let qpn = common.qp_num.get();
-        let queue = match common.q_type() {
-            EFA_IO_SEND_QUEUE => QueueKind::Send,
-            EFA_IO_RECV_QUEUE => QueueKind::Recv,
-            _ => {
-                return Err(EfaError::BadCqe {
-                    cqn,
-                    sub_cq,
-                    flags: common.flags,
-                })
-            }
-        };
-        let unknown = EfaError::UnknownQp {
-            cqn,
-            qpn: u32::from(qpn),
-            queue,
-        };
-        let Some(pools) = lookup.find(qpn) else {
-            return Err(unknown);
-        };
-        let op_type = common.op_type();
-        let mut wc = Wc {
-            status: WcStatus::from_efa(common.status),
-            vendor_err: u32::from(common.status),
-            qp_num: u32::from(qpn),
-            ..Wc::default()
-        };
-        let req_id = common.req_id.get();
-        let bad_req = |problem| EfaError::BadReqId {
-            cqn,
-            qpn: u32::from(qpn),
-            queue,
-            req_id,
-            problem,
-        };
-        match queue {
-            QueueKind::Send => {
-                let pool = pools.send.ok_or(unknown)?;
-                wc.wr_id = pool.complete(req_id).map_err(bad_req)?;
-                wc.opcode = if op_type == EFA_IO_RDMA_WRITE {
-                    WcOpcode::RDMA_WRITE
-                } else if op_type == EFA_IO_RDMA_READ {
-                    WcOpcode::RDMA_READ
-                } else {
-                    WcOpcode::SEND
+        QueueKind::Recv => {
+            let mut wc = Wc {
+                status: wc_status_from_efa(status),
+                vendor_err: u32::from(status),
+                qp_num: u32::from(qpn),
+                ..Wc::default()
+            };
+            wc.is_unsolicited = flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0;
+            if !wc.is_unsolicited {
+                let Some(pool) = pools.recv else {
+                    return Err(unknown());
                 };
+                wc.wr_id = pool.complete(req_id).map_err(bad_req)?;
             }
-            QueueKind::Recv => {
-                wc.is_unsolicited = common.unsolicited();
-                if !wc.is_unsolicited {
-                    let pool = pools.recv.ok_or(unknown)?;
-                    wc.wr_id = pool.complete(req_id).map_err(bad_req)?;
+            // Word 1: qp_num, length; word 2: ah, src_qp_num; word 3: imm.
+            // SAFETY: words 2 and 3 of a complete entry of >= 16 bytes.
+            let (w2, w3) = unsafe { (read_word(entry, 2), read_word(entry, 3)) };
+            wc.byte_len = w1 >> 16;
+            let ah = w2 as u16;
+            if op_type == EFA_IO_RDMA_WRITE {
+                if cfg.entry_size == EFA_CQE_SIZE_EX {
+                    // SAFETY: word 4 (`rdma_write.length_hi`) of a 32-byte entry.
+                    let hi = unsafe { read_word(entry, 4) } as u16;
+                    wc.byte_len |= u32::from(hi) << 16;
                 }
-                let rx: &EfaIoRxCdesc = &cqe.base;
-                wc.byte_len = u32::from(rx.length.get());
-                if op_type == EFA_IO_RDMA_WRITE {
-                    if self.cfg.entry_size == EFA_CQE_SIZE_EX {
-                        wc.byte_len |= u32::from(cqe.rdma_write_length_hi()) << 16;
-                    }
-                    wc.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
-                } else {
-                    wc.opcode = WcOpcode::RECV;
-                }
-                wc.src_qp = u32::from(rx.src_qp_num.get());
-                wc.slid = rx.ah.get();
-                if common.has_imm() {
-                    wc.imm_data = rx.imm.get();
-                    wc.wc_flags |= IBV_WC_WITH_IMM;
-                }
-                if self.cfg.with_sgid
-                    && rx.ah.get() == EFA_IO_RX_CDESC_AH_UNKNOWN
-                    && op_type != EFA_IO_RDMA_WRITE
-                {
-                    wc.sgid = Some(*cqe.src_addr());
-                }
+                wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+            } else {
+                wc.opcode = IBV_WC_RECV;
             }
+            wc.src_qp = w2 >> 16;
+            wc.slid = ah;
+            if flags & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
+                wc.imm_data = w3;
+                wc.wc_flags |= IBV_WC_WITH_IMM;
+            }
+            if cfg.with_sgid && ah == EFA_IO_RX_CDESC_AH_UNKNOWN && op_type != EFA_IO_RDMA_WRITE {
+                // `with_sgid` needs 32-byte entries (`new`): words 4..8 are `src_addr`.
+                let mut gid = [0u8; 16];
+                for (i, c) in gid.chunks_exact_mut(4).enumerate() {
+                    // SAFETY: word 4 + i < 8 of a complete 32-byte entry.
+                    let w = unsafe { read_word(entry, 4 + i) };
+                    c.copy_from_slice(&w.to_le_bytes());
+                }
+                wc.sgid = Some(gid);
+            }
+            put(&wc);
         }
-        Ok(wc)
     }
+    Ok(())
+}
+
+/// Word `i` of a CQE (host order): a volatile read, because the device may write the ring at
+/// any time and no reference to it may exist.
+///
+/// # Safety
+/// `entry` is an entry `take_from` returned (in bounds, 4-aligned, of `entry_size` bytes,
+/// inside the live buffer) and `i < entry_size / 4`.
+#[inline(always)]
+unsafe fn read_word(entry: *const u32, i: usize) -> u32 {
+    // SAFETY: the caller's contract.
+    u32::from_le(unsafe { entry.add(i).read_volatile() })
 }
 
 /// The send-completion view of a CQE (`struct efa_io_tx_cdesc`): the first 16 bytes.

@@ -1,7 +1,9 @@
 //! CQ tests: the test writes CQEs into heap memory as the device would.
 
 use super::*;
+use crate::status::*;
 use crate::wrid::WridPool;
+use zerocopy::IntoBytes;
 
 /// Allocates and publishes one id, as a post does before its doorbell.
 fn post(p: &mut WridPool, wr_id: u64) -> u16 {
@@ -111,9 +113,9 @@ fn golden_recv_with_imm_and_sgid() {
         wcs[0],
         Wc {
             wr_id: 0xabc,
-            status: WcStatus::SUCCESS,
+            status: IBV_WC_SUCCESS,
             vendor_err: 0,
-            opcode: WcOpcode::RECV,
+            opcode: IBV_WC_RECV,
             byte_len: 0x400,
             imm_data: 0xcafe_babe,
             qp_num: 0x11,
@@ -173,13 +175,13 @@ fn golden_send_error_and_unsolicited_write() {
     let mut wcs = [Wc::default(); 4];
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(2));
     assert_eq!(wcs[0].wr_id, 0x51);
-    assert_eq!(wcs[0].status, WcStatus::REM_ACCESS_ERR);
+    assert_eq!(wcs[0].status, IBV_WC_REM_ACCESS_ERR);
     assert_eq!(wcs[0].vendor_err, 7);
-    assert_eq!(wcs[0].opcode, WcOpcode::RDMA_WRITE);
+    assert_eq!(wcs[0].opcode, IBV_WC_RDMA_WRITE);
     assert_eq!(wcs[0].byte_len, 0);
     assert_eq!(wcs[1].wr_id, 0);
     assert!(wcs[1].is_unsolicited);
-    assert_eq!(wcs[1].opcode, WcOpcode::RECV_RDMA_WITH_IMM);
+    assert_eq!(wcs[1].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
     assert_eq!(wcs[1].byte_len, 0x1_0010);
     assert_eq!(wcs[1].imm_data, 7);
     assert_eq!(wcs[1].sgid, None, "known AH: no SGID");
@@ -249,7 +251,7 @@ fn sub_cq_wraps_and_phase() {
             assert_eq!(
                 wcs.iter()
                     .take(2)
-                    .filter(|w| w.opcode == WcOpcode::RECV)
+                    .filter(|w| w.opcode == IBV_WC_RECV)
                     .count(),
                 1
             );

@@ -14,7 +14,7 @@
 //! | [`rq`]    | receive WRs, RQ ring, RQ doorbell                                     |
 //! | [`cq`]    | sub-CQ polling, phase bits, CQ doorbell, completion decoding          |
 //! | [`wrid`]  | req_id <-> wr_id pools, distrust of device-written req_ids            |
-//! | [`status`]| `ibv_wc_status`/`ibv_wc_opcode` numbers and the EFA status mapping    |
+//! | [`status`]| raw `ibv_wc_status`/`ibv_wc_opcode` numbers, the EFA status mapping  |
 //! | `mmio`    | doorbell stores and barriers (private)                                |
 //!
 //! `unsafe` is denied here and allowed only in `mmio`, `sq`, `rq` and `cq`.
@@ -55,7 +55,6 @@ pub use sq::{
     DeviceCaps, Payload, PostError, QpType, SendOp, SendQueue, SendSession, SendWr, Sge, SqConfig,
     UdAddr,
 };
-pub use status::{WcOpcode, WcStatus};
 pub use wrid::{WridCompleter, WridPool};
 
 #[cfg(test)]

@@ -450,20 +450,105 @@ impl SendQueue {
     /// `ibv_post_send`: posts `wrs` in order; the first refused WR stops the list and is
     /// reported with its index, the ones before it are posted (doorbell rung).
     #[doc(alias = "ibv_post_send")]
+    #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize, PostError> {
-        let mut s = self.start();
-        for (index, wr) in wrs.iter().enumerate() {
-            if let Err(error) = s.post(wr) {
-                s.complete();
-                return Err(PostError { index, error });
-            }
-        }
-        Ok(s.complete())
+        self.post_send_with(wrs, false)
     }
 
-    fn validate(&self, wr: &SendWr<'_>) -> Result<(), EfaError> {
+    /// [`post_send`](Self::post_send) for a QP created with `sq_sig_all` = `sig_all`: then
+    /// every WR counts as signaled whatever its own flag says.
+    ///
+    /// Like rdma-core's `efa_post_send`, each WR is validated, then its WQE is written straight
+    /// into its LLQ slot with whole-word stores (no staging copy), and the doorbell is rung
+    /// every `max_batch_wr` WQEs and once at the end. The device reads a slot only once a
+    /// doorbell's producer counter covers it, so a WQE written for a WR of this list is never
+    /// seen before its doorbell; a refused WR writes nothing.
+    #[inline]
+    pub fn post_send_with(
+        &mut self,
+        wrs: &[SendWr<'_>],
+        sig_all: bool,
+    ) -> Result<usize, PostError> {
+        // Orders the previous doorbell write before the WC stores below.
+        mmio::wc_start();
+        let mut in_batch = 0;
+        for (index, wr) in wrs.iter().enumerate() {
+            if let Err(error) = self.post_one(wr, sig_all) {
+                self.ring_if(in_batch);
+                return Err(PostError { index, error });
+            }
+            in_batch += 1;
+            if in_batch == self.max_batch {
+                self.ring_if(in_batch);
+                in_batch = 0;
+                // The doorbell above reaches the device before the next batch's WC stores.
+                mmio::wc_start();
+            }
+        }
+        self.ring_if(in_batch);
+        Ok(wrs.len())
+    }
+
+    /// Publishes the WQEs written since the last doorbell, if there are any.
+    #[inline(always)]
+    fn ring_if(&mut self, in_batch: u32) {
+        if in_batch != 0 {
+            // Every WC store of this batch reaches the device before the doorbell.
+            mmio::wc_flush();
+            self.db.ring(u32::from(self.pc));
+        }
+    }
+
+    /// Validates `wr`, takes a request id (marked posted: the doorbell that hands it to the
+    /// device comes after) and writes the WQE into the slot at the producer counter.
+    #[inline(always)]
+    fn post_one(&mut self, wr: &SendWr<'_>, sig_all: bool) -> Result<(), EfaError> {
+        // The common case (a signaled SEND of at most `max_send_sge` SGEs to a 16-bit QP
+        // number) is decided by a few compares; everything else takes the full validation,
+        // which names the reason.
+        let plain = (wr.signaled | sig_all)
+            && wr.dest.remote_qpn >> 16 == 0
+            && matches!(wr.op, SendOp::Send | SendOp::SendImm { .. })
+            && match wr.payload {
+                Payload::Sge(sges) => {
+                    sges.len() <= self.cfg.max_send_sge as usize
+                        && sge_total(sges) <= u64::from(u32::MAX)
+                }
+                Payload::Inline(_) => false,
+            };
+        if !plain {
+            self.validate(wr, sig_all)?;
+        }
+        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+            return Err(self.queue_full());
+        };
+        let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
+        // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
+        // depth - 1, size checked in `new`), `desc` and `slot` are multiples of 8, and `new`'s
+        // caller made `desc` writable for `desc_len` bytes for our lifetime.
+        unsafe { write_wqe(self.desc.add(slot), self.wqe_size, wr, req_id, self.phase) };
+        self.pc = self.pc.wrapping_add(1);
+        if u32::from(self.pc) & self.mask == 0 {
+            self.phase = !self.phase;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn queue_full(&self) -> EfaError {
+        EfaError::QueueFull {
+            qpn: self.cfg.qp_num,
+            queue: QueueKind::Send,
+            depth: self.cfg.depth,
+        }
+    }
+
+    /// Full validation of a WR with the reason of a refusal (the pool-full check is the
+    /// allocation's).
+    #[inline(never)]
+    fn validate(&self, wr: &SendWr<'_>, sig_all: bool) -> Result<(), EfaError> {
         let qpn = self.cfg.qp_num;
-        if !wr.signaled {
+        if !(wr.signaled | sig_all) {
             return Err(EfaError::Unsignaled { qpn });
         }
         if wr.dest.remote_qpn > u32::from(u16::MAX) {
@@ -552,14 +637,114 @@ impl SendQueue {
         } else if total > u64::from(u32::MAX) {
             return Err(EfaError::LengthTooLong { qpn, len: total });
         }
-        if self.pool.is_full() {
-            return Err(EfaError::QueueFull {
-                qpn,
-                queue: QueueKind::Send,
-                depth: self.cfg.depth,
-            });
-        }
         Ok(())
+    }
+}
+
+/// Sum of the SGE lengths of a WQE's (at most 2) SGEs; `u64::MAX` for more, which every
+/// length check refuses.
+#[inline(always)]
+fn sge_total(sges: &[Sge]) -> u64 {
+    match sges {
+        [] => 0,
+        [a] => u64::from(a.length),
+        [a, b] => u64::from(a.length) + u64::from(b.length),
+        _ => u64::MAX,
+    }
+}
+
+/// A buffer descriptor (`struct efa_io_tx_buf_desc`) as its two little-endian words:
+/// length, lkey (24 bits), then the address.
+#[inline(always)]
+fn buf_desc_words(s: &Sge) -> [u64; 2] {
+    [
+        u64::from(s.length) | u64::from(s.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
+        s.addr,
+    ]
+}
+
+/// Writes the WQE of a validated `wr` to the LLQ slot at `dst`: for SGE payloads the words
+/// are composed in registers and stored in ascending order (what [`build_wqe`] lays out, byte
+/// for byte; a test checks both agree); inline payloads are built by [`build_wqe`] and copied.
+///
+/// # Safety
+/// `dst` must be 8-byte aligned and valid for writes of `wqe_size` (64 or 128) bytes.
+#[inline(always)]
+unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: u16, phase: bool) {
+    let sges = match wr.payload {
+        Payload::Sge(s) => s,
+        Payload::Inline(_) => {
+            let w = build_wqe(wr, req_id, phase);
+            // SAFETY: forwarded from our caller (`wqe_size` <= 128 = the built WQE's size).
+            unsafe { mmio::copy_to_wc(dst, &w.as_bytes()[..wqe_size]) };
+            return;
+        }
+    };
+    let (op_type, imm, remote) = match wr.op {
+        SendOp::Send => (EFA_IO_SEND, None, None),
+        SendOp::SendImm { imm } => (EFA_IO_SEND, Some(imm), None),
+        SendOp::RdmaRead { rkey, remote_addr } => {
+            (EFA_IO_RDMA_READ, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWrite { rkey, remote_addr } => {
+            (EFA_IO_RDMA_WRITE, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWriteImm {
+            rkey,
+            remote_addr,
+            imm,
+        } => (EFA_IO_RDMA_WRITE, Some(imm), Some((rkey, remote_addr))),
+    };
+    let mut ctrl1 =
+        (op_type & EFA_IO_TX_META_DESC_OP_TYPE_MASK) | EFA_IO_TX_META_DESC_META_DESC_MASK;
+    if imm.is_some() {
+        ctrl1 |= EFA_IO_TX_META_DESC_HAS_IMM_MASK;
+    }
+    let ctrl2 = (u8::from(phase) * EFA_IO_TX_META_DESC_PHASE_MASK)
+        | EFA_IO_TX_META_DESC_FIRST_MASK
+        | EFA_IO_TX_META_DESC_LAST_MASK
+        | EFA_IO_TX_META_DESC_COMP_REQ_MASK;
+    let ctrl3 = wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK;
+    let mut w = [0u64; 8];
+    // efa_io_tx_meta_desc: req_id, ctrl1, ctrl2, dest_qp_num, length | immediate_data, ah,
+    // ctrl3, reserved | qkey, reserved2 | req_id_ex (zero).
+    w[0] = u64::from(req_id)
+        | u64::from(ctrl1) << 16
+        | u64::from(ctrl2) << 24
+        | u64::from(wr.dest.remote_qpn as u16) << 32
+        | (sges.len() as u64 & 0xffff) << 48;
+    w[1] = u64::from(imm.unwrap_or(0)) | u64::from(wr.dest.ah) << 32 | u64::from(ctrl3) << 48;
+    w[2] = u64::from(wr.dest.remote_qkey);
+    match remote {
+        None => {
+            // data.sgl[0..2] (validation allows at most 2 SGEs)
+            if let Some(s) = sges.first() {
+                [w[4], w[5]] = buf_desc_words(s);
+            }
+            if let Some(s) = sges.get(1) {
+                [w[6], w[7]] = buf_desc_words(s);
+            }
+        }
+        Some((rkey, addr)) => {
+            // data.rdma_req: remote_mem (length, rkey, address), local_mem[0].
+            w[4] = (sge_total(sges) & 0xffff_ffff) | u64::from(rkey) << 32;
+            w[5] = addr;
+            if let Some(s) = sges.first() {
+                [w[6], w[7]] = buf_desc_words(s);
+            }
+        }
+    }
+    let words = dst.as_ptr().cast::<u64>();
+    for (i, v) in w.into_iter().enumerate() {
+        // SAFETY: the caller made `dst` 8-aligned and writable for `wqe_size` >= 64 bytes;
+        // word `i` < 8 covers bytes `8*i .. 8*i+8 <= 64`. A volatile store: device memory.
+        unsafe { words.add(i).write_volatile(v.to_le()) };
+    }
+    if wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize {
+        for i in 8..16 {
+            // SAFETY: as above, word `i` < 16 lies within the 128 bytes of this slot.
+            unsafe { words.add(i).write_volatile(0) };
+        }
     }
 }
 
@@ -663,15 +848,10 @@ impl SendSession<'_> {
     /// Validates `wr` and stages its WQE. A refused WR leaves nothing behind; WRs staged before
     /// it stay staged.
     pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), EfaError> {
-        self.sq.validate(wr)?;
+        self.sq.validate(wr, false)?;
         let sq = &mut *self.sq;
         let Some(req_id) = sq.pool.alloc(wr.wr_id) else {
-            // `validate` checked the pool has room; keep the refusal typed anyway.
-            return Err(EfaError::QueueFull {
-                qpn: sq.cfg.qp_num,
-                queue: QueueKind::Send,
-                depth: sq.cfg.depth,
-            });
+            return Err(sq.queue_full());
         };
         let wqe = build_wqe(wr, req_id, sq.phase);
         let off = self.staged as usize * sq.wqe_size;

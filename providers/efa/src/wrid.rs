@@ -53,13 +53,20 @@ use std::sync::Arc;
 
 use crate::error::{EfaError, ReqIdProblem};
 
+/// What the pool keeps per id (one cache line holds four).
+#[derive(Debug)]
+struct Slot {
+    /// The `wr_id` (meaningful while `posted`).
+    wr_id: AtomicU64,
+    /// Whether the id is posted (handed to the device) and not yet completed.
+    posted: AtomicBool,
+}
+
 /// The block both halves share.
 #[derive(Debug)]
 struct Shared {
-    /// `wr_id` of each id (meaningful while `posted[id]`).
-    wr_id: Box<[AtomicU64]>,
-    /// Whether each id is posted (handed to the device) and not yet completed.
-    posted: Box<[AtomicBool]>,
+    /// Per id: its `wr_id` and whether it is posted.
+    slots: Box<[Slot]>,
     /// Free ring: cell `i & ring_mask` holds the `i`-th id ever pushed.
     free: Box<[AtomicU16]>,
     /// Ids ever pushed onto the free ring (mod 2^32); written only by the completer.
@@ -110,8 +117,12 @@ impl WridPool {
         let idx_mask = (ring - 1) as u16;
         let shifted_gen = (u32::from(gen) << idx_bits) as u16;
         let shared = Arc::new(Shared {
-            wr_id: (0..cap).map(|_| AtomicU64::new(0)).collect(),
-            posted: (0..cap).map(|_| AtomicBool::new(false)).collect(),
+            slots: (0..cap)
+                .map(|_| Slot {
+                    wr_id: AtomicU64::new(0),
+                    posted: AtomicBool::new(false),
+                })
+                .collect(),
             // Every id starts on the free ring (cells >= capacity are never used).
             free: (0..ring).map(|i| AtomicU16::new(i as u16)).collect(),
             tail: AtomicU32::new(capacity),
@@ -167,11 +178,37 @@ impl WridPool {
         let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
         // Ids on the free ring are always < capacity (put there by `new`, or by `complete`
         // after its bounds check), so this lookup cannot fail; `get` keeps it a checked fact.
-        let slot = s.wr_id.get(usize::from(id))?;
+        let slot = s.slots.get(usize::from(id))?;
         // Relaxed: published by the Release store of `posted` in `publish` (step 1).
-        slot.store(wr_id, Ordering::Relaxed);
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
         self.head = self.head.wrapping_add(1);
         self.staged += 1;
+        Some(id | s.shifted_gen)
+    }
+
+    /// [`alloc`](Self::alloc) and [`publish`](Self::publish) in one, for a post that writes
+    /// its descriptor and rings the doorbell without a chance to abort: the id is posted at
+    /// once (the caller's doorbell comes after). `None` when the queue is full.
+    #[inline]
+    pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
+        // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
+        // does (a session holds the queue borrowed until it publishes or rolls back).
+        debug_assert_eq!(self.staged, 0);
+        let s = &*self.shared;
+        // Acquire: as in `alloc` (step 4).
+        if s.tail.load(Ordering::Acquire) == self.head {
+            return None;
+        }
+        // Relaxed: ordered by the Acquire above.
+        let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
+        // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
+        let slot = s.slots.get(usize::from(id))?;
+        // Relaxed: published by the Release store just below (step 1).
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        // Release: the `wr_id` store happens-before a completer's Acquire load that sees
+        // `true` (step 1).
+        slot.posted.store(true, Ordering::Release);
+        self.head = self.head.wrapping_add(1);
         Some(id | s.shifted_gen)
     }
 
@@ -189,10 +226,10 @@ impl WridPool {
             // Relaxed: we wrote nothing here, we re-read a cell we popped; the completer
             // cannot overwrite it while it is staged (module docs).
             let id = s.free[(pos & s.ring_mask) as usize].load(Ordering::Relaxed);
-            if let Some(p) = s.posted.get(usize::from(id)) {
+            if let Some(slot) = s.slots.get(usize::from(id)) {
                 // Release: the `wr_id` store of `alloc` happens-before a completer's Acquire
                 // load that sees `true` (step 1).
-                p.store(true, Ordering::Release);
+                slot.posted.store(true, Ordering::Release);
             }
         }
         self.staged = 0;
@@ -215,13 +252,20 @@ impl WridCompleter {
 
     /// Completes the request named by a device-written `req_id`: checks generation, range and
     /// that it is posted, frees the id and returns its `wr_id`.
+    #[inline]
     pub fn complete(&mut self, req_id: u16) -> Result<u64, ReqIdProblem> {
         let (id, wr_id) = self.check(req_id)?;
         let s = &*self.shared;
         // Relaxed: only we clear it, and the Release store of `tail` below orders this (and
         // our `wr_id` read) before the poster can pop and re-post the id.
-        s.posted[id].store(false, Ordering::Relaxed);
-        s.free[(self.tail & s.ring_mask) as usize].store(id as u16, Ordering::Relaxed);
+        if let Some(slot) = s.slots.get(id) {
+            // (`check` found the slot: this is always taken.)
+            slot.posted.store(false, Ordering::Relaxed);
+        }
+        if let Some(cell) = s.free.get((self.tail & s.ring_mask) as usize) {
+            // (`ring_mask` < the ring's length, so the cell always exists.)
+            cell.store(id as u16, Ordering::Relaxed);
+        }
         self.tail = self.tail.wrapping_add(1);
         // Release: publishes the free-ring cell written above, and our last reads of this id,
         // to the poster's Acquire load of `tail` (step 3).
@@ -235,21 +279,22 @@ impl WridCompleter {
         self.check(req_id).map(|(_, w)| w)
     }
 
+    #[inline]
     fn check(&self, req_id: u16) -> Result<(usize, u64), ReqIdProblem> {
         let s = &*self.shared;
         if req_id & !s.idx_mask != s.shifted_gen {
             return Err(ReqIdProblem::StaleGeneration);
         }
         let id = usize::from(req_id & s.idx_mask);
-        let (Some(posted), Some(w)) = (s.posted.get(id), s.wr_id.get(id)) else {
+        let Some(slot) = s.slots.get(id) else {
             return Err(ReqIdProblem::OutOfRange);
         };
         // Acquire: pairs with `publish`'s Release store (step 2), so the `wr_id` read below
         // is the one written for this post.
-        if !posted.load(Ordering::Acquire) {
+        if !slot.posted.load(Ordering::Acquire) {
             return Err(ReqIdProblem::NotOutstanding);
         }
-        Ok((id, w.load(Ordering::Relaxed)))
+        Ok((id, slot.wr_id.load(Ordering::Relaxed)))
     }
 }
 
