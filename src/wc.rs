@@ -128,8 +128,12 @@ bitflags! {
 }
 
 /// A work completion (`struct ibv_wc`).
+///
+/// Laid out like `struct ibv_wc` (and the kernel's `struct ib_uverbs_wc`, which rxe writes into
+/// its CQ ring), so one is filled from a ring slot with wide copies plus the flag translation.
 #[doc(alias = "ibv_wc")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct Wc {
     /// The `wr_id` of the completed work request.
     pub wr_id: u64,
@@ -159,6 +163,14 @@ pub struct Wc {
     /// Destination LID path bits.
     pub dlid_path_bits: u8,
 }
+
+const _: () = {
+    assert!(std::mem::size_of::<Wc>() == 48);
+    assert!(std::mem::offset_of!(Wc, imm_data) == 24);
+    assert!(std::mem::offset_of!(Wc, wc_flags) == 36);
+    assert!(std::mem::offset_of!(Wc, pkey_index) == 40);
+    assert!(std::mem::offset_of!(Wc, dlid_path_bits) == 45);
+};
 
 impl Wc {
     /// The invalidated rkey when `wc_flags` has `WITH_INV`.

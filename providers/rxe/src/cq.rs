@@ -96,6 +96,7 @@ impl Cqe {
         self.ex
     }
 
+    #[inline]
     fn from_wc(wc: &UverbsWc) -> Self {
         Cqe {
             wr_id: wc.wr_id,
@@ -162,7 +163,17 @@ impl CompletionQueue {
     pub fn ready(&mut self) -> Result<u32, RingError> {
         // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it wrote
         // before are visible to the reads in `poll`.
-        let prod = self.q.load_index(IndexKind::Producer, Ordering::Acquire)?;
+        let prod = self
+            .q
+            .load_index_raw(IndexKind::Producer, Ordering::Acquire);
+        self.take_producer(prod)
+    }
+
+    /// Validates a producer index the kernel published and records how many entries it makes
+    /// ready. Out of range, or fewer entries than already seen, is an error.
+    #[inline]
+    fn take_producer(&mut self, prod: u32) -> Result<u32, RingError> {
+        let prod = self.q.check_index(IndexKind::Producer, prod)?;
         let ready = self.q.distance(self.cons, prod);
         if ready < self.ready_seen {
             return Err(RingError::IndexOutsideWindow {
@@ -212,24 +223,56 @@ impl CompletionQueue {
     /// of `consumer_index`. Returns how many were written to `out`.
     #[doc(alias = "ibv_poll_cq")]
     pub fn poll_batch(&mut self, out: &mut [Cqe]) -> Result<usize, RingError> {
-        if out.is_empty() {
-            return Ok(0);
-        }
+        self.poll_map(out, |c| *c)
+    }
+
+    /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
+    /// from its ring slot, then frees their slots with a single `Release` store of
+    /// `consumer_index`. Returns how many were written.
+    ///
+    /// One `Acquire` load of the kernel's producer index per call, and only when fewer entries
+    /// than asked for are known to be ready; one `Release` store per call that took any. An
+    /// empty poll is that load and one compare: the index is validated only when it moved.
+    /// `f` is a generic parameter, so the conversion is inlined, not called through a pointer.
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline]
+    pub fn poll_map<T>(
+        &mut self,
+        out: &mut [T],
+        mut f: impl FnMut(&Cqe) -> T,
+    ) -> Result<usize, RingError> {
         if (self.ready_seen as usize) < out.len() {
-            self.ready()?;
+            // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it
+            // wrote before it are visible to the slot reads below.
+            let prod = self
+                .q
+                .load_index_raw(IndexKind::Producer, Ordering::Acquire);
+            // Where the producer was at the last load (already validated): unchanged means
+            // nothing new, no check needed.
+            let seen = self.cons.wrapping_add(self.ready_seen) & self.q.index_mask();
+            if prod != seen {
+                self.take_producer(prod)?;
+            }
         }
         let n = out.len().min(self.ready_seen as usize);
-        for (i, slot) in out.iter_mut().take(n).enumerate() {
-            // i < n <= ready_seen <= index_mask, fits u32.
-            *slot = self.read_at(self.cons.wrapping_add(i as u32))?;
+        if n == 0 {
+            return Ok(0);
         }
-        if n != 0 {
-            self.cons = self.cons.wrapping_add(n as u32) & self.q.index_mask();
-            self.ready_seen -= n as u32;
-            // Release (inside store_index): our reads of the consumed CQEs happen-before the
-            // kernel's acquire load that sees the slots free and overwrites them.
-            self.q.store_index(IndexKind::Consumer, self.cons);
+        // n <= ready_seen <= index_mask, so n fits the ring. `new` checked that an element
+        // holds a UverbsWc, so the read cannot be refused; the error is for completeness.
+        if !self.q.read_into(self.cons, &mut out[..n], |wc: UverbsWc| {
+            f(&Cqe::from_wc(&wc))
+        }) {
+            return Err(RingError::ElemTooSmall {
+                need: CQE_MIN_SIZE,
+                found: self.q.elem_size(),
+            });
         }
+        self.cons = self.cons.wrapping_add(n as u32) & self.q.index_mask();
+        self.ready_seen -= n as u32;
+        // Release (inside store_index): our reads of the consumed CQEs happen-before the
+        // kernel's acquire load that sees the slots free and overwrites them.
+        self.q.store_index(IndexKind::Consumer, self.cons);
         Ok(n)
     }
 }

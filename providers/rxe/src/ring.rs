@@ -17,6 +17,8 @@ use uverbs_uapi::rxe::{
     RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET,
 };
 
+use zerocopy::FromBytes;
+
 use crate::error::{IndexKind, RingError};
 
 /// Smallest element size accepted (8 bytes); the typed queues demand more.
@@ -163,10 +165,12 @@ impl Queue {
     }
 
     /// Number of elements between `from` (inclusive) and `to` (exclusive), modulo the ring.
+    #[inline]
     pub(crate) fn distance(&self, from: u32, to: u32) -> u32 {
         to.wrapping_sub(from) & self.index_mask
     }
 
+    #[inline]
     fn index_offset(which: IndexKind) -> usize {
         match which {
             IndexKind::Producer => RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET,
@@ -178,6 +182,7 @@ impl Queue {
     ///
     /// Callers pass `Acquire` for the other side's index (so the other side's slot writes or
     /// reads before its release store are visible/finished) and `Relaxed` for their own.
+    #[inline]
     pub(crate) fn load_index(&self, which: IndexKind, order: Ordering) -> Result<u32, RingError> {
         // SAFETY: both index offsets are < 384 <= len, 4-aligned; the mapping is live per the
         // `from_raw` contract and the other side only accesses the index atomically.
@@ -192,8 +197,73 @@ impl Queue {
         Ok(value)
     }
 
+    /// Loads an index with `order` without the range check: for a fast path that only compares
+    /// the value with one it validated before (an unchanged index needs no new check); any other
+    /// value must go through the same check as [`Queue::load_index`] before it is used.
+    #[inline]
+    pub(crate) fn load_index_raw(&self, which: IndexKind, order: Ordering) -> u32 {
+        // SAFETY: as in `load_index`.
+        unsafe { atomic_at(self.base, Self::index_offset(which)) }.load(order)
+    }
+
+    /// Checks an index loaded with [`Queue::load_index_raw`]: the same check as `load_index`.
+    #[inline]
+    pub(crate) fn check_index(&self, which: IndexKind, value: u32) -> Result<u32, RingError> {
+        if value > self.index_mask {
+            return Err(RingError::IndexOutOfRange {
+                index: which,
+                value,
+                index_mask: self.index_mask,
+            });
+        }
+        Ok(value)
+    }
+
+    /// Fills `out` from the `out.len()` consecutive slots starting at `start` (`& index_mask`),
+    /// in order, each slot copied out as a `U` and converted by `f`. Returns `false` (touching
+    /// nothing) if a `U` does not fit in one element or `out` is longer than the ring.
+    ///
+    /// The checks are made once per run; the slots are walked as (at most) two contiguous runs,
+    /// before and after the wrap, so each element costs its copy and a pointer increment.
+    ///
+    /// Same rule as [`Queue::read_slot`]: only for slots the other side has published to us.
+    #[inline]
+    pub(crate) fn read_into<U: FromBytes, T>(
+        &self,
+        start: u32,
+        out: &mut [T],
+        mut f: impl FnMut(U) -> T,
+    ) -> bool {
+        let slots = self.num_slots() as usize;
+        if core::mem::size_of::<U>() > self.elem_size || out.len() > slots {
+            return false;
+        }
+        let first = (start & self.index_mask) as usize;
+        let (before_wrap, after_wrap) = out.split_at_mut(out.len().min(slots - first));
+        for (run, slot) in [(before_wrap, first), (after_wrap, 0)] {
+            let mut p = self
+                .base
+                .as_ptr()
+                .wrapping_add(RXE_QUEUE_BUF_DATA_OFFSET + (slot << self.log2_elem_size));
+            for d in run {
+                // SAFETY: `p` is the start of slot `slot + k` for the k-th element of this run,
+                // and `slot + run.len() <= slots` (the first run stops at the wrap, the second
+                // starts at slot 0 and is shorter than the ring), so `p..p+size_of::<U>()` lies
+                // inside element `slot + k` (size checked above) and thus inside the mapping
+                // (`from_raw` checked DATA_OFFSET + slots * elem_size <= len). The producer
+                // finished writing the slot before the release store we acquired and leaves it
+                // alone until we release it; `U: FromBytes` accepts any bytes; the read is
+                // unaligned and makes a copy, no reference into the mapping.
+                *d = f(unsafe { core::ptr::read_unaligned(p.cast::<U>()) });
+                p = p.wrapping_add(self.elem_size);
+            }
+        }
+        true
+    }
+
     /// Stores our own index with `Release`: every slot write (producer) or slot read (consumer)
     /// done before this call happens-before the other side's `Acquire` load that sees `value`.
+    #[inline]
     pub(crate) fn store_index(&self, which: IndexKind, value: u32) {
         let value = value & self.index_mask;
         // SAFETY: as in `load_index`.
@@ -201,6 +271,7 @@ impl Queue {
     }
 
     /// Pointer to byte `offset` of slot `index & index_mask`, if `offset + len <= elem_size`.
+    #[inline]
     fn slot_ptr(&self, index: u32, offset: usize, len: usize) -> Option<*mut u8> {
         let end = offset.checked_add(len)?;
         if end > self.elem_size {

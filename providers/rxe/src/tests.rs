@@ -816,6 +816,37 @@ fn cq_distrusts_the_producer_index() {
     assert_eq!(cq.poll().unwrap().unwrap().wr_id, 0);
 }
 
+#[test]
+fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
+    let m = FakeMapping::new(6, 3); // 8 slots of 64 bytes
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    let mut ids = [0u64; 4];
+    // Empty: the unchanged producer index is only compared, and nothing is released.
+    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
+    assert_eq!(m.consumer(), 0);
+    // A moved, hostile producer index is validated even though the last poll was empty.
+    m.set_producer(9);
+    assert!(matches!(
+        cq.poll_map(&mut ids, |c| c.wr_id),
+        Err(RingError::IndexOutOfRange { value: 9, .. })
+    ));
+    m.set_producer(0);
+    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
+    for i in 0..6 {
+        assert!(m.kernel_produce(wc(40 + i).as_bytes()));
+    }
+    // Converted straight into the caller's type; one consumer store per call.
+    assert_eq!(
+        cq.poll_map(&mut ids, |c| c.wr_id * 2 + u64::from(c.status)),
+        Ok(4)
+    );
+    assert_eq!(ids, [81, 84, 84, 87]); // wr_id 40..44, status wr_id % 3
+    assert_eq!(m.consumer(), 4);
+    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(2));
+    assert_eq!(ids[..2], [44, 45]);
+    assert_eq!(m.consumer(), 6);
+}
+
 // ----- the ibv_wr_* API -----------------------------------------------------------------------
 
 #[test]
