@@ -771,7 +771,13 @@ impl Pd {
             db: Doorbell::new(dbfd, handle),
             sq,
             rq,
-            ah_slots: (0..slots).map(|_| None).collect(),
+            // Only UD sends carry an AH (the ring refuses one on other QP types): other QPs
+            // keep no per-slot table, so an RC QP costs no more heap than rdma-core's.
+            ah_slots: if attr.qp_type == QpType::Ud {
+                (0..slots).map(|_| None).collect()
+            } else {
+                Box::default()
+            },
             sq_shadow: 0,
             qp_type: attr.qp_type,
             cap,
