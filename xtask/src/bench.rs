@@ -129,12 +129,20 @@ const MICRO_KEYS: &[(&str, &str)] = &[
     ("poll_per_cqe_ns", "poll, 1024 CQEs ready (per CQE)"),
     ("post_one_ns", "post_send, 1 WR (per call)"),
     ("post_list32_per_wr_ns", "post_send, 32-WR list (per WR)"),
+    ("cq_anon_bytes", "memory per CQ: heap (RssAnon) [B]"),
+    ("cq_rss_bytes", "memory per CQ: resident (VmRSS) [B]"),
+    ("cq_vm_bytes", "memory per CQ: mapped (VmSize) [B]"),
+    ("qp_anon_bytes", "memory per QP: heap (RssAnon) [B]"),
+    ("qp_rss_bytes", "memory per QP: resident (VmRSS) [B]"),
+    ("qp_vm_bytes", "memory per QP: mapped (VmSize) [B]"),
 ];
 
 struct Options {
     reps: u32,
     host: bool,
     criterion: bool,
+    /// Only the microbenchmark (and memory), `reps` times per library.
+    micro_only: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -142,6 +150,7 @@ fn parse(args: &[String]) -> Result<Options> {
         reps: 5,
         host: false,
         criterion: false,
+        micro_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -156,9 +165,10 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             "--host" => o.host = true,
             "--criterion" => o.criterion = true,
+            "--micro" => o.micro_only = true,
             other => {
                 return Err(err!(
-                    "unknown option `{other}` (cargo xtask bench [--reps N] | --host [--criterion])"
+                    "unknown option `{other}` (cargo xtask bench [--reps N] [--micro] | --host [--criterion])"
                 ))
             }
         }
@@ -172,7 +182,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         return host(o.criterion);
     }
     crate::prereq::ensure()?;
-    vm(o.reps)
+    vm(o.reps, o.micro_only)
 }
 
 // ----- the VM run --------------------------------------------------------------------------
@@ -220,7 +230,7 @@ fn shared_libs(bin: &Path) -> Result<Vec<PathBuf>> {
 
 /// The shell script the VM runs: every row, `reps` times, in the order theirs, ours,
 /// ours-default; then the microbenchmark. Every run is framed by `UVBENCH` lines.
-fn script(reps: u32) -> String {
+fn script(reps: u32, micro_only: bool) -> String {
     let mut s = String::from(
         r#". /lib/uverbs/lib.sh
 gid=$(roce_v2_ipv4_gid rxe0) || exit 1
@@ -243,7 +253,7 @@ pair() {
 }
 "#,
     );
-    for rep in 1..=reps {
+    for rep in 1..=if micro_only { 0 } else { reps } {
         for (i, r) in ROWS.iter().enumerate() {
             let common = format!("-d rxe0 -x $gid -s {} -n {}", r.size, r.iters);
             s += &format!("pair {i} theirs {rep} {} {common}\n", r.perftest);
@@ -258,7 +268,7 @@ pair() {
         }
     }
     // `$prog` is word-split on purpose in pair(): `uverbs perf X` is three words.
-    for rep in 1..=reps.min(3) {
+    for rep in 1..=if micro_only { reps } else { reps.min(5) } {
         s += &format!(
             "echo 'UVBENCH-BEGIN micro theirs {rep}'; timeout -s KILL 300 /tests/uverbs-bench-micro -d rxe0 -x $gid -n 20000 2>&1; echo \"UVBENCH-END $?\"\n"
         );
@@ -359,7 +369,7 @@ fn fmt(v: Option<f64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-fn vm(reps: u32) -> Result<bool> {
+fn vm(reps: u32, micro_only: bool) -> Result<bool> {
     let cli = build_uverbs_cli()?;
     let micro = build_micro_c()?;
     let mut files = vec![("tests/uverbs-bench-micro".to_string(), micro.clone())];
@@ -369,7 +379,7 @@ fn vm(reps: u32) -> Result<bool> {
         let g = lib.to_string_lossy().trim_start_matches('/').to_string();
         files.push((g, lib));
     }
-    let body = script(reps);
+    let body = script(reps, micro_only);
     let payload = Payload {
         net: Net::Veth {
             addr: "10.99.0.1/24".into(),
@@ -385,7 +395,8 @@ fn vm(reps: u32) -> Result<bool> {
     let run = h.run(
         Series::V6_12,
         &payload,
-        Duration::from_secs(1800),
+        // About 4 minutes per repetition under TCG, more on a busy host.
+        Duration::from_secs(900 + 600 * u64::from(reps)),
         Echo {
             prefix: "[bench] ".into(),
             step_banners: false,
@@ -437,7 +448,7 @@ fn vm(reps: u32) -> Result<bool> {
             }
         }
     }
-    let mut med = |k: String, i: Impl| vals.get_mut(&(k, i)).and_then(|v| median(v));
+    let med = |k: String, i: Impl| vals.get(&(k, i)).and_then(|v| median(&mut v.clone()));
     println!();
     println!(
         "uverbs vs rdma-core on rxe (kernel {}), medians of {reps} runs, alternating",
@@ -468,6 +479,17 @@ fn vm(reps: u32) -> Result<bool> {
             ratio(d)
         );
     }
+    // Every run's value (in run order), so the spread behind each median is visible.
+    println!();
+    println!("every run, in order (the spread behind the medians):");
+    for (i, row) in ROWS.iter().enumerate() {
+        for imp in [Impl::Theirs, Impl::Ours, Impl::OursDefault] {
+            if let Some(v) = vals.get(&(i.to_string(), imp)) {
+                let list: Vec<String> = v.iter().map(|x| fmt(Some(*x))).collect();
+                println!("  {:<18} {:<13} {}", row.name, imp.tag(), list.join(" "));
+            }
+        }
+    }
     println!();
     println!(
         "userspace microbenchmark (ns per operation; ratio = ours/theirs, target <= 0.5 for polls)"
@@ -486,6 +508,14 @@ fn vm(reps: u32) -> Result<bool> {
             _ => "-".into(),
         };
         println!("{label:<34} {:>10} {:>10} {r:>7}", fmt(t), fmt(o));
+    }
+    for (k, label) in MICRO_KEYS {
+        for imp in [Impl::Theirs, Impl::Ours] {
+            if let Some(v) = micro_vals.get(&(k, imp)) {
+                let list: Vec<String> = v.iter().map(|x| fmt(Some(*x))).collect();
+                println!("  {label:<34} {:<7} {}", imp.tag(), list.join(" "));
+            }
+        }
     }
     println!();
     println!("xtask: {}", run.describe());
@@ -626,7 +656,7 @@ mod tests {
 
     #[test]
     fn the_script_alternates_and_quotes_our_command() {
-        let s = script(2);
+        let s = script(2, false);
         assert!(s.starts_with(". /lib/uverbs/lib.sh\n"));
         let a = s.find("pair 0 theirs 1 ib_send_lat").unwrap();
         let b = s
@@ -638,5 +668,8 @@ mod tests {
         let d = s.find("pair 0 theirs 2").unwrap();
         assert!(a < b && b < c && c < d);
         assert!(s.contains("micro ours 1"));
+        let m = script(3, true);
+        assert!(!m.contains("pair "));
+        assert!(m.contains("micro theirs 3") && m.contains("micro ours 3"));
     }
 }
