@@ -302,7 +302,7 @@ impl CompletionQueue {
             }
             let limit = if empty | bit == all { max - n } else { 1 };
             let r = self.run(idx, limit, lookup, &mut put);
-            n += r.good;
+            n += r.taken - usize::from(r.error.is_some());
             consumed |= r.taken != 0;
             if r.emptied {
                 empty |= bit;
@@ -334,7 +334,6 @@ impl CompletionQueue {
     ) -> Run {
         let mut r = Run {
             taken: 0,
-            good: 0,
             emptied: false,
             error: None,
         };
@@ -373,7 +372,6 @@ impl CompletionQueue {
                 r.error = Some(e);
                 break;
             }
-            r.good += 1;
         }
         sub.consumed = consumed;
         sub.phase = phase;
@@ -413,10 +411,8 @@ impl CompletionQueue {
 
 /// What [`CompletionQueue::run`] did.
 struct Run {
-    /// CQEs consumed (good and bad).
+    /// CQEs consumed: handed to `put`, and the bad one if `error`.
     taken: usize,
-    /// Completions handed to `put`.
-    good: usize,
     /// Stopped at an empty slot.
     emptied: bool,
     /// The bad CQE it stopped at.
