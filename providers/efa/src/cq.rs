@@ -4,7 +4,8 @@
 //! `sub_cq_depth` entries of `entry_size` bytes (16: `efa_io_rx_cdesc`, 32: `efa_io_rx_cdesc_ex`).
 //! A CQE is new when its phase bit equals the sub-CQ's expected phase, which starts at 1 and
 //! flips every time the sub-CQ's consumer index wraps. Sub-CQs are polled round-robin like
-//! rdma-core (`next_poll_idx` advances past every sub-CQ tried). After a poll that consumed
+//! rdma-core (`next_poll_idx` advances past every sub-CQ tried; within one poll a sub-CQ found
+//! empty is skipped for the rest of the call, see [`CompletionQueue::poll_each`]). After a poll that consumed
 //! entries, the CQ-wide consumer counter is written to the CQ doorbell when the kernel gave one.
 //!
 //! Everything read from a CQE is distrusted: the QP number is looked up through the core's

@@ -387,3 +387,52 @@ fn bad_configs_refused() {
     assert!(try_new(cfg(0, 4, 32, false)).is_err());
     assert!(try_new(cfg(1, 4, 24, false)).is_err());
 }
+
+/// One poll with room for everything gives the order the per-CQE round robin gives (polls of
+/// one at a time): alternating while several sub-CQs have entries, then the rest of the last
+/// one as a run; the next poll starts after the sub-CQ the last CQE came from.
+#[test]
+fn one_big_poll_keeps_the_round_robin_order() {
+    let mut r = rig(cfg(3, 8, 32, false), true);
+    let (mut p, mut c) = WridPool::new(16, 0).unwrap();
+    // sub-CQ 0: WRs 0..4, sub-CQ 1: nothing, sub-CQ 2: WRs 10, 11.
+    for i in 0..4u64 {
+        let id = post(&mut p, i);
+        r.put(0, i as usize, &tx_cqe(id, 9, 0, EFA_IO_SEND, true));
+    }
+    for i in 0..2u64 {
+        let id = post(&mut p, 10 + i);
+        r.put(2, i as usize, &tx_cqe(id, 9, 0, EFA_IO_SEND, true));
+    }
+    let mut wcs = [Wc::default(); 16];
+    let mut table = [QpEntry {
+        qp_num: 9,
+        send: Some(&mut c),
+        recv: None,
+    }];
+    assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(6));
+    let order: Vec<u64> = wcs[..6].iter().map(|w| w.wr_id).collect();
+    assert_eq!(order, [0, 10, 1, 11, 2, 3]);
+    assert_eq!(r.cq.consumer_counter(), 6);
+    assert_eq!(
+        r.cq.db.as_ref().unwrap().log,
+        [6],
+        "one doorbell for the poll"
+    );
+    // The last CQE came from sub-CQ 0: the next poll tries sub-CQ 1 first, then 2, then 0.
+    drop(table);
+    let a = post(&mut p, 20);
+    let b = post(&mut p, 21);
+    r.put(0, 4, &tx_cqe(a, 9, 0, EFA_IO_SEND, true));
+    r.put(2, 2, &tx_cqe(b, 9, 0, EFA_IO_SEND, true));
+    let mut table = [QpEntry {
+        qp_num: 9,
+        send: Some(&mut c),
+        recv: None,
+    }];
+    assert_eq!(r.cq.poll(&mut wcs[..1], &mut table[..]), Ok(1));
+    assert_eq!(wcs[0].wr_id, 21);
+    assert_eq!(r.cq.poll(&mut wcs[..1], &mut table[..]), Ok(1));
+    assert_eq!(wcs[0].wr_id, 20);
+    assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0));
+}

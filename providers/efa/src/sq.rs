@@ -1,10 +1,14 @@
 //! The send queue: WQEs in the device's low-latency queue (LLQ).
 //!
-//! The LLQ is device memory mapped write-only and write-combined. Each WR is validated in full,
-//! then built in a local staging area; on [`SendSession::complete`] the staged WQEs are copied to
-//! the LLQ with whole-word volatile stores and published by writing the producer counter to the
-//! SQ doorbell, at most every `max_batch_wr` WQEs (the device's `max_tx_batch`, in 64-byte
-//! units) and once at the end. Nothing is ever read back from device memory.
+//! The LLQ is device memory mapped write-only and write-combined. Each WR is validated in full
+//! before anything is written for it. [`SendQueue::post_send`] then composes its WQE in
+//! registers and stores it straight into its LLQ slot with whole-word volatile stores (as
+//! rdma-core's `efa_post_send`); a [`SendSession`] (`ibv_wr_*`, which may still be aborted)
+//! builds WQEs in a local staging area and copies them to the LLQ on
+//! [`SendSession::complete`]. Either way the WQEs are published by writing the producer counter
+//! to the SQ doorbell, at most every `max_batch_wr` WQEs (the device's `max_tx_batch`, in
+//! 64-byte units) and once at the end; the device reads a slot only once a doorbell covers it.
+//! Nothing is ever read back from device memory.
 //!
 //! The meta descriptor's phase bit is the SQ's wrap count modulo two (0 on the first pass), so
 //! the device can tell a fresh WQE from a stale one.
