@@ -420,7 +420,6 @@ fn one_big_poll_keeps_the_round_robin_order() {
         "one doorbell for the poll"
     );
     // The last CQE came from sub-CQ 0: the next poll tries sub-CQ 1 first, then 2, then 0.
-    drop(table);
     let a = post(&mut p, 20);
     let b = post(&mut p, 21);
     r.put(0, 4, &tx_cqe(a, 9, 0, EFA_IO_SEND, true));
