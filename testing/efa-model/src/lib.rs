@@ -19,8 +19,9 @@
 //!
 //! Every SQ doorbell store, as a device sees every MMIO write (x86_64 Linux): the client's
 //! SQ doorbell page is mapped read-only, so each store faults; a process-wide SIGSEGV handler
-//! lets that one store through by single-stepping it (the trap flag), and the SIGTRAP after
-//! it logs the value, with the LLQ WQEs present behind and ahead of it, in a lock-free
+//! does that one store (a plain 32-bit `mov` is emulated through the model's view of the page;
+//! any other instruction is single-stepped with the trap flag and seen from the SIGTRAP after
+//! it) and logs the value, with the LLQ WQEs present behind and ahead of it, in a lock-free
 //! per-page log (module `trap`; no hook in the library, which writes its doorbell as it does
 //! on hardware). [`EfaFabric::process`] replays the log in order and holds each doorbell to
 //! the device's rules, recording a violation for:
@@ -31,9 +32,9 @@
 //! - with `min_sq_wr`, a doorbell for the whole SQ at once;
 //! - a doorbell value no store was seen for ([`EfaFabric::assert_no_violations`]).
 //!
-//! [`EfaFabric::sq_doorbells`] lists the values seen. Limits of the trap: one thread stores
-//! to a given QP's doorbell at a time (a second thread's store while the first is single-
-//! stepped is missed, and then reported as above); at most 256 QPs with a mapped doorbell at
+//! [`EfaFabric::sq_doorbells`] lists the values seen. Limits of the trap: while a store that
+//! is not a plain `mov` is single-stepped, another thread's store to the same doorbell is
+//! missed (and then reported as above); at most 256 QPs with a mapped doorbell at
 //! once in the process; 4096 doorbells per QP between two `process` calls (more is a
 //! violation). On other targets, or after [`EfaFabric::set_doorbell_trap`]`(false)` (for
 //! benchmarks), the model reads the doorbell word when `process` runs and cannot check the
@@ -608,8 +609,10 @@ impl EfaFabric {
         // library destroys the QP before it unmaps. The offset is 4-byte aligned inside it.
         // The store faults and is let through (and logged) by the trap handlers.
         let reg = unsafe { AtomicU32::from_ptr(t.page().add(SQ_DB_OFFSET as usize).cast()) };
-        // Release: the WQE bytes written before it are visible to whoever Acquires the value.
-        reg.store(value, Ordering::Release);
+        // A swap (`xchg`), not the library's `mov`: the trap single-steps it instead of
+        // emulating it, so the strictness tests exercise that path. SeqCst: the WQE bytes
+        // written before it are visible to whoever Acquires the value.
+        reg.swap(value, Ordering::SeqCst);
     }
 
     /// Every SQ doorbell value the model has seen stored for QP `qpn` on `dev` (up to the last
@@ -740,6 +743,7 @@ fn trap_doorbell(q: &mut QpState, page: *mut u8) -> Result<(), Errno> {
     }
     q.db_trap = Some(trap::Trap::register(
         page,
+        q.sq_db.clone(),
         SQ_DB_OFFSET as usize,
         q.llq.clone(),
         LLQ_DESC_OFFSET as usize,
@@ -2014,6 +2018,16 @@ fn execute(f: &mut Fabric, m: Msg) {
             complete(f, EFA_IO_COMP_STATUS_OK)
         }
     }
+}
+
+/// SQ doorbell stores the trap has seen in this process so far: (emulated, single-stepped).
+/// A plain 32-bit `mov` (the library's doorbell write) is emulated, anything else
+/// single-stepped (see the crate doc). Zero without the trap.
+pub fn doorbell_trap_stats() -> (u64, u64) {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    return trap::stats();
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    return (0, 0);
 }
 
 /// Builds a well-formed 64-byte SEND WQE (for strictness tests that then break one field).

@@ -1,12 +1,19 @@
 //! Sees every store to a client's SQ doorbell, in order, without a hook in the driver.
 //!
 //! The model hands out the SQ doorbell page read-only. A store to it faults (SIGSEGV,
-//! `SEGV_ACCERR`); [`on_segv`] finds the page among the registered ones, makes it writable,
-//! sets the trap flag (EFLAGS.TF) in the interrupted context and returns. The store then runs,
-//! and the CPU traps right after it (SIGTRAP); [`on_trap`] reads the word just stored, counts
-//! the LLQ WQEs present behind and ahead of it, appends that to the page's log, makes the page
-//! read-only again and clears the trap flag. The model drains the log in `process()`, so it
+//! `SEGV_ACCERR`) and [`on_segv`] finds the page among the registered ones. Then, in one of
+//! two ways, the store is done and recorded: the word stored, the LLQ WQEs present behind and
+//! ahead of it, appended to the page's log. The model drains the log in `process()`, so it
 //! sees each doorbell value the driver wrote, as a device sees each MMIO write.
+//! - Emulated: a plain 32-bit `mov` to memory (`89 /r`, `C7 /0 id`, what an atomic Release
+//!   store compiles to) whose decoded address is the fault address is done by the handler
+//!   through the model's writable view of the page, and the instruction is skipped. One
+//!   signal, no change to the mapping (changing it costs a TLB shootdown on every CPU running
+//!   the process, which under an emulator like qemu TCG is slow).
+//! - Single-stepped, for any other instruction: the handler makes the page writable, sets
+//!   the trap flag (EFLAGS.TF) in the interrupted context and returns; the store runs and the
+//!   CPU traps right after it (SIGTRAP); [`on_trap`] reads the word just stored, logs it,
+//!   makes the page read-only again and clears the trap flag.
 //!
 //! The handlers are installed once per process and must be safe with other tests running in
 //! other threads: they allocate nothing and take no locks (atomics, raw reads of model memory,
@@ -15,11 +22,11 @@
 //! default action, so a real crash still crashes).
 //!
 //! Limits:
-//! - One thread stores to a given doorbell page at a time. While one thread's store is being
-//!   single-stepped the page is writable, and a second thread's store to it in that window
-//!   does not fault; it is not logged (the model reports a doorbell it never saw a store
-//!   for, see `EfaFabric::assert_no_violations`). A second thread that faults waits for the
-//!   first one's trap and is then logged in order.
+//! - Stores from several threads to one page are logged in order (a thread that faults while
+//!   another one's store is being done waits for it), except in one window: while a store is
+//!   single-stepped the page is writable, and another thread's store to it then does not
+//!   fault and is not logged (the model reports a doorbell it never saw a store for, see
+//!   `EfaFabric::assert_no_violations`). Emulated stores (the library's) open no such window.
 //! - [`SLOTS`] trapped pages at once (QPs alive in the process); more is an mmap error.
 //! - [`LOG`] doorbells per page between two drains; more is reported, never dropped silently.
 //! - x86_64 Linux only (the trap flag and `ucontext_t` layout).
@@ -84,6 +91,8 @@ struct Slot {
     armed: AtomicU32,
     /// Address the armed thread faulted on.
     addr: AtomicUsize,
+    /// The model's writable view of the page (for emulated stores).
+    view: AtomicUsize,
     /// The model's view of LLQ slot 0, its depth (a power of two) and bytes per WQE.
     llq: AtomicUsize,
     depth: AtomicU32,
@@ -105,6 +114,7 @@ impl Slot {
             db_off: AtomicUsize::new(0),
             armed: AtomicU32::new(0),
             addr: AtomicUsize::new(0),
+            view: AtomicUsize::new(0),
             llq: AtomicUsize::new(0),
             depth: AtomicU32::new(1),
             wqe_size: AtomicU32::new(64),
@@ -123,6 +133,17 @@ impl Slot {
 }
 
 static SLOT: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
+/// Stores done by emulation and by single-stepping, process-wide (for tests).
+static EMULATED: AtomicU64 = AtomicU64::new(0);
+static STEPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Doorbell stores seen so far in this process: (emulated, single-stepped).
+pub(crate) fn stats() -> (u64, u64) {
+    (
+        EMULATED.load(Ordering::Relaxed),
+        STEPPED.load(Ordering::Relaxed),
+    )
+}
 static INSTALLED: OnceLock<Result<(), Errno>> = OnceLock::new();
 static OLD_SEGV: OnceLock<SigAction> = OnceLock::new();
 static OLD_TRAP: OnceLock<SigAction> = OnceLock::new();
@@ -131,7 +152,8 @@ static OLD_TRAP: OnceLock<SigAction> = OnceLock::new();
 pub(crate) struct Trap {
     idx: usize,
     page: usize,
-    /// Keeps the LLQ view the handler reads alive for as long as the slot points at it.
+    /// Keep the views the handler uses alive for as long as the slot points at them.
+    _view: Arc<Region>,
     _llq: Arc<Region>,
 }
 
@@ -143,10 +165,12 @@ impl std::fmt::Debug for Trap {
 
 impl Trap {
     /// Traps stores to `page` (a client mapping of the SQ doorbell, already mapped read-only,
-    /// `PAGE` bytes). `db_off` is the doorbell word's offset in it; `llq`/`llq_off` the model's
-    /// view of the LLQ (slot 0 at `llq_off`) of `depth` WQEs of `wqe_size` bytes.
+    /// `PAGE` bytes), whose memory `view` is the model's. `db_off` is the doorbell word's
+    /// offset in it; `llq`/`llq_off` the model's view of the LLQ (slot 0 at `llq_off`) of
+    /// `depth` WQEs of `wqe_size` bytes.
     pub(crate) fn register(
         page: *mut u8,
+        view: Arc<Region>,
         db_off: usize,
         llq: Arc<Region>,
         llq_off: usize,
@@ -156,6 +180,7 @@ impl Trap {
         let page = page as usize;
         assert!(page != 0 && page % PAGE == 0 && db_off % 4 == 0 && db_off < PAGE);
         assert!(depth.is_power_of_two() && llq_off + (depth * wqe_size) as usize <= llq.len);
+        assert!(view.len >= PAGE);
         (*INSTALLED.get_or_init(install))?;
         // A page still registered at this address belongs to a mapping the client has
         // unmapped (its QP not destroyed yet): the address is ours now.
@@ -177,6 +202,7 @@ impl Trap {
         // the handlers Acquire-load before reading them.
         s.db_off.store(db_off, Ordering::Relaxed);
         s.armed.store(0, Ordering::Relaxed);
+        s.view.store(view.ptr.as_ptr() as usize, Ordering::Relaxed);
         s.llq
             .store(llq.ptr.as_ptr() as usize + llq_off, Ordering::Relaxed);
         s.depth.store(depth, Ordering::Relaxed);
@@ -189,6 +215,7 @@ impl Trap {
         Ok(Trap {
             idx,
             page,
+            _view: view,
             _llq: llq,
         })
     }
@@ -304,6 +331,14 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_
             Err(_) => std::thread::yield_now(),
         }
     }
+    // SAFETY: `ctx` is this SA_SIGINFO handler's context argument.
+    if let Some((offset, value)) = unsafe { emulate(s, addr, ctx) } {
+        record(s, offset, value);
+        EMULATED.fetch_add(1, Ordering::Relaxed);
+        // Release: the log is done before the next store takes the page.
+        s.armed.store(0, Ordering::Release);
+        return;
+    }
     s.addr.store(addr, Ordering::Relaxed);
     // SAFETY: `page` is a live client mapping of one page (registered while mapped); making
     // it writable for the one store about to run changes no Rust-visible memory.
@@ -335,6 +370,136 @@ extern "C" fn on_trap(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_
     // SAFETY: `addr` is 4-byte aligned inside the registered page, which is mapped and
     // readable; the store just made to it was this thread's own.
     let value = unsafe { AtomicU32::from_ptr(addr as *mut u32) }.load(Ordering::Relaxed);
+    record(s, offset, value);
+    STEPPED.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as in `on_segv`: the registered page is a live one-page client mapping.
+    let _ = unsafe { rustix::mm::mprotect(page as *mut c_void, PAGE, MprotectFlags::READ) };
+    // Release: the log and protection are done before the next store takes the page.
+    s.armed.store(0, Ordering::Release);
+}
+
+/// Does the faulting store itself if it is a 32-bit `mov` to exactly `addr` (see the module
+/// doc): writes it through the model's view, moves RIP past it, and returns the offset in the
+/// page and the value. `None`: any other instruction (the caller single-steps it).
+///
+/// # Safety
+/// `ctx` is the context argument of an `SA_SIGINFO` handler for a fault at `addr`, inside
+/// `s`'s registered page.
+unsafe fn emulate(s: &Slot, addr: usize, ctx: *mut c_void) -> Option<(usize, u32)> {
+    let uc = ctx.cast::<libc::ucontext_t>();
+    // SAFETY: the caller's contract: `uc` is the live kernel-written context.
+    let gregs = unsafe { &raw mut (*uc).uc_mcontext.gregs };
+    // SAFETY: as above; reading the saved registers.
+    let reg = |n: u8| unsafe { (*gregs)[GREG_OF[usize::from(n)]] } as u64;
+    // SAFETY: as above.
+    let rip = unsafe { (*gregs)[libc::REG_RIP as usize] } as usize;
+    // Bytes of the faulting instruction, read one at a time and only as far as decoding
+    // goes: every byte read belongs to the instruction the CPU just fetched, so it is mapped.
+    let byte = |i: usize| {
+        // SAFETY: see above; at most 11 bytes (REX, opcode, ModRM, SIB, disp32, imm32).
+        unsafe { ((rip + i) as *const u8).read_volatile() }
+    };
+    let mut i = 0;
+    let mut rex = 0u8;
+    if byte(0) & 0xf0 == 0x40 {
+        rex = byte(0);
+        i = 1;
+    }
+    if rex & 0x08 != 0 {
+        return None; // REX.W: a 64-bit store
+    }
+    let op = byte(i);
+    if op != 0x89 && op != 0xc7 {
+        return None;
+    }
+    let modrm = byte(i + 1);
+    i += 2;
+    let (md, regf, rm) = (modrm >> 6, (modrm >> 3) & 7, modrm & 7);
+    if md == 3 || (op == 0xc7 && regf != 0) {
+        return None;
+    }
+    let mut ea: u64;
+    if rm == 4 {
+        let sib = byte(i);
+        i += 1;
+        let (scale, index, base) = (sib >> 6, ((sib >> 3) & 7) | (rex & 2) << 2, sib & 7);
+        ea = if index == 4 { 0 } else { reg(index) << scale };
+        if base == 5 && md == 0 {
+            ea = ea.wrapping_add(disp32(&byte, i) as u64);
+            i += 4;
+        } else {
+            ea = ea.wrapping_add(reg(base | (rex & 1) << 3));
+        }
+    } else if rm == 5 && md == 0 {
+        return None; // RIP-relative: not how a doorbell pointer is reached
+    } else {
+        ea = reg(rm | (rex & 1) << 3);
+    }
+    match md {
+        1 => {
+            ea = ea.wrapping_add(byte(i) as i8 as i64 as u64);
+            i += 1;
+        }
+        2 => {
+            ea = ea.wrapping_add(disp32(&byte, i) as u64);
+            i += 4;
+        }
+        _ => {}
+    }
+    let value = if op == 0x89 {
+        reg(regf | (rex & 4) << 1) as u32
+    } else {
+        let v = disp32(&byte, i) as u32;
+        i += 4;
+        v
+    };
+    // A decoding mistake shows here: only a store to exactly the fault address is done.
+    if ea as usize != addr || addr % 4 != 0 {
+        return None;
+    }
+    let offset = addr & (PAGE - 1);
+    let view = s.view.load(Ordering::Relaxed) + offset;
+    // SAFETY: `view` is the model's writable mapping of the same page (kept alive by the
+    // Trap), `offset` 4-byte aligned inside it; the store the client meant, as an atomic.
+    unsafe { AtomicU32::from_ptr(view as *mut u32) }.store(value, Ordering::Release);
+    // SAFETY: the caller's contract; the instruction is done, resume after it.
+    unsafe { (*gregs)[libc::REG_RIP as usize] = (rip + i) as i64 };
+    Some((offset, value))
+}
+
+/// `ucontext_t.gregs` index of each x86 register number (RAX, RCX, RDX, RBX, RSP, RBP, RSI,
+/// RDI, R8..R15).
+const GREG_OF: [usize; 16] = [
+    libc::REG_RAX as usize,
+    libc::REG_RCX as usize,
+    libc::REG_RDX as usize,
+    libc::REG_RBX as usize,
+    libc::REG_RSP as usize,
+    libc::REG_RBP as usize,
+    libc::REG_RSI as usize,
+    libc::REG_RDI as usize,
+    libc::REG_R8 as usize,
+    libc::REG_R9 as usize,
+    libc::REG_R10 as usize,
+    libc::REG_R11 as usize,
+    libc::REG_R12 as usize,
+    libc::REG_R13 as usize,
+    libc::REG_R14 as usize,
+    libc::REG_R15 as usize,
+];
+
+fn disp32(byte: &impl Fn(usize) -> u8, i: usize) -> i64 {
+    i64::from(i32::from_le_bytes([
+        byte(i),
+        byte(i + 1),
+        byte(i + 2),
+        byte(i + 3),
+    ]))
+}
+
+/// Appends one store at `offset` of `s`'s page to its log, with the LLQ WQEs present behind
+/// and ahead of it when it is the doorbell word.
+fn record(s: &Slot, offset: usize, value: u32) {
     let (mut fresh, mut ahead) = (0, 0);
     if offset == s.db_off.load(Ordering::Relaxed) {
         let last = s.last.load(Ordering::Relaxed) as u16;
@@ -360,10 +525,6 @@ extern "C" fn on_trap(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_
         // Release: the entry above is complete before the model sees the new head.
         s.head.store(head.wrapping_add(1), Ordering::Release);
     }
-    // SAFETY: as in `on_segv`: the registered page is a live one-page client mapping.
-    let _ = unsafe { rustix::mm::mprotect(page as *mut c_void, PAGE, MprotectFlags::READ) };
-    // Release: the log and protection are done before the next store takes the page.
-    s.armed.store(0, Ordering::Release);
 }
 
 /// Whether the LLQ slot of producer position `pos` holds a WQE of `pos`'s lap: the meta bit

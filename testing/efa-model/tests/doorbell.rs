@@ -8,7 +8,7 @@ use uverbs::{
     AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
     EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, Mr, Pd, Wc, WcStatus,
 };
-use uverbs_efa_model::{send_wqe, EfaDevice, EfaFabric, ModelConfig};
+use uverbs_efa_model::{doorbell_trap_stats, send_wqe, EfaDevice, EfaFabric, ModelConfig};
 
 const QKEY: u32 = 7;
 
@@ -100,6 +100,7 @@ fn sges(mr: &Mr, n: usize) -> Vec<[EfaSge; 1]> {
 /// step within the limit.
 #[test]
 fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
+    let (emulated0, _) = doorbell_trap_stats();
     let fab = EfaFabric::new(5);
     let cfg = ModelConfig::default();
     assert_eq!(cfg.max_tx_batch, 8);
@@ -164,6 +165,10 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
     assert_eq!(fab.sq_doorbells(&c.dev, c.qp.qp_num()), [1, 2, 3, 4, 5]);
     assert_eq!(poll(&mut c.cq, 5).len(), 5);
     fab.assert_no_violations();
+    // The library's doorbell write is a plain `mov`: the trap emulated each of the 16 (other
+    // tests in this process may add theirs).
+    let (emulated, _) = doorbell_trap_stats();
+    assert!(emulated - emulated0 >= 16, "{emulated0} -> {emulated}");
 }
 
 /// A QP driven through the model's raw interface: depth 8, `max_tx_batch` 2.
@@ -239,6 +244,7 @@ fn more_wqes_than_max_tx_batch_before_one_doorbell_is_a_violation() {
 
 #[test]
 fn doorbells_within_max_tx_batch_are_accepted() {
+    let (_, stepped0) = doorbell_trap_stats();
     let r = raw();
     r.write(0, 2);
     r.ring(2);
@@ -254,6 +260,9 @@ fn doorbells_within_max_tx_batch_are_accepted() {
         "five send completions (RNR: no receive posted)"
     );
     r.fab.assert_no_violations();
+    // raw_ring's `xchg` is single-stepped, not emulated.
+    let (_, stepped) = doorbell_trap_stats();
+    assert!(stepped - stepped0 >= 3, "{stepped0} -> {stepped}");
 }
 
 /// Each doorbell moves by 2, but four WQEs went into the LLQ before the first one: the
