@@ -59,9 +59,13 @@ fn roce_v2_ipv4_gid_index() -> (String, u32) {
 }
 
 fn run_pair(port: u16, extra: &[&str]) -> (String, String) {
+    run_pair_sized(port, "64", extra)
+}
+
+fn run_pair_sized(port: u16, size: &str, extra: &[&str]) -> (String, String) {
     let (name, gid) = roce_v2_ipv4_gid_index();
     let args = |client: bool| {
-        let mut a: Vec<String> = ["perf", "write-bw", "-n", "50", "-s", "64", "-d", &name]
+        let mut a: Vec<String> = ["perf", "write-bw", "-n", "50", "-s", size, "-d", &name]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -132,5 +136,28 @@ fn perf_write_bw_perftest_defaults_and_json() {
     assert_eq!(v["iterations"], 50);
     assert_eq!(v["post_list"], 1);
     assert_eq!(v["tx_depth"], 128);
+    assert_eq!(
+        v["cq_mod"], 100,
+        "perftest's CQ moderation for small messages"
+    );
     assert!(v["msg_rate_mpps"].as_f64().unwrap() > 0.0, "{v}");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_perftest_defaults_signal_every_large_message() {
+    // perftest 4.5 turns CQ moderation off above 8 KiB unless -Q is given.
+    let (client, _) = run_pair_sized(18712, "65536", &["--perftest-defaults", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["bytes"], 65536);
+    assert_eq!(v["cq_mod"], 1, "{v}");
+    let (client, _) = run_pair_sized(
+        18713,
+        "65536",
+        &["--perftest-defaults", "--json", "-Q", "10"],
+    );
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["cq_mod"], 10, "an explicit -Q wins: {v}");
 }

@@ -301,6 +301,10 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// perftest turns CQ moderation off (a completion per WR) for messages larger than this, unless
+/// `-Q` is given.
+const PERFTEST_CQ_MOD_SIZE_LIMIT: u32 = 8192;
+
 fn resolve(args: &Args, ctx: &Context) -> Result<Settings, Failure> {
     let test = args.test;
     let pt = args.perftest_defaults;
@@ -332,6 +336,9 @@ fn resolve(args: &Args, ctx: &Context) -> Result<Settings, Failure> {
     }
     let mut cq_mod = args.cq_mod.unwrap_or(match () {
         _ if lat => 1,
+        // perftest signals every WR of messages above 8 KiB unless -Q is given (its
+        // MSG_SIZE_CQ_MOD_LIMIT): ib_write_bw -s 65536 prints "CQ Moderation : 1".
+        _ if pt && size > PERFTEST_CQ_MOD_SIZE_LIMIT => 1,
         _ if pt => 100,
         _ => 64,
     });
