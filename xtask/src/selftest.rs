@@ -266,7 +266,9 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
             check_pingpong(&s.output, &[""])
         }));
     }
-    let cut_item = format!("two_vm::faults_two_vm::{LINK_CUT_TEST}");
+    // Named as the host section names the test, plus a `[...]` qualifier per run, so the
+    // summary counts it as run (`crate::testrun::print_overall`).
+    let cut_item = format!("uverbs::{LINK_CUT_EXE} (test)::{LINK_CUT_TEST}");
     match link_cut_exe {
         None => report.push(Item::fail(
             &cut_item,
@@ -292,7 +294,7 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
                 report.push(step_item(
                     tx,
                     step,
-                    &format!("{cut_item} ({who}: sender)"),
+                    &format!("{cut_item} [{who}: sender]"),
                     |s| {
                         if up_first {
                             match &up {
@@ -319,7 +321,7 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
                 report.push(step_item(
                     rx,
                     step,
-                    &format!("{cut_item} ({who}: receiver)"),
+                    &format!("{cut_item} [{who}: receiver]"),
                     |s| check_one_test_passed(&s.output),
                 ));
             }

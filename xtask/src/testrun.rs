@@ -119,6 +119,11 @@ impl Report {
 
 /// Print the overall line; true if nothing failed.
 pub fn print_overall(reports: &[Report]) -> bool {
+    print_overall_inner(reports).0
+}
+
+/// [`print_overall`], also returning the names listed as not run anywhere.
+fn print_overall_inner(reports: &[Report]) -> (bool, Vec<String>) {
     let (mut p, mut f, mut s) = (0, 0, 0);
     println!("\n== summary ==");
     for r in reports {
@@ -131,17 +136,20 @@ pub fn print_overall(reports: &[Report]) -> bool {
         f += c.1;
         s += c.2;
     }
-    // Tests not run anywhere: a device test the host skips but a VM ran is not listed.
-    let ran: BTreeSet<&str> = reports
+    // Tests not run anywhere: a device test the host skips but a VM ran is not listed. An
+    // item name may end in a ` [...]` qualifier (which step or run); the test is its name
+    // before it.
+    let base = |n: &str| n.split_once(" [").map_or(n, |(b, _)| b).to_string();
+    let ran: BTreeSet<String> = reports
         .iter()
         .flat_map(|r| r.items.iter())
         .filter(|i| !matches!(i.state, State::Skipped(_)))
-        .map(|i| i.name.as_str())
+        .map(|i| base(&i.name))
         .collect();
     let not_run: Vec<&str> = reports
         .iter()
         .flat_map(|r| r.items.iter())
-        .filter(|i| matches!(i.state, State::Skipped(_)) && !ran.contains(i.name.as_str()))
+        .filter(|i| matches!(i.state, State::Skipped(_)) && !ran.contains(&base(&i.name)))
         .map(|i| i.name.as_str())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -150,7 +158,7 @@ pub fn print_overall(reports: &[Report]) -> bool {
         println!("not run anywhere: {}", not_run.join(", "));
     }
     println!("overall: {p} passed, {f} failed, {s} skipped");
-    f == 0
+    (f == 0, not_run.into_iter().map(str::to_string).collect())
 }
 
 /// A musl test executable found by cargo.
@@ -357,9 +365,14 @@ fn host_tests(report: &mut Report) {
         }
         Err(e) => println!("xtask: warning: {}: {e}", crate::util::show(&build)),
     }
-    let mut cmd = Command::new(crate::util::cargo());
-    cmd.args(["test", "--workspace"]).current_dir(&root);
-    println!("$ {}", crate::util::show(&cmd));
+    // One pipe for both streams (the shell's `2>&1`), so cargo's `Running` lines (stderr)
+    // stay in order with the test binaries' output (stdout); two pipes read by two threads
+    // can hand a binary's last lines over after the next `Running` line.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "exec \"$0\" test --workspace 2>&1"])
+        .arg(crate::util::cargo())
+        .current_dir(&root);
+    println!("$ cargo test --workspace 2>&1");
     let (lines, status) = match crate::util::run_tee(&mut cmd) {
         Ok(r) => r,
         Err(e) => {
@@ -847,10 +860,14 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         let mut host = Report::new("host");
         host.push(Item::skip("x::dev", "needs a device"));
         host.push(Item::skip("x::efa_hw_only", "needs EFA hardware"));
+        host.push(Item::skip("x::two_vm", "needs two VMs"));
         let mut vm = Report::new("vm");
         vm.push(Item::pass("x::dev"));
         vm.push(Item::skip("x::efa_hw_only", "needs EFA hardware"));
-        assert!(print_overall(&[host, vm]));
+        vm.push(Item::pass("x::two_vm [sender]"));
+        let (ok, not_run) = print_overall_inner(&[host, vm]);
+        assert!(ok);
+        assert_eq!(not_run, ["x::efa_hw_only"]);
     }
 
     fn item_states(r: &Report) -> Vec<(String, &'static str)> {

@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 use crate::kernel::Kernel;
 use crate::util::{show, Context, Result};
 
-/// Default VM size: modest, so two VMs fit next to cargo on a 2-core CI machine.
-pub const MEMORY_MB: u32 = 1536;
+/// Default VM size. The test boot's initramfs carries every debug test executable (about
+/// 610 MB for 28 of them) and is unpacked into RAM next to its packed copy: at 1536 MB the
+/// kernel's unpacking failed ("Initramfs unpacking failed: write error") and the binaries
+/// were missing. Guest RAM is only host memory once touched.
+pub const MEMORY_MB: u32 = 3072;
 pub const CPUS: u32 = 2;
 /// Boot + module load + rxe set-up takes ~10 s under TCG; this leaves room for a slow machine.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(180);
