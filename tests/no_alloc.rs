@@ -140,7 +140,9 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
         sg_list: &rsge,
     }; 8];
     let mut wcs = [Wc::default(); 8];
-    // Several rounds, so the rings wrap (64 deep, 8 per round, 20 rounds).
+    let mut efa_wcs = [uverbs::EfaWc::default(); 8];
+    // Several rounds, so the rings wrap (64 deep, 8 per round, 20 rounds); odd rounds poll
+    // the receives through the EFA view (`poll_efa`, with the efadv extras).
     let mut total = (0u64, 0u64, 0u64, 0u64);
     for round in 0..20 {
         let (r, n) = counted(|| qb.post_recv(&recvs));
@@ -150,7 +152,15 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
         r.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
         total.1 += n;
         assert_eq!(fab.process(), 8, "round {round}: the model moved 8 sends");
-        let ((s, r), n) = counted(|| (sa.poll(&mut wcs), rb.poll(&mut wcs)));
+        let ((s, r), n) = counted(|| {
+            let s = sa.poll(&mut wcs);
+            let r = if round % 2 == 0 {
+                rb.poll(&mut wcs)
+            } else {
+                rb.poll_efa(&mut efa_wcs)
+            };
+            (s, r)
+        });
         assert_eq!(s.unwrap(), 8, "round {round}: 8 send completions");
         assert_eq!(r.unwrap(), 8, "round {round}: 8 receive completions");
         total.2 += n;
