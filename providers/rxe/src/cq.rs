@@ -226,6 +226,20 @@ impl CompletionQueue {
         self.poll_map(out, |c| *c)
     }
 
+    /// True when a poll would find nothing: no completion known ready and the kernel's
+    /// producer index where it was at the last load. One `Acquire` load and a compare, so a
+    /// caller can inline the empty case and keep the rest of the poll out of line.
+    #[inline(always)]
+    pub fn nothing_new(&self) -> bool {
+        // Acquire: as in `poll_map`; a value equal to our consumer index is in range and means
+        // the kernel published nothing we have not seen.
+        self.ready_seen == 0
+            && self
+                .q
+                .load_index_raw(IndexKind::Producer, Ordering::Acquire)
+                == self.cons
+    }
+
     /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
     /// from its ring slot, then frees their slots with a single `Release` store of
     /// `consumer_index`. Returns how many were written.
