@@ -89,11 +89,8 @@ fn side(
     opt: srd::SrdOptions,
 ) -> std::thread::JoinHandle<Side> {
     std::thread::spawn(move || {
+        // LID and GID come from the port and GID queries, as on hardware.
         let ctx = dev.open().expect("open the model device");
-        let opt = srd::SrdOptions {
-            local_gid: Some(dev.gid()),
-            ..opt
-        };
         let mut stream = conn();
         let mut out = Vec::new();
         let result = srd::run(&ctx, &mut stream, role, &opt, &mut out);
@@ -187,6 +184,13 @@ fn srd_pingpong_runs_between_two_model_devices() {
         address(&c.out, "remote address:"),
         address(&s.out, "local address:")
     );
+    // LID and GID as the port and GID queries of each device answer them.
+    for out in [&s.out, &c.out] {
+        assert!(
+            address(out, "local address:").starts_with("LID 0x0000,"),
+            "{out}"
+        );
+    }
     assert!(
         address(&s.out, "local address:").contains("GID fe80::1"),
         "{}",
@@ -308,6 +312,47 @@ fn srd_pingpong_uses_the_exchanged_qkey() {
     };
     assert!(err.starts_with("Failed status"), "{err}");
     assert!(err.contains("wr_id 18446744073709551615"), "{err}");
+    fab.assert_no_violations();
+}
+
+/// The address each side tells the other is what the port and GID queries answer: LID 0 and
+/// the device's GID at the chosen index; an index past the EFA table (one entry) is refused
+/// with the query's error before anything is sent. The size check reads `max_msg_sz` from
+/// the port query (the device MTU) and refuses a port the device lacks.
+#[test]
+fn srd_pingpong_reads_its_address_from_the_port_and_gid_queries() {
+    let fab = EfaFabric::new(11);
+    let dev = fab.add_device(ModelConfig {
+        mtu: 8928,
+        ..Default::default()
+    });
+    let ctx = dev.open().unwrap();
+    assert_eq!(ctx.query_gid(1, 0).unwrap().raw, dev.gid());
+    srd::check_size(&ctx, 1, 8928).unwrap();
+    let e = srd::check_size(&ctx, 1, 8929).unwrap_err();
+    assert!(e.contains("carries 1 to 8928 bytes (max_msg_sz)"), "{e}");
+    let e = srd::check_size(&ctx, 2, 64).unwrap_err();
+    assert!(
+        e.contains("Unable to query port info for port 2") && e.contains("EINVAL"),
+        "{e}"
+    );
+    let opt = srd::SrdOptions {
+        gid_idx: 1,
+        ..Default::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (mut peer, _) = listener.accept().unwrap();
+    let mut out = Vec::new();
+    let err = srd::run(&ctx, &mut stream, srd::Role::Client, &opt, &mut out)
+        .expect_err("a GID index past the table must be refused");
+    assert!(err.contains("can't read sgid of index 1"), "{err}");
+    assert!(err.contains("EINVAL"), "the kernel's errno: {err}");
+    // Nothing went to the peer.
+    drop(stream);
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut peer, &mut got).unwrap();
+    assert!(got.is_empty(), "{got:?}");
     fab.assert_no_violations();
 }
 

@@ -62,9 +62,6 @@ pub struct SrdOptions {
     pub sl: u8,
     /// Fill every sent message with a pattern and check every received one.
     pub chk: bool,
-    /// The GID to tell the peer. `None`: read LID and GID from the port (a kernel device);
-    /// `Some`: this GID with LID 0, for a device that answers no port queries (the model).
-    pub local_gid: Option<[u8; 16]>,
     /// Give up when no completion arrives for this long (a peer gone, a dropped message).
     pub idle_limit: Duration,
 }
@@ -79,7 +76,6 @@ impl Default for SrdOptions {
             gid_idx: 0,
             sl: 0,
             chk: false,
-            local_gid: None,
             idle_limit: Duration::from_secs(30),
         }
     }
@@ -390,18 +386,13 @@ pub fn run(
         .map_err(|e| format!("Couldn't post receive ({i}): {e}"))?;
     }
 
-    let (lid, gid) = match opt.local_gid {
-        Some(g) => (0, g),
-        None => {
-            let port = ctx
-                .query_port(opt.ib_port)
-                .map_err(|e| format!("Couldn't get port info: {e}"))?;
-            let g = ctx
-                .query_gid(opt.ib_port, u32::from(opt.gid_idx))
-                .map_err(|e| format!("can't read sgid of index {}: {e}", opt.gid_idx))?;
-            (port.lid, g.raw)
-        }
-    };
+    let port = ctx
+        .query_port(opt.ib_port)
+        .map_err(|e| format!("Couldn't get port info: {e}"))?;
+    let sgid = ctx
+        .query_gid(opt.ib_port, u32::from(opt.gid_idx))
+        .map_err(|e| format!("can't read sgid of index {}: {e}", opt.gid_idx))?;
+    let (lid, gid) = (port.lid, sgid.raw);
     let my = SrdDest {
         lid,
         qpn: qp.qp_num(),
