@@ -896,6 +896,60 @@ mod tests {
         fab.assert_no_violations();
     }
 
+    /// The port section `uverbs info -v` prints for an EFA device, from the port and GID
+    /// queries of the EFA device model (answered as the kernel's EFA driver does).
+    #[test]
+    fn port_section_of_an_efa_context_is_printed() {
+        let fab = uverbs_efa_model::EfaFabric::new(2);
+        let dev = fab.add_device(uverbs_efa_model::ModelConfig {
+            mtu: 8928,
+            ..Default::default()
+        });
+        let ctx = dev.open().unwrap();
+        let attr = ctx.query_device_ex().unwrap();
+        assert_eq!(attr.orig_attr.phys_port_cnt, 1);
+        let table = ctx.query_gid_table().unwrap();
+        let report = Report {
+            dev: ctx.device().clone(),
+            attr,
+            num_comp_vectors: ctx.num_comp_vectors(),
+            board_id: None,
+            efa: efadv_attributes(&ctx).unwrap(),
+            ports: vec![PortReport {
+                num: 1,
+                attr: ctx.query_port(1).unwrap(),
+                speed: ctx.query_port_speed(1).ok(),
+                gids: table,
+            }],
+        };
+        let s = report_text(&report, true);
+        for line in [
+            "\t\tport:\t1\n",
+            "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n",
+            "\t\t\tmax_mtu:\t\t4096 (5)\n",
+            "\t\t\tactive_mtu:\t\t4096 (5)\n",
+            "\t\t\tport_lid:\t\t0\n",
+            "\t\t\tport_lmc:\t\t0x01\n",
+            "\t\t\tlink_layer:\t\tUnspecified\n",
+            "\t\t\tmax_msg_sz:\t\t0x22e0\n",
+            "\t\t\tpkey_tbl_len:\t\t1\n",
+            "\t\t\tgid_tbl_len:\t\t1\n",
+            "\t\t\tactive_width:\t\t4X (2)\n",
+            "\t\t\tactive_speed:\t\t25.0 Gbps (32)\n",
+            "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n",
+            "\tefadv attributes:\n",
+        ] {
+            assert!(s.contains(line), "{line:?} not in {s}");
+        }
+        let j = report_json(&report, true);
+        let port = &j["ports"][0];
+        assert_eq!(port["link_layer"], "Unspecified", "{j}");
+        assert_eq!(port["max_msg_sz"], 8928, "{j}");
+        assert_eq!(port["gids"][0]["gid"], "fe80::1", "{j}");
+        assert_eq!(port["gids"][0]["type"], "IB", "{j}");
+        fab.assert_no_violations();
+    }
+
     #[test]
     fn gid_lines_match_devinfo() {
         let v2 = entry("::ffff:10.99.0.1", 1, GidType::RoceV2);
