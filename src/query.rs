@@ -217,11 +217,11 @@ impl Mtu {
 /// The link layer of a port (`IBV_LINK_LAYER_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LinkLayer {
-    /// `IBV_LINK_LAYER_UNSPECIFIED`.
+    /// `IBV_LINK_LAYER_UNSPECIFIED` (EFA).
     Unspecified,
     /// `IBV_LINK_LAYER_INFINIBAND`.
     InfiniBand,
-    /// `IBV_LINK_LAYER_ETHERNET` (RoCE: rxe; also EFA).
+    /// `IBV_LINK_LAYER_ETHERNET` (RoCE: rxe). EFA reports `Unspecified`.
     Ethernet,
     /// A value this library does not know.
     Unknown(u8),
@@ -1274,10 +1274,19 @@ impl Context {
         if port_num == 0 {
             return Err(self.port_range_error(op, 0));
         }
-        let path = self
-            .device()
-            .ibdev_path()
-            .join(format!("ports/{port_num}/pkeys/{index}"));
+        let dir = self.device().ibdev_path();
+        if dir.as_os_str().is_empty() {
+            // A synthetic device (a device model behind the channel seam) has no sysfs
+            // directory; joining onto an empty path would read relative to the working
+            // directory.
+            return Err(Error::invalid(
+                op,
+                object(),
+                Errno::OPNOTSUPP,
+                "P_Keys are read from sysfs and this device has no sysfs directory (a synthetic device)",
+            ));
+        }
+        let path = dir.join(format!("ports/{port_num}/pkeys/{index}"));
         read_pkey(&path).map_err(|(errno, why)| {
             let e = Error::invalid(op, object(), errno, why);
             if errno == Errno::NOENT || errno == Errno::INVAL {

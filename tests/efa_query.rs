@@ -247,3 +247,28 @@ fn raw_commands_are_checked_as_the_kernel_checks_them() {
         "flags"
     );
 }
+
+/// P_Keys come from sysfs (as in libibverbs); a model device has no sysfs directory, so the
+/// query is refused naming that, instead of reading `ports/1/pkeys/0` relative to the working
+/// directory.
+#[test]
+fn pkey_of_a_device_without_sysfs_is_refused_not_read_from_the_working_directory() {
+    let (fab, dev) = device(8928);
+    let ctx = dev.open().unwrap();
+    // A decoy in the working directory that a relative read would find.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ports/1/pkeys")).unwrap();
+    std::fs::write(dir.path().join("ports/1/pkeys/0"), "0xffff\n").unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    std::env::set_current_dir(dir.path()).unwrap();
+    let r = ctx.query_pkey(1, 0);
+    std::env::set_current_dir(cwd).unwrap();
+    let e = r.expect_err("a device without sysfs has no P_Key files");
+    assert_eq!(e.errno(), Some(Errno::OPNOTSUPP), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("query_pkey") && text.contains("sysfs"),
+        "{text}"
+    );
+    fab.assert_no_violations();
+}

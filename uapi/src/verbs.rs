@@ -507,11 +507,11 @@ pub const IB_MTU_2048: u8 = 4;
 pub const IB_MTU_4096: u8 = 5;
 
 // enum rdma_link_layer, carried by `IbUverbsQueryPortResp::link_layer`.
-/// `IB_LINK_LAYER_UNSPECIFIED` (kernel `enum rdma_link_layer`).
+/// `IB_LINK_LAYER_UNSPECIFIED` (kernel `enum rdma_link_layer`): EFA reports this.
 pub const IB_LINK_LAYER_UNSPECIFIED: u8 = 0;
 /// `IB_LINK_LAYER_INFINIBAND` (kernel `enum rdma_link_layer`).
 pub const IB_LINK_LAYER_INFINIBAND: u8 = 1;
-/// `IB_LINK_LAYER_ETHERNET` (kernel `enum rdma_link_layer`): RoCE (rxe) and EFA report this.
+/// `IB_LINK_LAYER_ETHERNET` (kernel `enum rdma_link_layer`): RoCE (rxe) reports this.
 pub const IB_LINK_LAYER_ETHERNET: u8 = 2;
 
 // Node types: anonymous enum of rdma/rdma_netlink.h (RDMA_NLDEV_ATTR_DEV_NODE_TYPE), also the
