@@ -3,10 +3,11 @@
 //! SQ/RQ (out of range, moving backwards, jumping), and CQE contents (opcodes, statuses,
 //! lengths, QP numbers) — rewritten between calls, as a kernel could at any time.
 //!
-//! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch}`,
-//! `SendQueue`/`RecvQueue` construction and posting return values or typed `RingError`s /
-//! `PostError`s; they never read or write outside the mapping (ASan), never panic, never
-//! hand out more completions than were asked for, and keep our own index in range.
+//! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch,
+//! nothing_new}`, `SendQueue`/`RecvQueue` construction and posting return values or typed
+//! `RingError`s / `PostError`s; they never read or write outside the mapping (ASan), never
+//! panic, never hand out more completions than were asked for, keep our own index in range,
+//! and `nothing_new` never hides a completion a poll would return.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -133,6 +134,10 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
                 let _ = cq.peek().map_err(|e| e.to_string());
             }
             3 => {
+                // The inline empty check must never hide a completion a poll would return.
+                if cq.nothing_new() {
+                    assert_eq!(cq.poll_batch(&mut out[..1]), Ok(0));
+                }
                 if let Ok(r) = cq.ready() {
                     assert!(r < slots);
                 }

@@ -822,10 +822,12 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
     let mut ids = [0u64; 4];
     // Empty: the unchanged producer index is only compared, and nothing is released.
+    assert!(cq.nothing_new());
     assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
     assert_eq!(m.consumer(), 0);
     // A moved, hostile producer index is validated even though the last poll was empty.
     m.set_producer(9);
+    assert!(!cq.nothing_new(), "a moved index goes to the full poll");
     assert!(matches!(
         cq.poll_map(&mut ids, |c| c.wr_id),
         Err(RingError::IndexOutOfRange { value: 9, .. })
@@ -835,6 +837,7 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     for i in 0..6 {
         assert!(m.kernel_produce(wc(40 + i).as_bytes()));
     }
+    assert!(!cq.nothing_new());
     // Converted straight into the caller's type; one consumer store per call.
     assert_eq!(
         cq.poll_map(&mut ids, |c| c.wr_id * 2 + u64::from(c.status)),
@@ -845,6 +848,13 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(2));
     assert_eq!(ids[..2], [44, 45]);
     assert_eq!(m.consumer(), 6);
+    assert!(cq.nothing_new());
+    // Entries seen by an earlier load but not yet taken are not "nothing new".
+    assert!(m.kernel_produce(wc(46).as_bytes()));
+    assert!(m.kernel_produce(wc(47).as_bytes()));
+    assert_eq!(cq.poll_map(&mut ids[..1], |c| c.wr_id), Ok(1));
+    m.set_producer(7);
+    assert!(!cq.nothing_new(), "one entry known ready");
 }
 
 // ----- the ibv_wr_* API -----------------------------------------------------------------------
