@@ -336,13 +336,13 @@ impl Cq {
     #[inline(always)]
     pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize> {
         match &mut self.ring {
-            CqRing::Rxe { cq, .. } => {
-                // The empty case inline in the caller's loop: one load and a compare.
-                if cq.nothing_new() {
-                    return Ok(0);
-                }
-                poll_rxe(&self.shared, cq, wcs)
-            }
+            // One load of the kernel's index (none when enough are known ready) inline in the
+            // caller's loop; an empty poll ends here.
+            CqRing::Rxe { cq, .. } => match cq.refresh(wcs.len()) {
+                Ok(0) => Ok(0),
+                Ok(_) => take_rxe(&self.shared, cq, wcs),
+                Err(e) => Err(ring_error(&self.shared, e)),
+            },
             CqRing::Efa(r) => poll_efa(&self.shared, r, wcs),
         }
     }
@@ -531,17 +531,16 @@ impl Cq {
     }
 }
 
-/// The rxe arm of [`Cq::poll`] past the empty check: one Acquire load of the kernel's index and
-/// one Release store of ours per call; each `Wc` is built straight from its ring slot. Out of
-/// line (a direct call) so `Cq::poll` itself stays small enough to inline.
+/// The rxe arm of [`Cq::poll`] once completions are known ready: each `Wc` built straight from
+/// its ring slot, one Release store of the consumer index, no second load of the kernel's
+/// index. Out of line (a direct call) so `Cq::poll` itself stays small enough to inline.
 #[inline(never)]
-fn poll_rxe(
+fn take_rxe(
     shared: &CqShared,
     cq: &mut uverbs_rxe::CompletionQueue,
     wcs: &mut [Wc],
 ) -> Result<usize> {
-    cq.poll_map(wcs, wc_from_rxe)
-        .map_err(|e| ring_error(shared, e))
+    cq.take(wcs, wc_from_rxe).map_err(|e| ring_error(shared, e))
 }
 
 /// The EFA arm of [`Cq::poll`], kept out of line (a direct call, not an indirect one) so the

@@ -4,10 +4,10 @@
 //! lengths, QP numbers) — rewritten between calls, as a kernel could at any time.
 //!
 //! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch,
-//! nothing_new}`, `SendQueue`/`RecvQueue` construction and posting return values or typed
+//! refresh, take}`, `SendQueue`/`RecvQueue` construction and posting return values or typed
 //! `RingError`s / `PostError`s; they never read or write outside the mapping (ASan), never
 //! panic, never hand out more completions than were asked for, keep our own index in range,
-//! and `nothing_new` never hides a completion a poll would return.
+//! and `refresh` (the inline part of a poll) promises exactly what the next poll returns.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -134,9 +134,12 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
                 let _ = cq.peek().map_err(|e| e.to_string());
             }
             3 => {
-                // The inline empty check must never hide a completion a poll would return.
-                if cq.nothing_new() {
-                    assert_eq!(cq.poll_batch(&mut out[..1]), Ok(0));
+                // What `refresh` counts is what the next poll takes: it never hides a
+                // completion and never promises one that is not there.
+                let want = 1 + inp.below(8) as usize;
+                if let Ok(r) = cq.refresh(want) {
+                    assert!(r <= want && (r as u32) < slots);
+                    assert_eq!(cq.poll_batch(&mut out[..want]), Ok(r));
                 }
                 if let Ok(r) = cq.ready() {
                     assert!(r < slots);

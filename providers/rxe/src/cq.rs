@@ -226,48 +226,45 @@ impl CompletionQueue {
         self.poll_map(out, |c| *c)
     }
 
-    /// True when a poll would find nothing: no completion known ready and the kernel's
-    /// producer index where it was at the last load. One `Acquire` load and a compare, so a
-    /// caller can inline the empty case and keep the rest of the poll out of line.
+    /// Brings the count of ready completions up to date for a poll that wants `want` of them
+    /// and returns how many can be taken now (`min(want, ready)`), with at most one `Acquire`
+    /// load of the kernel's producer index: none when enough are already known ready. A moved
+    /// index is validated (in range, not behind what was already seen) before it counts; an
+    /// unchanged one was validated when first seen, so an empty poll is a load and a compare.
+    ///
+    /// Small enough to inline into a caller's poll loop; [`CompletionQueue::take`] does the rest.
     #[inline(always)]
-    pub fn nothing_new(&self) -> bool {
-        // Acquire: as in `poll_map`; a value equal to our consumer index is in range and means
-        // the kernel published nothing we have not seen.
-        self.ready_seen == 0
-            && self
+    pub fn refresh(&mut self, want: usize) -> Result<usize, RingError> {
+        if (self.ready_seen as usize) < want {
+            // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it
+            // wrote before it are visible to the slot reads in `take`.
+            let prod = self
                 .q
-                .load_index_raw(IndexKind::Producer, Ordering::Acquire)
-                == self.cons
+                .load_index_raw(IndexKind::Producer, Ordering::Acquire);
+            // Where the producer was at the last load (already validated).
+            let seen = self.cons.wrapping_add(self.ready_seen) & self.q.index_mask();
+            if prod != seen {
+                self.take_producer_slow(prod)?;
+            }
+        }
+        Ok(want.min(self.ready_seen as usize))
     }
 
-    /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
-    /// from its ring slot, then frees their slots with a single `Release` store of
-    /// `consumer_index`. Returns how many were written.
-    ///
-    /// One `Acquire` load of the kernel's producer index per call, and only when fewer entries
-    /// than asked for are known to be ready; one `Release` store per call that took any. An
-    /// empty poll is that load and one compare: the index is validated only when it moved.
-    /// `f` is a generic parameter, so the conversion is inlined, not called through a pointer.
-    #[doc(alias = "ibv_poll_cq")]
+    #[inline(never)]
+    fn take_producer_slow(&mut self, prod: u32) -> Result<u32, RingError> {
+        self.take_producer(prod)
+    }
+
+    /// Takes up to `out.len()` of the completions already known ready (see
+    /// [`CompletionQueue::refresh`]; no load of the kernel's index here), storing `f(cqe)` for
+    /// each into `out` straight from its ring slot, then frees their slots with one `Release`
+    /// store of `consumer_index`. Returns how many were taken.
     #[inline]
-    pub fn poll_map<T>(
+    pub fn take<T>(
         &mut self,
         out: &mut [T],
         mut f: impl FnMut(&Cqe) -> T,
     ) -> Result<usize, RingError> {
-        if (self.ready_seen as usize) < out.len() {
-            // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it
-            // wrote before it are visible to the slot reads below.
-            let prod = self
-                .q
-                .load_index_raw(IndexKind::Producer, Ordering::Acquire);
-            // Where the producer was at the last load (already validated): unchanged means
-            // nothing new, no check needed.
-            let seen = self.cons.wrapping_add(self.ready_seen) & self.q.index_mask();
-            if prod != seen {
-                self.take_producer(prod)?;
-            }
-        }
         let n = out.len().min(self.ready_seen as usize);
         if n == 0 {
             return Ok(0);
@@ -288,5 +285,21 @@ impl CompletionQueue {
         // kernel's acquire load that sees the slots free and overwrites them.
         self.q.store_index(IndexKind::Consumer, self.cons);
         Ok(n)
+    }
+
+    /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
+    /// from its ring slot: [`CompletionQueue::refresh`] then [`CompletionQueue::take`], so one
+    /// `Acquire` load of the kernel's producer index (none when enough are known ready) and
+    /// one `Release` store of ours per call, not per completion. `f` is a generic parameter,
+    /// so the conversion is inlined, not called through a pointer.
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline]
+    pub fn poll_map<T>(
+        &mut self,
+        out: &mut [T],
+        f: impl FnMut(&Cqe) -> T,
+    ) -> Result<usize, RingError> {
+        self.refresh(out.len())?;
+        self.take(out, f)
     }
 }

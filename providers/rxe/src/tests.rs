@@ -822,12 +822,18 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
     let mut ids = [0u64; 4];
     // Empty: the unchanged producer index is only compared, and nothing is released.
-    assert!(cq.nothing_new());
+    assert_eq!(cq.refresh(4), Ok(0));
     assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
     assert_eq!(m.consumer(), 0);
     // A moved, hostile producer index is validated even though the last poll was empty.
     m.set_producer(9);
-    assert!(!cq.nothing_new(), "a moved index goes to the full poll");
+    assert!(
+        matches!(
+            cq.refresh(4),
+            Err(RingError::IndexOutOfRange { value: 9, .. })
+        ),
+        "a moved index is validated"
+    );
     assert!(matches!(
         cq.poll_map(&mut ids, |c| c.wr_id),
         Err(RingError::IndexOutOfRange { value: 9, .. })
@@ -837,7 +843,19 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     for i in 0..6 {
         assert!(m.kernel_produce(wc(40 + i).as_bytes()));
     }
-    assert!(!cq.nothing_new());
+    assert_eq!(cq.refresh(4), Ok(4));
+    assert_eq!(cq.refresh(8), Ok(6));
+    // Known ready: `take` needs no further load and takes what was counted.
+    m.set_producer(1000);
+    let mut two = [0u64; 2];
+    assert_eq!(cq.take(&mut two, |c| c.wr_id), Ok(2));
+    assert_eq!(two, [40, 41]);
+    m.set_producer(6);
+    // Put the first two back so the rest of the test sees all six.
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    assert_eq!(cq.refresh(8), Ok(4));
+    m.set_consumer(0);
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
     // Converted straight into the caller's type; one consumer store per call.
     assert_eq!(
         cq.poll_map(&mut ids, |c| c.wr_id * 2 + u64::from(c.status)),
@@ -848,13 +866,14 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(2));
     assert_eq!(ids[..2], [44, 45]);
     assert_eq!(m.consumer(), 6);
-    assert!(cq.nothing_new());
-    // Entries seen by an earlier load but not yet taken are not "nothing new".
+    assert_eq!(cq.refresh(4), Ok(0));
+    // Entries counted by an earlier load are taken without another: a producer index moved
+    // back meanwhile is not even looked at until they are used up.
     assert!(m.kernel_produce(wc(46).as_bytes()));
     assert!(m.kernel_produce(wc(47).as_bytes()));
     assert_eq!(cq.poll_map(&mut ids[..1], |c| c.wr_id), Ok(1));
     m.set_producer(7);
-    assert!(!cq.nothing_new(), "one entry known ready");
+    assert_eq!(cq.refresh(1), Ok(1), "one entry known ready");
 }
 
 // ----- the ibv_wr_* API -----------------------------------------------------------------------
