@@ -1124,7 +1124,10 @@ impl Qp {
 
     #[inline]
     fn post_one(&mut self, wr: &SendWr<'_>) -> Result<()> {
-        let mut sgbuf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
+        // The common one-SGE WR converts into a one-element buffer; only longer lists pay for
+        // zero-filling the 64-entry one (1 KiB per WR otherwise).
+        let mut one = [RxeSge::default(); 1];
+        let mut sgbuf;
         let payload = match wr.data {
             WrData::Sge(s) => {
                 if s.len() > self.cap.max_send_sge as usize {
@@ -1136,9 +1139,19 @@ impl Qp {
                         },
                     ));
                 }
-                match to_rxe_sges(s, &mut sgbuf) {
-                    Some(s) => Payload::Sge(s),
-                    None => unreachable_sge(),
+                if let [x] = s {
+                    one[0] = RxeSge {
+                        addr: x.addr,
+                        length: x.length,
+                        lkey: x.lkey,
+                    };
+                    Payload::Sge(&one)
+                } else {
+                    sgbuf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
+                    match to_rxe_sges(s, &mut sgbuf) {
+                        Some(s) => Payload::Sge(s),
+                        None => unreachable_sge(),
+                    }
                 }
             }
             WrData::Inline(d) => Payload::Inline(d),
