@@ -69,10 +69,14 @@ pub(crate) fn wc_start() {
 /// before the doorbell write after it. `fence(SeqCst)` stops the compiler (and weakly ordered
 /// CPUs for normal memory) from moving stores across; WC stores on x86 are not ordered by it,
 /// which is what `sfence` is for; on aarch64 `dsb st` drains the write buffers the same way.
+///
+/// Under Miri only the `fence(SeqCst)` runs: Miri implements neither the `sfence` intrinsic nor
+/// inline asm, and it has no device or write-combining buffer for them to order; for the
+/// memory model it checks, `fence(SeqCst)` is the strongest barrier there is.
 #[inline]
 pub(crate) fn wc_flush() {
     fence(Ordering::SeqCst);
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `sfence` only orders stores; SSE is part of the x86_64 baseline, so the
     // instruction exists on every CPU this code runs on. (The intrinsic is a safe fn on newer
     // compilers, hence the allow.)
@@ -80,7 +84,7 @@ pub(crate) fn wc_flush() {
     unsafe {
         core::arch::x86_64::_mm_sfence()
     };
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     // SAFETY: `dsb st` is a barrier instruction with no operands; it touches no memory and no
     // registers besides draining the store buffer.
     unsafe {
@@ -96,14 +100,16 @@ pub(crate) fn wc_flush() {
 /// elsewhere a full fence.
 #[inline]
 pub(crate) fn dma_wmb() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     compiler_fence(Ordering::SeqCst);
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     // SAFETY: a barrier instruction with no operands; touches no memory or registers.
     unsafe {
         core::arch::asm!("dmb oshst", options(nostack, preserves_flags))
     };
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    // Other architectures, and Miri (no inline asm; see `wc_flush`): a full fence, at least as
+    // strong as any of the above in the language's memory model.
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
     fence(Ordering::SeqCst);
 }
 
@@ -114,18 +120,20 @@ pub(crate) fn dma_wmb() {
 /// `dmb oshld` on aarch64).
 #[inline]
 pub(crate) fn dma_rmb() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `lfence` only orders loads; SSE2 is part of the x86_64 baseline.
     #[allow(unused_unsafe)]
     unsafe {
         core::arch::x86_64::_mm_lfence()
     };
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     // SAFETY: a barrier instruction with no operands; touches no memory or registers.
     unsafe {
         core::arch::asm!("dmb oshld", options(nostack, preserves_flags))
     };
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    // Other architectures, and Miri (which implements neither `lfence` nor inline asm; see
+    // `wc_flush`): a full fence, at least as strong in the language's memory model.
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
     fence(Ordering::SeqCst);
     compiler_fence(Ordering::SeqCst);
 }
