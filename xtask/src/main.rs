@@ -12,6 +12,7 @@ mod guest;
 mod harness;
 mod kernel;
 mod libtest;
+mod miri;
 mod prereq;
 mod selftest;
 mod testrun;
@@ -46,6 +47,8 @@ commands:
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
                        (default 60), and print executions and coverage per target
+  miri                 the unit tests of uverbs-rxe, uverbs-efa and uverbs-uapi under Miri
+                       (needs the nightly miri and rust-src components; part of `test`)
   bench [--reps N]     uverbs vs rdma-core (perftest, post/poll micro) in one 6.12 VM;
                        prints medians and ratios (minutes; not part of `test`)
   bench --host [--criterion]
@@ -186,6 +189,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "bench" => bench::run(rest),
         "fuzz" => fuzz::command(rest),
+        "miri" => miri::command(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(true)

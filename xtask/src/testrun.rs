@@ -252,7 +252,7 @@ pub fn build_test_exes() -> Result<TestBuild> {
 }
 
 /// (package, target, kind) of a `compiler-artifact` message of cargo's JSON output.
-fn artifact_names(v: &serde_json::Value) -> (&str, &str, &str) {
+pub(crate) fn artifact_names(v: &serde_json::Value) -> (&str, &str, &str) {
     let target = v["target"]["name"].as_str().unwrap_or("?");
     let kind = v["target"]["kind"][0].as_str().unwrap_or("?");
     let pkg = v["package_id"].as_str().unwrap_or("?");
@@ -268,7 +268,7 @@ fn artifact_names(v: &serde_json::Value) -> (&str, &str, &str) {
 /// Splits the output of `cargo test` into one part per test executable: cargo announces each
 /// with `Running <source> (<executable>)` (named here as the VM sections name it, through
 /// `names`: executable file name -> `package::target (kind)`) or `Doc-tests <crate>`.
-fn split_cargo_test_output(
+pub(crate) fn split_cargo_test_output(
     lines: &[String],
     names: &std::collections::BTreeMap<String, String>,
 ) -> Vec<(String, Vec<String>)> {
@@ -300,7 +300,7 @@ fn split_cargo_test_output(
 
 /// Per-test items from the parts of [`split_cargo_test_output`]; a part whose executable
 /// ended without a `test result:` line (a crash) is a failure of its own.
-fn cargo_test_items(parts: &[(String, Vec<String>)], report: &mut Report) {
+pub(crate) fn cargo_test_items(parts: &[(String, Vec<String>)], report: &mut Report) {
     for (exe, out) in parts {
         let parsed = libtest::parse(out);
         for t in &parsed.tests {
@@ -576,6 +576,8 @@ pub fn full() -> Result<bool> {
         ],
     );
     host_tests(&mut host);
+    // The providers' and uapi's unit tests again under Miri (xtask/src/miri.rs).
+    crate::miri::run(&mut host);
 
     // Every fuzz target for a short time (xtask/src/fuzz.rs), one at a time.
     let t = Instant::now();
