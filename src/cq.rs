@@ -64,7 +64,7 @@ impl Drop for CqShared {
 }
 
 /// The provider's ring, dispatched by `match` (no indirect calls on poll).
-enum CqRing {
+pub(crate) enum CqRing {
     Rxe {
         cq: uverbs_rxe::CompletionQueue,
         // Keeps the ring mapped for as long as `cq` points into it; dropped after it.
@@ -101,8 +101,8 @@ pub struct CqDestroyed {
 #[doc(alias = "ibv_cq")]
 #[doc(alias = "ibv_cq_ex")]
 pub struct Cq {
-    shared: Arc<CqShared>,
-    ring: CqRing,
+    pub(crate) shared: Arc<CqShared>,
+    pub(crate) ring: CqRing,
     cqe: u32,
 }
 
@@ -290,7 +290,7 @@ fn rxe_ring(
 }
 
 #[inline]
-fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
+pub(crate) fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
     Wc {
         wr_id: c.wr_id,
         status: WcStatus(c.status),
@@ -312,7 +312,7 @@ fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
 /// `enum ibv_wc_flags` in two bits: the kernel has WITH_INVALIDATE at bit 2 and IP_CSUM_OK at
 /// bit 3, libibverbs the reverse. Translate so `WcFlags` always means the libibverbs bits.
 #[inline]
-fn wc_flags_from_kernel(k: u32) -> WcFlags {
+pub(crate) fn wc_flags_from_kernel(k: u32) -> WcFlags {
     use uverbs_uapi::verbs::{IB_WC_GRH, IB_WC_IP_CSUM_OK, IB_WC_WITH_IMM, IB_WC_WITH_INVALIDATE};
     const {
         assert!(IB_WC_GRH == WcFlags::GRH.bits() && IB_WC_WITH_IMM == WcFlags::WITH_IMM.bits());
@@ -546,13 +546,17 @@ fn take_rxe(
 /// The EFA arm of [`Cq::poll`], kept out of line (a direct call, not an indirect one) so the
 /// rxe arm stays small enough to inline into the caller's loop.
 #[inline(never)]
-fn poll_efa(shared: &CqShared, r: &mut crate::efa::EfaCqRing, wcs: &mut [Wc]) -> Result<usize> {
+pub(crate) fn poll_efa(
+    shared: &CqShared,
+    r: &mut crate::efa::EfaCqRing,
+    wcs: &mut [Wc],
+) -> Result<usize> {
     r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = w.wc)
 }
 
 #[cold]
 #[inline(never)]
-fn ring_error(shared: &CqShared, e: uverbs_rxe::RingError) -> Error {
+pub(crate) fn ring_error(shared: &CqShared, e: uverbs_rxe::RingError) -> Error {
     Error::invalid(
         "poll_cq",
         shared.label(),

@@ -69,6 +69,23 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
     (r, ALLOCS.with(|a| a.get()))
 }
 
+/// Drains `cq` through `start_poll`/`next_poll`, reading every field; how many it took.
+fn poll_ex(cq: &mut Cq) -> uverbs::Result<usize> {
+    let mut n = 0;
+    if let Some(mut g) = cq.start_poll()? {
+        loop {
+            assert_eq!(g.status(), uverbs::WcStatus::SUCCESS, "{g:?}");
+            std::hint::black_box((g.wr_id(), g.read_opcode(), g.read_byte_len()));
+            std::hint::black_box((g.read_wc_flags(), g.read_imm_data(), g.read_qp_num()));
+            n += 1;
+            if !g.next_poll()? {
+                break;
+            }
+        }
+    }
+    Ok(n)
+}
+
 #[test]
 fn counting_allocator_sees_an_allocation() {
     let (v, n) = counted(|| vec![1u8; 100]);
@@ -284,11 +301,19 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
         r.0.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
         r.1.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
         total.1 += n;
-        // 16 send-side and 8 receive completions; poll (counted) until they are all in.
+        // 16 send-side and 8 receive completions; poll (counted) until they are all in. On odd
+        // rounds the receive CQ is drained through the extended poll instead.
         let mut got = (0usize, 0usize);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while got != (16, 8) {
-            let (r, n) = counted(|| (scq.poll(&mut wcs), rcq.poll(&mut wcs[..8])));
+            let (r, n) = counted(|| {
+                let recv = if round % 2 == 1 {
+                    poll_ex(&mut rcq)
+                } else {
+                    rcq.poll(&mut wcs[..8])
+                };
+                (scq.poll(&mut wcs), recv)
+            });
             total.2 += n;
             let (s, rr) = (r.0.unwrap(), r.1.unwrap());
             got.0 += s;
@@ -302,7 +327,7 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
     assert_eq!(
         total,
         (0, 0, 0),
-        "allocations in (post_recv, post_send, poll)"
+        "allocations in (post_recv, post_send, poll and extended poll)"
     );
     a.destroy().unwrap();
     b.destroy().unwrap();

@@ -155,10 +155,15 @@ struct Pair {
 }
 
 fn pair_with(qp_type: QpType, c: QpCap, ex: bool, connect: bool) -> Pair {
+    pair_sized(qp_type, c, ex, connect, 256)
+}
+
+/// [`pair_with`] with `cqe_b` entries asked for in B's CQ.
+fn pair_sized(qp_type: QpType, c: QpCap, ex: bool, connect: bool, cqe_b: u32) -> Pair {
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().expect("alloc_pd");
     let cq_a = ctx.create_cq(256, None, 0).expect("create_cq");
-    let cq_b = ctx.create_cq(256, None, 0).expect("create_cq");
+    let cq_b = ctx.create_cq(cqe_b, None, 0).expect("create_cq");
     let mk = |cq: &Cq| {
         let mut init = QpInitAttr::new(qp_type, cq, cq, c);
         init.send_ops_flags = SendOpsFlags::all();
@@ -600,6 +605,89 @@ fn wr_api_and_extended_poll() {
 }
 
 // ----- SRQ ----------------------------------------------------------------------------------
+
+/// The lazy extended poll over more completions than the ring holds: each round's receive
+/// completions are read in one `start_poll`/`next_poll` run straight from the ring slots, runs
+/// cross the ring's wrap, every field matches what was posted, and a `Cq::poll` after
+/// `end_poll` sees none of them again.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn extended_poll_runs_across_the_ring_wrap() {
+    const ROUND: usize = 50;
+    const ROUNDS: usize = 6;
+    let mut p = pair_sized(QpType::Rc, cap(64, 1, 0), false, true, 63);
+    // rxe rounds the ring up to a power of two and reports all but one slot as the depth.
+    let slots = p.cq_b.cqe() as usize + 1;
+    assert!(slots.is_power_of_two(), "cqe {}", p.cq_b.cqe());
+    assert!(
+        ROUND < slots && ROUND * ROUNDS > 2 * slots,
+        "ring of {slots}"
+    );
+    let src = mr(&p.pd, 4096);
+    let dst = mr(&p.pd, 4096);
+    let len = |id: usize| (id * 7 % 300 + 1) as u32;
+    let with_imm = |id: usize| id % 3 == 0;
+    let rsg = [dst.sge(0, 4096).unwrap()];
+    let mut crossed = 0;
+    for round in 0..ROUNDS {
+        let first = round * ROUND;
+        let recvs: Vec<_> = (first..first + ROUND)
+            .map(|id| RecvWr::new(1000 + id as u64, &rsg))
+            .collect();
+        p.b.post_recv(&recvs).expect("post_recv");
+        let sges: Vec<_> = (first..first + ROUND)
+            .map(|id| [src.sge(0, len(id)).unwrap()])
+            .collect();
+        let sends: Vec<_> = (first..first + ROUND)
+            .zip(&sges)
+            .map(|(id, sg)| {
+                let op = if with_imm(id) {
+                    WrOp::SendWithImm {
+                        imm_data: id as u32,
+                    }
+                } else {
+                    WrOp::Send
+                };
+                SendWr::new(id as u64, op).sge(sg).signaled()
+            })
+            .collect();
+        p.a.post_send(&sends).expect("post_send");
+        // rxe completes a receive before it acknowledges the send, so once every send has
+        // completed all of this round's receive completions are in B's ring.
+        let s = wait(&mut p.cq_a, ROUND);
+        ok(&s);
+        let mut g = p.cq_b.start_poll().unwrap().expect("receive completions");
+        let mut n = 0;
+        loop {
+            let id = first + n;
+            assert!(n < ROUND, "more completions than receives posted");
+            assert_eq!(g.wr_id(), 1000 + id as u64);
+            assert_eq!(g.status(), WcStatus::SUCCESS);
+            assert_eq!(g.read_opcode(), WcOpcode::RECV);
+            assert_eq!(g.read_byte_len(), len(id), "completion {id}");
+            assert_eq!(g.read_qp_num(), p.b.qp_num());
+            assert_eq!(g.read_wc_flags().contains(WcFlags::WITH_IMM), with_imm(id));
+            if with_imm(id) {
+                assert_eq!(g.read_imm_data(), id as u32);
+            }
+            assert_eq!(g.wc().wr_id, 1000 + id as u64);
+            n += 1;
+            if !g.next_poll().unwrap() {
+                break;
+            }
+        }
+        g.end_poll();
+        assert_eq!(n, ROUND, "round {round} read in one run");
+        // A fresh CQ's consumer index starts at slot 0.
+        if first / slots != (first + ROUND - 1) / slots {
+            crossed += 1;
+        }
+        let mut wcs = [Wc::default(); 4];
+        assert_eq!(p.cq_b.poll(&mut wcs).unwrap(), 0, "nothing seen twice");
+    }
+    assert!(crossed >= 2, "runs across the wrap: {crossed}");
+    assert_quiet(&mut p.cq_b);
+}
 
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]

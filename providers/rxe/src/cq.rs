@@ -303,3 +303,141 @@ impl CompletionQueue {
         self.take(out, f)
     }
 }
+
+/// An open lazy poll of a [`CompletionQueue`] (rdma-core's rxe `cq_ex` path: `ibv_start_poll`,
+/// `ibv_next_poll`, `ibv_end_poll`), positioned on one ready completion.
+///
+/// Nothing is copied: each reader loads just its field from the current ring slot. The slot
+/// stays ours while the cursor lives, because the consumer index is published only when the
+/// cursor is dropped (one `Release` store, which also frees the current completion). A cursor
+/// exists only on a slot the kernel has published (`ready_seen >= 1`), so the readers never
+/// look at a slot the kernel may be writing.
+#[doc(alias = "ibv_cq_ex")]
+#[derive(Debug)]
+pub struct PollCursor<'a> {
+    cq: &'a mut CompletionQueue,
+    /// Byte offset of the current slot in the mapping.
+    off: usize,
+}
+
+impl CompletionQueue {
+    /// Starts a lazy poll (`ibv_start_poll`): `None` when no completion is ready. One
+    /// `Acquire` load of the kernel's producer index (none when completions are already known
+    /// ready), validated as in [`CompletionQueue::refresh`].
+    #[doc(alias = "ibv_start_poll")]
+    #[inline]
+    pub fn start_poll(&mut self) -> Result<Option<PollCursor<'_>>, RingError> {
+        if self.refresh(1)? == 0 {
+            return Ok(None);
+        }
+        let off = self.q.slot_offset(self.cons);
+        Ok(Some(PollCursor { cq: self, off }))
+    }
+}
+
+macro_rules! cursor_field {
+    ($(#[$m:meta])* $name:ident: $ty:ty) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name(&self) -> $ty {
+            // `new` checked an element holds a UverbsWc and `off` is a slot's start, so the
+            // field is inside the mapping and `read_at` cannot refuse it.
+            self.cq
+                .q
+                .read_at(self.off + core::mem::offset_of!(UverbsWc, $name))
+                .unwrap_or_default()
+        }
+    };
+}
+
+impl PollCursor<'_> {
+    /// Moves to the next completion (`ibv_next_poll`); `false` when there is none, and the
+    /// cursor then stays on the current one. Reloads the producer index (`Acquire`, validated)
+    /// only when the completions known ready are used up; publishes nothing.
+    #[doc(alias = "ibv_next_poll")]
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool, RingError> {
+        // The current completion counts in ready_seen; a next one needs a second.
+        if self.cq.refresh(2)? < 2 {
+            return Ok(false);
+        }
+        // Consumed locally only: the slot is not handed back until the drop.
+        self.cq.cons = self.cq.q.next(self.cq.cons);
+        self.cq.ready_seen -= 1;
+        self.off = self.cq.q.slot_offset(self.cq.cons);
+        Ok(true)
+    }
+
+    /// The current completion copied whole.
+    pub fn cqe(&self) -> Cqe {
+        let wc = self.cq.q.read_at::<UverbsWc>(self.off).unwrap_or_default();
+        Cqe::from_wc(&wc)
+    }
+
+    cursor_field!(
+        /// `wr_id` of the current completion.
+        wr_id: u64
+    );
+    cursor_field!(
+        /// Status (`IBV_WC_*`).
+        status: u32
+    );
+    cursor_field!(
+        /// Opcode (`IBV_WC_*`).
+        opcode: u32
+    );
+    cursor_field!(
+        /// Vendor error.
+        vendor_err: u32
+    );
+    cursor_field!(
+        /// Bytes transferred.
+        byte_len: u32
+    );
+    cursor_field!(
+        /// The `ex` union as stored (big-endian immediate data or an invalidated rkey).
+        ex: u32
+    );
+    cursor_field!(
+        /// Local QP number.
+        qp_num: u32
+    );
+    cursor_field!(
+        /// Source QP.
+        src_qp: u32
+    );
+    cursor_field!(
+        /// The kernel's `IB_WC_*` flags, as stored.
+        wc_flags: u32
+    );
+    cursor_field!(
+        /// P_Key index.
+        pkey_index: u16
+    );
+    cursor_field!(
+        /// Source LID.
+        slid: u16
+    );
+    cursor_field!(
+        /// Service level.
+        sl: u8
+    );
+    cursor_field!(
+        /// DLID path bits.
+        dlid_path_bits: u8
+    );
+}
+
+impl Drop for PollCursor<'_> {
+    /// Ends the poll (`ibv_end_poll`): frees every completion moved past and the current one
+    /// with one `Release` store of the consumer index.
+    #[inline]
+    fn drop(&mut self) {
+        let cq = &mut *self.cq;
+        cq.cons = cq.q.next(cq.cons);
+        cq.ready_seen -= 1;
+        // Release (inside store_index): our field reads happen-before the kernel's acquire
+        // load that sees the slots free and overwrites them.
+        cq.q.store_index(IndexKind::Consumer, cq.cons);
+    }
+}

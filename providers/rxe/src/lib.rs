@@ -42,7 +42,7 @@ mod sq;
 #[cfg(test)]
 mod tests;
 
-pub use cq::{CompletionQueue, Cqe, CQE_MIN_SIZE};
+pub use cq::{CompletionQueue, Cqe, PollCursor, CQE_MIN_SIZE};
 pub use error::{IndexKind, PostError, RingError};
 pub use ring::Queue;
 pub use rq::RecvQueue;

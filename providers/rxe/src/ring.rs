@@ -261,6 +261,27 @@ impl Queue {
         true
     }
 
+    /// Byte offset in the mapping of slot `index & index_mask` (for [`Queue::read_at`]).
+    #[inline(always)]
+    pub(crate) fn slot_offset(&self, index: u32) -> usize {
+        RXE_QUEUE_BUF_DATA_OFFSET + (((index & self.index_mask) as usize) << self.log2_elem_size)
+    }
+
+    /// Reads a `U` at byte `off` of the mapping (one unaligned load, no reference into the
+    /// mapping); `None` if `off..off+size_of::<U>()` is not inside it. The bounds check makes
+    /// any `off` safe; which bytes are meaningful (a published slot, see [`Queue::read_slot`])
+    /// is the caller's protocol.
+    #[inline(always)]
+    pub(crate) fn read_at<U: FromBytes>(&self, off: usize) -> Option<U> {
+        if off.checked_add(core::mem::size_of::<U>())? > self.len {
+            return None;
+        }
+        // SAFETY: `off + size_of::<U>() <= len` (checked above), so the read lies inside the
+        // live mapping `from_raw` was given; it is unaligned and copies, forming no reference to
+        // kernel-shared memory; `U: FromBytes` accepts any bytes.
+        Some(unsafe { core::ptr::read_unaligned(self.base.as_ptr().add(off).cast::<U>()) })
+    }
+
     /// Stores our own index with `Release`: every slot write (producer) or slot read (consumer)
     /// done before this call happens-before the other side's `Acquire` load that sees `value`.
     #[inline]

@@ -876,6 +876,81 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
     assert_eq!(cq.refresh(1), Ok(1), "one entry known ready");
 }
 
+#[test]
+fn cq_cursor_reads_fields_in_place_wraps_and_publishes_once() {
+    let m = FakeMapping::new(6, 2); // 4 slots of 64 bytes: 3 usable
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    assert!(cq.start_poll().unwrap().is_none());
+    let mut produced = 0u64;
+    let mut polled = 0u64;
+    for _ in 0..6 {
+        while m.kernel_produce(wc(produced).as_bytes()) {
+            produced += 1;
+        }
+        let cons_before = m.consumer();
+        let mut cur = cq.start_poll().unwrap().unwrap();
+        loop {
+            assert_eq!(cur.wr_id(), polled);
+            assert_eq!(cur.status(), (polled % 3) as u32);
+            assert_eq!(cur.byte_len(), polled as u32 * 10);
+            assert_eq!((cur.opcode(), cur.vendor_err()), (128, 0));
+            assert_eq!(cur.ex(), 0x0102_0304u32.to_be());
+            assert_eq!(
+                (cur.qp_num(), cur.src_qp(), cur.wc_flags()),
+                (0x11, 0x22, 2)
+            );
+            assert_eq!(
+                (cur.pkey_index(), cur.slid(), cur.sl(), cur.dlid_path_bits()),
+                (3, 4, 5, 6)
+            );
+            assert_eq!(cur.cqe().wr_id, polled);
+            // Nothing is handed back while the cursor is open.
+            assert_eq!(m.consumer(), cons_before);
+            polled += 1;
+            if !cur.advance().unwrap() {
+                break;
+            }
+        }
+        // No next: the cursor stays on the last one.
+        assert_eq!(cur.wr_id(), polled - 1);
+        drop(cur);
+        assert_eq!(m.consumer(), (polled % 4) as u32, "one store on drop");
+        assert!(cq.poll().unwrap().is_none(), "nothing seen twice");
+    }
+    assert_eq!(polled, 18);
+
+    // A producer index published while the cursor is open is picked up by `advance`.
+    assert!(m.kernel_produce(wc(100).as_bytes()));
+    let mut cur = cq.start_poll().unwrap().unwrap();
+    assert!(m.kernel_produce(wc(101).as_bytes()));
+    assert!(cur.advance().unwrap());
+    assert_eq!(cur.wr_id(), 101);
+    // A hostile producer index is an error, and the cursor stays on a valid slot.
+    let real = m.producer();
+    m.set_producer(1000);
+    assert!(matches!(
+        cur.advance(),
+        Err(RingError::IndexOutOfRange { value: 1000, .. })
+    ));
+    assert_eq!(cur.wr_id(), 101);
+    m.set_producer(real);
+    drop(cur);
+    assert_eq!(m.consumer(), real, "both freed by the one store");
+    // A producer index moved back behind what the cursor has seen is an error too.
+    assert!(m.kernel_produce(wc(102).as_bytes()));
+    let mut cur = cq.start_poll().unwrap().unwrap();
+    assert_eq!(cur.wr_id(), 102);
+    m.set_producer(real);
+    assert!(matches!(
+        cur.advance(),
+        Err(RingError::IndexOutsideWindow {
+            index: IndexKind::Producer,
+            ..
+        })
+    ));
+    assert_eq!(cur.wr_id(), 102);
+}
+
 // ----- the ibv_wr_* API -----------------------------------------------------------------------
 
 #[test]
