@@ -127,6 +127,7 @@ const ROWS: &[Row] = &[
 const MICRO_KEYS: &[(&str, &str)] = &[
     ("poll_empty_ns", "poll, empty CQ (per call)"),
     ("poll_per_cqe_ns", "poll, 1024 CQEs ready (per CQE)"),
+    ("poll_ex_per_cqe_ns", "start_poll, 1024 ready (per CQE)"),
     ("post_one_ns", "post_send, 1 WR (per call)"),
     ("post_list32_per_wr_ns", "post_send, 32-WR list (per WR)"),
     ("cq_anon_bytes", "memory per CQ: heap (RssAnon) [B]"),

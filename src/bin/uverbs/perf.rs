@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use uverbs::{
     AccessFlags, AhAttr, Context, Cq, Gid, GidType, GlobalRoute, Mr, Mtu, Pd, Qp, QpAttr,
-    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendWr, Sge, Wc, WrOp,
+    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendWr, Sge, Wc, WcStatus,
+    WrOp,
 };
 
 use crate::Failure;
@@ -1148,65 +1149,12 @@ mod micro {
         };
         let one = SendWr::new(0, op).sge(&sge);
 
-        // 2. Poll with READY completions waiting (per CQE), best of a few rounds. The kernel
-        // must have finished all of them before the timing starts: a round that meets an
-        // empty poll is discarded and the next one waits twice as long.
-        let mut per_cqe = f64::INFINITY;
+        // 2. Poll with READY completions waiting (per CQE), best of a few rounds: through
+        // `Cq::poll` (16 at a time), then through the extended poll (`start_poll`/`next_poll`,
+        // reading wr_id and status of each).
         let mut list = vec![one.signaled(); LIST];
-        let mut settle = Duration::from_millis(100);
-        let mut clean = 0;
-        for _round in 0..12 {
-            if clean >= 4 {
-                break;
-            }
-            let mut posted = 0;
-            while posted < READY {
-                let k = (READY - posted).min(LIST as u32) as usize;
-                a.qp.post_send(&list[..k])
-                    .map_err(fail("Couldn't post send"))?;
-                posted += k as u32;
-            }
-            std::thread::sleep(settle);
-            let mut got = 0u32;
-            let t = Instant::now();
-            let mut empty_seen = false;
-            while got < READY {
-                let n = a
-                    .send_cq
-                    .poll(&mut wcs)
-                    .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
-                if n == 0 {
-                    empty_seen = true;
-                    break;
-                }
-                got += n as u32;
-            }
-            let dt = t.elapsed();
-            if !empty_seen {
-                per_cqe = per_cqe.min(dt.as_nanos() as f64 / f64::from(READY));
-                clean += 1;
-                continue;
-            }
-            settle *= 2;
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while got < READY {
-                got += a
-                    .send_cq
-                    .poll(&mut wcs)
-                    .map_err(|e| Failure(format!("poll CQ failed: {e}")))?
-                    as u32;
-                if Instant::now() > deadline {
-                    return Err(Failure(format!(
-                        "only {got} of {READY} completions arrived in 30 s"
-                    )));
-                }
-            }
-        }
-        if clean == 0 {
-            return Err(Failure(
-                "the kernel never finished 1024 writes before the poll timing started".into(),
-            ));
-        }
+        let per_cqe = per_cqe_best(&mut a, &list, &mut wcs, false)?;
+        let per_cqe_ex = per_cqe_best(&mut a, &list, &mut wcs, true)?;
 
         // 3./4. Post one WR per call, and lists of LIST WRs (per WR). Only the posts are timed;
         // the round's last WR is signaled and waited for outside the timing.
@@ -1243,6 +1191,7 @@ mod micro {
         let rows = [
             ("poll_empty_ns", empty),
             ("poll_per_cqe_ns", per_cqe),
+            ("poll_ex_per_cqe_ns", per_cqe_ex),
             ("post_one_ns", post1),
             ("post_list32_per_wr_ns", post32),
             ("cq_anon_bytes", mem.cq.anon),
@@ -1266,6 +1215,115 @@ mod micro {
         close(a)?;
         close(b)?;
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// Per-CQE time of draining READY completions, best of a few rounds. The kernel must have
+    /// finished all of them before the timing starts: a round that meets an empty poll is
+    /// discarded and the next one waits twice as long. `ex` drains through the extended poll
+    /// (one `start_poll`, `next_poll` to the end, reading wr_id and status of each), otherwise
+    /// through `Cq::poll` 16 at a time.
+    fn per_cqe_best(
+        a: &mut Side,
+        list: &[SendWr<'_>],
+        wcs: &mut [Wc],
+        ex: bool,
+    ) -> Result<f64, Failure> {
+        let mut best = f64::INFINITY;
+        let mut settle = Duration::from_millis(100);
+        let mut clean = 0;
+        for _round in 0..12 {
+            if clean >= 4 {
+                break;
+            }
+            let mut posted = 0;
+            while posted < READY {
+                let k = (READY - posted).min(LIST as u32) as usize;
+                a.qp.post_send(&list[..k])
+                    .map_err(fail("Couldn't post send"))?;
+                posted += k as u32;
+            }
+            std::thread::sleep(settle);
+            let t = Instant::now();
+            let (mut got, empty_seen) = if ex {
+                drain_ex(&mut a.send_cq)?
+            } else {
+                drain(&mut a.send_cq, wcs)?
+            };
+            let dt = t.elapsed();
+            if !empty_seen && got == READY {
+                best = best.min(dt.as_nanos() as f64 / f64::from(READY));
+                clean += 1;
+                continue;
+            }
+            settle *= 2;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while got < READY {
+                got += a
+                    .send_cq
+                    .poll(wcs)
+                    .map_err(|e| Failure(format!("poll CQ failed: {e}")))?
+                    as u32;
+                if Instant::now() > deadline {
+                    return Err(Failure(format!(
+                        "only {got} of {READY} completions arrived in 30 s"
+                    )));
+                }
+            }
+        }
+        if clean == 0 {
+            return Err(Failure(
+                "the kernel never finished 1024 writes before the poll timing started".into(),
+            ));
+        }
+        Ok(best)
+    }
+
+    /// Polls until READY completions or an empty poll: `(taken, met an empty poll)`.
+    #[inline(never)]
+    fn drain(cq: &mut Cq, wcs: &mut [Wc]) -> Result<(u32, bool), Failure> {
+        let mut got = 0u32;
+        while got < READY {
+            let n = cq
+                .poll(wcs)
+                .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+            if n == 0 {
+                return Ok((got, true));
+            }
+            got += n as u32;
+        }
+        Ok((got, false))
+    }
+
+    /// [`drain`] through the extended poll, reading wr_id and status of every completion.
+    #[inline(never)]
+    fn drain_ex(cq: &mut Cq) -> Result<(u32, bool), Failure> {
+        let mut got = 0u32;
+        let mut ids = 0u64;
+        while got < READY {
+            let Some(mut g) = cq
+                .start_poll()
+                .map_err(|e| Failure(format!("start_poll failed: {e}")))?
+            else {
+                return Ok((got, true));
+            };
+            loop {
+                ids = ids.wrapping_add(g.wr_id());
+                if g.status() != WcStatus::SUCCESS {
+                    return Err(Failure(format!("completion error: {:?}", g.status())));
+                }
+                got += 1;
+                // Like micro.c: no next_poll after the READY-th (see the note there).
+                if got == READY
+                    || !g
+                        .next_poll()
+                        .map_err(|e| Failure(format!("next_poll failed: {e}")))?
+                {
+                    break;
+                }
+            }
+        }
+        std::hint::black_box(ids);
+        Ok((got, false))
     }
 
     /// Objects created for the memory measurement, and their queue depth (perftest's TX depth).
