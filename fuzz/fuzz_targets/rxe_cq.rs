@@ -4,7 +4,8 @@
 //! lengths, QP numbers) — rewritten between calls, as a kernel could at any time.
 //!
 //! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch,
-//! refresh, take}`, `SendQueue`/`RecvQueue` construction and posting return values or typed
+//! refresh, take, start_poll}` (and the lazy `PollCursor`'s readers, `advance` and drop, with
+//! the kernel moving while a cursor is open), `SendQueue`/`RecvQueue` construction and posting return values or typed
 //! `RingError`s / `PostError`s; they never read or write outside the mapping (ASan), never
 //! panic, never hand out more completions than were asked for, keep our own index in range,
 //! and `refresh` (the inline part of a poll) promises exactly what the next poll returns.
@@ -67,6 +68,28 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
+/// Every reader of a lazy poll cursor: each loads its field from the current slot.
+fn read_cursor(c: &uverbs_rxe::PollCursor<'_>) {
+    let _ = (
+        c.wr_id(),
+        c.status(),
+        c.opcode(),
+        c.vendor_err(),
+        c.byte_len(),
+        c.ex(),
+    );
+    let _ = (
+        c.qp_num(),
+        c.src_qp(),
+        c.wc_flags(),
+        c.pkey_index(),
+        c.slid(),
+    );
+    let _ = (c.sl(), c.dlid_path_bits());
+    let cqe = c.cqe();
+    let _ = (cqe.imm_data(), cqe.invalidated_rkey());
+}
+
 /// The kernel's moves between our calls.
 fn kernel_moves(mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
     match inp.u8() % 6 {
@@ -106,7 +129,7 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
     };
     let mut out = [Cqe::default(); 8];
     while !inp.is_empty() {
-        match inp.u8() % 5 {
+        match inp.u8() % 6 {
             0 => match cq.poll() {
                 Ok(Some(c)) => {
                     // Consuming stores our index, always in range.
@@ -145,6 +168,32 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
                     assert!(r < slots);
                 }
             }
+            4 => match cq.start_poll() {
+                Ok(Some(mut c)) => {
+                    read_cursor(&c);
+                    for _ in 0..inp.below(2 * slots) {
+                        if inp.u8() % 4 == 0 {
+                            // The kernel may move while a lazy poll is open.
+                            kernel_moves(mem, inp, slots, elem);
+                        }
+                        match c.advance() {
+                            Ok(true) => read_cursor(&c),
+                            Ok(false) => break,
+                            Err(e) => {
+                                let _ = e.to_string();
+                                break;
+                            }
+                        }
+                    }
+                    // Ending the poll publishes our index once, in range.
+                    drop(c);
+                    assert!(mem.read_u32(CONS) < slots);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            },
             _ => kernel_moves(mem, inp, slots, elem),
         }
     }
