@@ -246,14 +246,10 @@ impl Queue {
                 .as_ptr()
                 .wrapping_add(RXE_QUEUE_BUF_DATA_OFFSET + (slot << self.log2_elem_size));
             for d in run {
-                // SAFETY: `p` is the start of slot `slot + k` for the k-th element of this run,
-                // and `slot + run.len() <= slots` (the first run stops at the wrap, the second
-                // starts at slot 0 and is shorter than the ring), so `p..p+size_of::<U>()` lies
-                // inside element `slot + k` (size checked above) and thus inside the mapping
-                // (`from_raw` checked DATA_OFFSET + slots * elem_size <= len). The producer
-                // finished writing the slot before the release store we acquired and leaves it
-                // alone until we release it; `U: FromBytes` accepts any bytes; the read is
-                // unaligned and makes a copy, no reference into the mapping.
+                // SAFETY: `p` starts slot `slot + k`, `slot + run.len() <= slots` (runs stop at
+                // the wrap), a slot holds a `U` (checked above) and `from_raw` checked the slots
+                // lie in the mapping; the slot was published before our acquire and stays ours
+                // until we release it; `U: FromBytes`; the unaligned read copies, no reference.
                 *d = f(unsafe { core::ptr::read_unaligned(p.cast::<U>()) });
                 p = p.wrapping_add(self.elem_size);
             }
