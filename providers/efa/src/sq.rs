@@ -667,6 +667,27 @@ fn buf_desc_words(s: &Sge) -> [u64; 2] {
     ]
 }
 
+/// A WR's opcode as the WQE carries it: the EFA op type, the immediate data if any, and the
+/// remote (rkey, address) of an RDMA operation.
+#[inline(always)]
+fn op_fields(op: SendOp) -> (u8, Option<u32>, Option<(u32, u64)>) {
+    match op {
+        SendOp::Send => (EFA_IO_SEND, None, None),
+        SendOp::SendImm { imm } => (EFA_IO_SEND, Some(imm), None),
+        SendOp::RdmaRead { rkey, remote_addr } => {
+            (EFA_IO_RDMA_READ, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWrite { rkey, remote_addr } => {
+            (EFA_IO_RDMA_WRITE, None, Some((rkey, remote_addr)))
+        }
+        SendOp::RdmaWriteImm {
+            rkey,
+            remote_addr,
+            imm,
+        } => (EFA_IO_RDMA_WRITE, Some(imm), Some((rkey, remote_addr))),
+    }
+}
+
 /// Writes the WQE of a validated `wr` to the LLQ slot at `dst`: for SGE payloads the words
 /// are composed in registers and stored in ascending order (what [`build_wqe`] lays out, byte
 /// for byte; a test checks both agree); inline payloads are built by [`build_wqe`] and copied.
@@ -684,21 +705,7 @@ unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: 
             return;
         }
     };
-    let (op_type, imm, remote) = match wr.op {
-        SendOp::Send => (EFA_IO_SEND, None, None),
-        SendOp::SendImm { imm } => (EFA_IO_SEND, Some(imm), None),
-        SendOp::RdmaRead { rkey, remote_addr } => {
-            (EFA_IO_RDMA_READ, None, Some((rkey, remote_addr)))
-        }
-        SendOp::RdmaWrite { rkey, remote_addr } => {
-            (EFA_IO_RDMA_WRITE, None, Some((rkey, remote_addr)))
-        }
-        SendOp::RdmaWriteImm {
-            rkey,
-            remote_addr,
-            imm,
-        } => (EFA_IO_RDMA_WRITE, Some(imm), Some((rkey, remote_addr))),
-    };
+    let (op_type, imm, remote) = op_fields(wr.op);
     let mut ctrl1 =
         (op_type & EFA_IO_TX_META_DESC_OP_TYPE_MASK) | EFA_IO_TX_META_DESC_META_DESC_MASK;
     if imm.is_some() {
@@ -758,21 +765,7 @@ unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: 
 /// format is its prefix.
 pub fn build_wqe(wr: &SendWr<'_>, req_id: u16, phase: bool) -> EfaIoTxWqe128 {
     let mut w = EfaIoTxWqe128::default();
-    let (op_type, imm, remote) = match wr.op {
-        SendOp::Send => (EFA_IO_SEND, None, None),
-        SendOp::SendImm { imm } => (EFA_IO_SEND, Some(imm), None),
-        SendOp::RdmaRead { rkey, remote_addr } => {
-            (EFA_IO_RDMA_READ, None, Some((rkey, remote_addr)))
-        }
-        SendOp::RdmaWrite { rkey, remote_addr } => {
-            (EFA_IO_RDMA_WRITE, None, Some((rkey, remote_addr)))
-        }
-        SendOp::RdmaWriteImm {
-            rkey,
-            remote_addr,
-            imm,
-        } => (EFA_IO_RDMA_WRITE, Some(imm), Some((rkey, remote_addr))),
-    };
+    let (op_type, imm, remote) = op_fields(wr.op);
     {
         let md = &mut w.meta;
         md.set_meta_desc(true);
