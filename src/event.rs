@@ -113,6 +113,9 @@ impl CompChannel {
     ///
     /// Fails with `EINVAL` when no CQ on this channel has requested a notification since its
     /// last event — such a wait could never end — and with `ETIMEDOUT` when the time runs out.
+    ///
+    /// An event not yet read when its CQ is destroyed is discarded by the kernel
+    /// (`ib_uverbs_release_ucq`): destroy a CQ only after its waiter has the event it expects.
     #[doc(alias = "ibv_get_cq_event")]
     pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<CqEvent> {
         let op = "get_cq_event";

@@ -332,7 +332,10 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
         rmr.dereg().expect("dereg_mr on the receiving thread");
     });
     // Event waiter: a clone of the channel; the CQ armed by the sender fires it.
+    // The kernel discards a CQ's unread events when the CQ is destroyed
+    // (ib_uverbs_release_ucq), so the sender keeps its CQ until the waiter has the event.
     let (armed_tx, armed_rx) = mpsc::channel::<()>();
+    let (got_event_tx, got_event_rx) = mpsc::channel::<()>();
     let waiter = {
         let ch = ch.clone();
         std::thread::spawn(move || {
@@ -341,6 +344,7 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
                 .get_cq_event(Some(Duration::from_secs(30)))
                 .expect("get_cq_event on another thread");
             assert_eq!(ev.cq_user_handle, scq_handle);
+            got_event_tx.send(()).unwrap();
             drop(ch);
         })
     };
@@ -356,6 +360,8 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
             .expect("post_send");
         let w = wait(&mut scq, 1);
         assert_eq!((w[0].status, w[0].wr_id), (WcStatus::SUCCESS, 4), "{w:?}");
+        // An Err here means the waiter panicked; its join below reports why.
+        let _ = got_event_rx.recv();
         a.destroy().expect("destroy_qp on the sending thread");
         ah.destroy().expect("destroy_ah on the sending thread");
         scq.destroy().expect("destroy_cq on the sending thread");
