@@ -467,6 +467,13 @@ impl SendQueue {
     /// every `max_batch_wr` WQEs and once at the end. The device reads a slot only once a
     /// doorbell's producer counter covers it, so a WQE written for a WR of this list is never
     /// seen before its doorbell; a refused WR writes nothing.
+    ///
+    /// The list goes in runs that end at the next doorbell or the ring's end, whichever comes
+    /// first, so inside a run the slot address just steps and the phase is fixed. A run posts
+    /// plain WRs (a signaled SEND of exactly one SGE to a 16-bit QP number: the common case)
+    /// with the free request ids counted once per run; it stops at the first WR that is not
+    /// plain or finds no free id, which then takes the general path (full validation, which
+    /// names the reason of a refusal, and an id taken with its own check).
     #[inline]
     pub fn post_send_with(
         &mut self,
@@ -475,22 +482,117 @@ impl SendQueue {
     ) -> Result<usize, PostError> {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
-        let mut in_batch = 0;
-        for (index, wr) in wrs.iter().enumerate() {
-            if let Err(error) = self.post_one(wr, sig_all) {
-                self.ring_if(in_batch);
-                return Err(PostError { index, error });
+        // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
+        // takes the general path.
+        let plain_ok = self.cfg.max_send_sge != 0;
+        let mut index = 0;
+        // WQEs this batch may still take before its doorbell (>= 1 at the top of the loop).
+        let mut batch_left = self.max_batch;
+        while let Some(rest) = wrs.get(index..).filter(|r| !r.is_empty()) {
+            let to_ring_end = self.cfg.depth - (u32::from(self.pc) & self.mask);
+            let run_len = rest.len().min(to_ring_end.min(batch_left) as usize);
+            let run = rest.get(..run_len).unwrap_or_default();
+            let done = match (plain_ok, self.wqe_size) {
+                (false, _) => 0,
+                (true, 64) => self.post_plain_run::<64>(run, sig_all),
+                (true, _) => self.post_plain_run::<128>(run, sig_all),
+            };
+            index += done;
+            // `done <= run_len <= batch_left`.
+            batch_left -= done as u32;
+            if let Some(wr) = run.get(done) {
+                // Not a plain WR, or no id was free when the run started.
+                if let Err(error) = self.post_one(wr, sig_all) {
+                    self.ring_if(self.max_batch - batch_left);
+                    return Err(PostError { index, error });
+                }
+                index += 1;
+                // `done < run_len <= batch_left`.
+                batch_left -= 1;
             }
-            in_batch += 1;
-            if in_batch == self.max_batch {
-                self.ring_if(in_batch);
-                in_batch = 0;
+            if batch_left == 0 {
+                self.ring_if(self.max_batch);
+                batch_left = self.max_batch;
                 // The doorbell above reaches the device before the next batch's WC stores.
                 mmio::wc_start();
             }
         }
-        self.ring_if(in_batch);
+        self.ring_if(self.max_batch - batch_left);
         Ok(wrs.len())
+    }
+
+    /// Posts the leading plain WRs of `run` (see [`post_send_with`](Self::post_send_with)) into
+    /// `W`-byte slots and returns how many; stops at the first WR that is not plain and when
+    /// the ids free at the start are used up. At most the slots up to the ring's end are
+    /// written, so the phase is the same for all of them and the slot address just steps.
+    #[inline(always)]
+    fn post_plain_run<const W: usize>(&mut self, run: &[SendWr<'_>], sig_all: bool) -> usize {
+        let first = (u32::from(self.pc) & self.mask) as usize;
+        let room = (self.cfg.depth as usize).saturating_sub(first);
+        let run = run.get(..run.len().min(room)).unwrap_or_default();
+        // Word 0 of every WQE of the run but the req_id and dest_qp_num: ctrl1 (op SEND,
+        // meta_desc), ctrl2 (phase, first, last, comp_req), length 1 (one buffer descriptor).
+        let ctrl1 =
+            (EFA_IO_SEND & EFA_IO_TX_META_DESC_OP_TYPE_MASK) | EFA_IO_TX_META_DESC_META_DESC_MASK;
+        let ctrl2 = (u8::from(self.phase) * EFA_IO_TX_META_DESC_PHASE_MASK)
+            | EFA_IO_TX_META_DESC_FIRST_MASK
+            | EFA_IO_TX_META_DESC_LAST_MASK
+            | EFA_IO_TX_META_DESC_COMP_REQ_MASK;
+        let word0 = u64::from(ctrl1) << 16 | u64::from(ctrl2) << 24 | 1 << 48;
+        let mut ids = self.pool.run(run.len() as u32);
+        // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
+        let mut dst = self.desc.as_ptr().wrapping_add(first * W).cast::<u64>();
+        let mut done = 0;
+        for wr in run {
+            let Payload::Sge([sge]) = wr.payload else {
+                break;
+            };
+            if !matches!(wr.op, SendOp::Send)
+                || !(wr.signaled | sig_all)
+                || wr.dest.remote_qpn > u32::from(u16::MAX)
+            {
+                break;
+            }
+            let Some(req_id) = ids.post(wr.wr_id) else {
+                break;
+            };
+            // efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then
+            // data.sgl[0] and a zero sgl[1].
+            let w = [
+                u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
+                u64::from(wr.dest.ah) << 32
+                    | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK)
+                        << 48,
+                u64::from(wr.dest.remote_qkey),
+                0,
+                u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
+                sge.addr,
+                0,
+                0,
+            ];
+            for (i, v) in w.into_iter().enumerate() {
+                // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is
+                // cut at the ring's end above), so word `i` < 8 lies within
+                // `depth * W <= desc_len` bytes of `desc`, which `new`'s caller made writable,
+                // 8-aligned (`desc` and W are multiples of 8). Volatile: device memory.
+                unsafe { dst.add(i).write_volatile(v.to_le()) };
+            }
+            if W == 128 {
+                for i in 8..16 {
+                    // SAFETY: as above; with W = 128 word `i` < 16 lies within the slot.
+                    unsafe { dst.add(i).write_volatile(0) };
+                }
+            }
+            dst = dst.wrapping_add(W / 8);
+            done += 1;
+        }
+        drop(ids);
+        self.pc = self.pc.wrapping_add(done as u16);
+        // The run ends at the ring's end at the latest, so `pc` wrapped iff it is now 0 there.
+        if done != 0 && u32::from(self.pc) & self.mask == 0 {
+            self.phase = !self.phase;
+        }
+        done
     }
 
     /// Publishes the WQEs written since the last doorbell, if there are any.

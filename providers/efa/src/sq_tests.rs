@@ -504,3 +504,159 @@ fn direct_wqe_words_equal_build_wqe() {
         }
     }
 }
+
+/// Lists mixing plain SENDs (one SGE: the run path) with WRs that take the general path
+/// (immediate, two SGEs, no SGE, inline), across ring wraps and doorbell batches, for both WQE
+/// sizes: every slot holds exactly what `build_wqe` lays out for its WR, with the phase of its
+/// pass; the doorbell carries the producer counter every `max_batch_wr` WQEs and at the end;
+/// every req_id completes to its own wr_id.
+#[test]
+fn plain_runs_and_general_wrs_in_one_list() {
+    let sg = [
+        sge(0x1122_3344_5566_7788, 0x8000_0001, 0xffab_cdef),
+        sge(0x99aa_bbcc_ddee_ff00, 7, 0x12_3456),
+    ];
+    let dest = UdAddr {
+        ah: 0xfedc,
+        remote_qpn: 0xffff,
+        remote_qkey: 0x8765_4321,
+    };
+    let data = [0x5au8; 9];
+    let bufs: [&[u8]; 1] = [&data];
+    for size in [64u32, 128] {
+        let mut c = cfg(8, size);
+        // 3 WQEs per doorbell with 64-byte WQEs, 1 with 128-byte ones.
+        c.max_tx_batch = if size == 64 { 3 } else { 2 };
+        let batch = c.max_batch_wr() as u16;
+        let mut r = rig(c);
+        let mut pc = 0u16;
+        let mut rung = Vec::new();
+        for round in 0..6u64 {
+            // 7 WRs per list: never more than the 8 free ids, and the ring end falls in a
+            // different place of the list every round.
+            let wrs: Vec<SendWr<'_>> = (0..7u64)
+                .map(|k| {
+                    let id = round * 10 + k;
+                    let wr = match (round + k) % 5 {
+                        0 => SendWr::send_imm(id, dest, 0xdead_beef).sge_list(&sg[..1]),
+                        1 => SendWr::send(id, dest).sge_list(&sg),
+                        2 => SendWr::send(id, dest).inline_data(&bufs),
+                        3 if k % 2 == 0 => SendWr::send(id, dest),
+                        _ => SendWr::send(id, dest).sge_list(&sg[1..]),
+                    };
+                    wr.signaled(true).processing_hints(k as u8)
+                })
+                .collect();
+            assert_eq!(r.sq.post_send(&wrs), Ok(7), "round {round}");
+            for (k, wr) in wrs.iter().enumerate() {
+                let n = pc.wrapping_add(k as u16);
+                let slot = usize::from(n) % 8;
+                let got = r.desc.read(slot * size as usize, size as usize);
+                let req_id = u16::from_le_bytes([got[0], got[1]]);
+                let phase = (n / 8) % 2 == 1;
+                let want = build_wqe(wr, req_id, phase);
+                assert_eq!(
+                    got,
+                    want.as_bytes()[..size as usize],
+                    "size {size}, round {round}, wr {k}: {wr:?}"
+                );
+                assert_eq!(r.done.complete(req_id), Ok(wr.wr_id));
+            }
+            let end = pc.wrapping_add(7);
+            let mut at = pc;
+            while end.wrapping_sub(at) > batch {
+                at = at.wrapping_add(batch);
+                rung.push(u32::from(at));
+            }
+            rung.push(u32::from(end));
+            pc = end;
+            assert_eq!(r.sq.producer_counter(), pc);
+        }
+        assert_eq!(r.sq.db.log, rung, "size {size}");
+        assert_eq!(r.sq.pool().outstanding(), 0);
+    }
+}
+
+/// A list longer than the free ids: the run posts what was free, the general path finds the
+/// queue full for the next WR, which is reported with its index after the prefix was rung;
+/// nothing of the refused WR reaches the LLQ.
+#[test]
+fn plain_run_stops_when_ids_run_out() {
+    let mut r = rig(cfg(4, 64));
+    let sg = [sge(0x1000, 8, 1)];
+    let wrs: Vec<_> = (0..6)
+        .map(|i| SendWr::send(i, DEST).sge_list(&sg).signaled(true))
+        .collect();
+    assert_eq!(r.sq.post_send(&wrs[..1]), Ok(1));
+    let first = r.desc.read(0, 256);
+    let e = r.sq.post_send(&wrs[1..]).unwrap_err();
+    assert_eq!(e.index, 3);
+    assert!(matches!(e.error, EfaError::QueueFull { depth: 4, .. }));
+    assert_eq!(r.sq.db.log, [1, 4]);
+    assert_eq!(r.sq.producer_counter(), 4);
+    assert_eq!(r.sq.pool().outstanding(), 4);
+    assert_eq!(&r.desc.read(0, 64), &first[..64], "slot 0 not rewritten");
+    // Freeing one id lets the next list go on into slot 0 of pass 1.
+    let (id, _) = wqe_at(&r, 2, 64);
+    assert_eq!(r.done.complete(id), Ok(2));
+    assert_eq!(r.sq.post_send(&wrs[5..]), Ok(1));
+    assert_eq!(wqe_at(&r, 0, 64), (id, true));
+    assert_eq!(r.done.complete(id), Ok(5));
+}
+
+/// Refusals of one-SGE SENDs (the run path's shape) inside a list: each is found by the full
+/// validation with its reason and index, the WRs before it are posted and rung, and nothing
+/// of it is written.
+#[test]
+fn plain_shaped_wrs_refused_with_reason() {
+    let sg = [sge(0x1000, 8, 1)];
+    let good = SendWr::send(1, DEST).sge_list(&sg).signaled(true);
+    let cases = [
+        (
+            SendWr::send(2, DEST).sge_list(&sg),
+            EfaError::Unsignaled { qpn: 7 },
+        ),
+        (
+            SendWr::send(
+                2,
+                UdAddr {
+                    remote_qpn: 0x1_0000,
+                    ..DEST
+                },
+            )
+            .sge_list(&sg)
+            .signaled(true),
+            EfaError::BadRemoteQpn {
+                qpn: 7,
+                remote_qpn: 0x1_0000,
+            },
+        ),
+    ];
+    for (bad, want) in cases {
+        let mut r = rig(cfg(8, 64));
+        let e = r.sq.post_send(&[good, good, bad, good]).unwrap_err();
+        assert_eq!((e.index, e.error), (2, want));
+        assert_eq!(r.sq.db.log, [2]);
+        assert_eq!(r.sq.pool().outstanding(), 2);
+        assert!(r.desc.read(128, 128).iter().all(|&b| b == 0));
+    }
+    // With sq_sig_all an unsignaled WR counts as signaled.
+    let mut r = rig(cfg(8, 64));
+    let unsig = SendWr::send(3, DEST).sge_list(&sg);
+    assert_eq!(r.sq.post_send_with(&[good, unsig], true), Ok(2));
+    // A QP without send SGEs refuses the one-SGE SEND.
+    let mut c = cfg(8, 64);
+    c.max_send_sge = 0;
+    let mut r = rig(c);
+    let e = r.sq.post_send(&[good]).unwrap_err();
+    assert!(matches!(
+        e.error,
+        EfaError::TooManySge {
+            num_sge: 1,
+            max_sge: 0,
+            ..
+        }
+    ));
+    assert!(r.sq.db.log.is_empty());
+    assert!(r.desc.read(0, 512).iter().all(|&b| b == 0));
+}

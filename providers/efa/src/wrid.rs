@@ -212,6 +212,30 @@ impl WridPool {
         Some(id | s.shifted_gen)
     }
 
+    /// Starts a run of at most `want` posts that take their ids with [`PostRun::post`]: the
+    /// free ids are counted once, with one Acquire load of the completer's `tail`, instead of
+    /// once per id as in [`alloc_posted`](Self::alloc_posted). Ids the completer frees while
+    /// the run lasts wait for the next run; the run's position is written back when it drops.
+    #[inline(always)]
+    pub fn run(&mut self, want: u32) -> PostRun<'_> {
+        // As in `alloc_posted`: posted ids are never mixed with staged ones.
+        debug_assert_eq!(self.staged, 0);
+        let s = &*self.shared;
+        // Acquire: pairs with the completer's Release store of `tail` (step 4) and covers
+        // every free-ring cell before it, so all the ids this run pops (at most
+        // `tail - head` of them) and the completer's last use of each happen-before what we
+        // do with them. `tail - head <= capacity` (module docs), so this is the free count.
+        let free_now = s.tail.load(Ordering::Acquire).wrapping_sub(self.head);
+        PostRun {
+            pos: self.head as usize,
+            left: want.min(free_now),
+            head: &mut self.head,
+            free: &s.free,
+            slots: &s.slots,
+            shifted_gen: s.shifted_gen,
+        }
+    }
+
     /// Number of ids staged (allocated, not yet published).
     pub fn staged(&self) -> u32 {
         self.staged
@@ -241,6 +265,58 @@ impl WridPool {
         let n = n.min(self.staged);
         self.head = self.head.wrapping_sub(n);
         self.staged -= n;
+    }
+}
+
+/// A run of posts taking ids from a [`WridPool`] (from [`WridPool::run`]): each id is posted
+/// at once (the caller's doorbell comes after), and the pool's position moves on when the run
+/// drops.
+#[derive(Debug)]
+pub struct PostRun<'p> {
+    /// The pool's `head`, written back on drop.
+    head: &'p mut u32,
+    /// The free ring (its length is a power of two).
+    free: &'p [AtomicU16],
+    slots: &'p [Slot],
+    /// Ids ever popped, this run's included (the low 32 bits are the new `head`).
+    pos: usize,
+    /// Ids this run may still pop: free when the run started, at most what was asked for.
+    left: u32,
+    shifted_gen: u16,
+}
+
+impl PostRun<'_> {
+    /// Takes a free id for `wr_id`, marks it posted and returns the `req_id` for the
+    /// descriptor; `None` once the run has used up the ids that were free when it started.
+    #[inline(always)]
+    pub fn post(&mut self, wr_id: u64) -> Option<u16> {
+        if self.left == 0 {
+            return None;
+        }
+        // The ring's length is a power of two, so the masked position is always a cell (the
+        // compiler sees it too and drops the bounds check); `get` keeps it a checked fact.
+        let cell = self.free.get(self.pos & self.free.len().wrapping_sub(1))?;
+        // Relaxed: ordered by the Acquire load of `tail` in `WridPool::run`.
+        let id = cell.load(Ordering::Relaxed);
+        // Free ids are < capacity (see `WridPool::alloc`); `get` keeps it a checked fact.
+        let slot = self.slots.get(usize::from(id))?;
+        // Relaxed: published by the Release store just below (step 1).
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        // Release: the `wr_id` store happens-before a completer's Acquire load that sees
+        // `true` (step 1).
+        slot.posted.store(true, Ordering::Release);
+        self.left -= 1;
+        self.pos = self.pos.wrapping_add(1);
+        Some(id | self.shifted_gen)
+    }
+}
+
+impl Drop for PostRun<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // `pos` started at `head` and counts the ids popped since: mod 2^32 it is the new
+        // `head` (the ring index only uses the low bits, which agree).
+        *self.head = self.pos as u32;
     }
 }
 
@@ -396,6 +472,37 @@ mod tests {
         assert_eq!(p.alloc(99), None);
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn run_takes_only_the_ids_free_at_its_start() {
+        let (mut p, mut c) = WridPool::new(4, 2).unwrap();
+        let mut run = p.run(10);
+        let ids: Vec<u16> = (0..4).map(|i| run.post(100 + i).unwrap()).collect();
+        assert_eq!(run.post(104), None, "4 ids, 4 posts");
+        drop(run);
+        assert_eq!(p.outstanding(), 4);
+        // generation 2 above 2 index bits: 0b10_00 | id
+        assert_eq!(ids, [8, 9, 10, 11]);
+        // Posted at once: the completer accepts them.
+        assert_eq!(c.complete(ids[2]), Ok(102));
+        assert_eq!(c.complete(ids[0]), Ok(100));
+        let mut run = p.run(1);
+        assert_eq!(run.post(200), Some(ids[2]), "asked for one");
+        assert_eq!(run.post(201), None);
+        drop(run);
+        let mut run = p.run(5);
+        // One id is free now; one the completer frees during the run waits for the next.
+        assert_eq!(run.post(300), Some(ids[0]));
+        assert_eq!(c.complete(ids[1]), Ok(101));
+        assert_eq!(run.post(301), None);
+        drop(run);
+        assert_eq!(p.alloc_posted(400), Some(ids[1]));
+        assert_eq!(p.run(3).post(5), None, "full");
+        for (id, w) in [(ids[2], 200), (ids[0], 300), (ids[1], 400), (ids[3], 103)] {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        assert_eq!(p.outstanding(), 0);
     }
 
     /// Post on one thread, complete on another, out of order, wrapping the free ring many
