@@ -9,7 +9,8 @@
 //! Defaults: without `--perftest-defaults`, the bandwidth tests post lists of 32 work requests
 //! and ask for a completion every 64 (one doorbell and one CQE per batch); with it, every
 //! setting is perftest 4.5's (post list 1, CQ moderation 100, TX depth 128, no inline on
-//! bandwidth tests). Latency tests are the same either way (one message in flight).
+//! bandwidth tests, and on latency tests inline only where perftest enables it: not on rxe).
+//! Latency tests otherwise run the same either way (one message in flight).
 //!
 //! The measured loops post and poll through the library's lock-free data path with work
 //! requests, SGEs and completion arrays built before the loop: nothing is allocated in them.
@@ -117,7 +118,8 @@ pub struct Args {
     /// Local GID index (default: the port's RoCE v2 IPv4 GID on Ethernet, else 0; perftest: 0).
     #[arg(short = 'x', long = "gid-index")]
     gid_index: Option<u32>,
-    /// Inline size limit (perftest: 236 for send-lat, 220 for write-lat, 0 otherwise).
+    /// Inline size limit (default: 236 for send-lat, 220 for write-lat, 64 for send-bw and
+    /// write-bw of up to 64 B, 0 otherwise; with --perftest-defaults perftest's, 0 on rxe).
     #[arg(short = 'I', long = "inline-size")]
     inline_size: Option<u32>,
     /// Outstanding RDMA reads (default: the device's max_qp_init_rd_atom).
@@ -357,13 +359,14 @@ fn resolve(args: &Args, ctx: &Context) -> Result<Settings, Failure> {
         }
         cq_mod = fixed;
     }
+    let dev = ctx.query_device()?;
     let inline_size = args.inline_size.unwrap_or(match test {
+        Test::SendLat | Test::WriteLat if pt => perftest_lat_inline(test, dev.vendor_part_id),
         Test::SendLat => 236,
         Test::WriteLat => 220,
         Test::WriteBw | Test::SendBw if !pt && size <= 64 => 64,
         _ => 0,
     });
-    let dev = ctx.query_device()?;
     let outs = args.outs.unwrap_or(dev.max_qp_init_rd_atom).clamp(1, 255);
     let port = ctx.query_port(args.ib_port)?;
     let mtu = match args.mtu {
@@ -393,6 +396,18 @@ fn resolve(args: &Args, ctx: &Context) -> Result<Settings, Failure> {
         gid_index,
         mtu,
     })
+}
+
+/// The inline size perftest 4.5 uses on a latency test (its `ctx_set_max_inline`): inline only
+/// on devices its `ib_dev_name` table knows. Of the devices uverbs drives, that is EFA with PCI
+/// device id 0xefa0 or 0xefa1 (32 bytes); on any other, rxe included, perftest prints "Device
+/// not recognized to implement inline feature. Disabling it" and uses 0.
+fn perftest_lat_inline(test: Test, vendor_part_id: u32) -> u32 {
+    const PERFTEST_EFA_PART_IDS: [u32; 2] = [0xefa0, 0xefa1];
+    match test {
+        Test::SendLat | Test::WriteLat if PERFTEST_EFA_PART_IDS.contains(&vendor_part_id) => 32,
+        _ => 0,
+    }
 }
 
 /// The first RoCE v2 GID with an IPv4-mapped address, else index 0.
@@ -918,6 +933,14 @@ struct LatStats {
     p999: f64,
 }
 
+/// perftest leaves the largest samples out of every statistic (its `LAT_MEASURE_TAIL`).
+const PERFTEST_LAT_MEASURE_TAIL: usize = 2;
+
+/// perftest's `print_report_lat`: sort the samples, leave out the [`PERFTEST_LAT_MEASURE_TAIL`]
+/// largest, and take `t_typical` as the median of the rest (`get_median`: the middle one, or the
+/// mean of the two middle ones); t_min, the average and the standard deviation are over the
+/// same samples, and t_max and the percentiles index the sorted array as perftest does (its
+/// t_max is the first sample left out).
 fn lat_stats(samples: &[u64]) -> Option<LatStats> {
     if samples.is_empty() {
         return None;
@@ -925,17 +948,29 @@ fn lat_stats(samples: &[u64]) -> Option<LatStats> {
     let mut v: Vec<f64> = samples.iter().map(|&ns| ns as f64 / 1000.0).collect();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let avg = v.iter().sum::<f64>() / n as f64;
-    let var = v.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n as f64;
-    let pct = |p: f64| v[(((n as f64) * p).ceil() as usize).clamp(1, n) - 1];
+    // perftest needs more samples than the tail; with fewer, keep them all.
+    let m = if n > PERFTEST_LAT_MEASURE_TAIL {
+        n - PERFTEST_LAT_MEASURE_TAIL
+    } else {
+        n
+    };
+    let kept = &v[..m];
+    let avg = kept.iter().sum::<f64>() / m as f64;
+    let var = kept.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / m as f64;
+    let at = |i: usize| v[i.min(n - 1)];
+    let typical = if (m - 1) % 2 == 1 {
+        (v[m / 2] + v[m / 2 - 1]) / 2.0
+    } else {
+        v[m / 2]
+    };
     Some(LatStats {
         min: v[0],
-        max: v[n - 1],
-        typical: v[n / 2],
+        max: at(m),
+        typical,
         avg,
         stdev: var.sqrt(),
-        p99: pct(0.99),
-        p999: pct(0.999),
+        p99: at(((m as f64) * 0.99).ceil() as usize),
+        p999: at(((m as f64) * 0.999).ceil() as usize),
     })
 }
 
@@ -1443,15 +1478,36 @@ mod tests {
 
     #[test]
     fn latency_stats_follow_perftest() {
+        // Sorted 1..5 us; perftest leaves out the two largest and takes the median of 1, 2, 3.
         let s = lat_stats(&[4000, 1000, 3000, 2000, 5000]).unwrap();
         assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 4.0);
+        assert_eq!(s.typical, 2.0);
+        assert_eq!(s.avg, 2.0);
+        assert!((s.stdev - (2.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert_eq!(s.p99, 4.0);
+        assert_eq!(s.p999, 4.0);
+        // An even count left (1, 2, 3, 4 of 1..6): the mean of the two middle ones.
+        let s = lat_stats(&[6000, 5000, 4000, 3000, 2000, 1000]).unwrap();
+        assert_eq!(s.typical, 2.5);
         assert_eq!(s.max, 5.0);
-        assert_eq!(s.typical, 3.0);
-        assert_eq!(s.avg, 3.0);
-        assert!((s.stdev - 2f64.sqrt()).abs() < 1e-9);
-        assert_eq!(s.p99, 5.0);
+        // 999 samples as in a 1000-iteration run: the median of the 997 smallest is the 499th.
+        let many: Vec<u64> = (1..=999).map(|i| i * 1000).collect();
+        assert_eq!(lat_stats(&many).unwrap().typical, 499.0);
+        assert_eq!(lat_stats(&[7000]).unwrap().typical, 7.0);
         assert!(lat_stats(&[]).is_none());
         assert_eq!(deltas(&[0, 10, 30], 2), vec![5, 10]);
+    }
+
+    #[test]
+    fn perftest_inlines_only_on_devices_it_knows() {
+        // rxe reports vendor_part_id 0: perftest disables inline there.
+        assert_eq!(perftest_lat_inline(Test::SendLat, 0), 0);
+        assert_eq!(perftest_lat_inline(Test::WriteLat, 0), 0);
+        assert_eq!(perftest_lat_inline(Test::SendLat, 0xefa0), 32);
+        assert_eq!(perftest_lat_inline(Test::WriteLat, 0xefa1), 32);
+        assert_eq!(perftest_lat_inline(Test::ReadLat, 0xefa0), 0);
+        assert_eq!(perftest_lat_inline(Test::WriteLat, 0xefa2), 0);
     }
 
     #[test]
