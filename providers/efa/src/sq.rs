@@ -468,12 +468,13 @@ impl SendQueue {
     /// doorbell's producer counter covers it, so a WQE written for a WR of this list is never
     /// seen before its doorbell; a refused WR writes nothing.
     ///
-    /// The list goes in runs that end at the next doorbell or the ring's end, whichever comes
-    /// first, so inside a run the slot address just steps and the phase is fixed. A run posts
-    /// plain WRs (a signaled SEND of exactly one SGE to a 16-bit QP number: the common case)
-    /// with the free request ids counted once per run; it stops at the first WR that is not
-    /// plain or finds no free id, which then takes the general path (full validation, which
-    /// names the reason of a refusal, and an id taken with its own check).
+    /// The list goes in runs that end at the ring's end at the latest, so inside a run the slot
+    /// address just steps and the phase is fixed. A run posts plain WRs (a signaled SEND of
+    /// exactly one SGE to a 16-bit QP number: the common case) with the free request ids
+    /// counted once per run, ringing the doorbell whenever a batch is full; it stops at the
+    /// first WR that is not plain, finds no free id or meets the ring's end, and that WR takes
+    /// the general path (full validation, which names the reason of a refusal, and an id taken
+    /// with its own check).
     #[inline]
     pub fn post_send_with(
         &mut self,
@@ -486,35 +487,31 @@ impl SendQueue {
         // takes the general path.
         let plain_ok = self.cfg.max_send_sge != 0;
         let mut index = 0;
-        // WQEs this batch may still take before its doorbell (>= 1 at the top of the loop).
+        // WQEs this batch may still take before its doorbell (>= 1 between WRs).
         let mut batch_left = self.max_batch;
         while let Some(rest) = wrs.get(index..).filter(|r| !r.is_empty()) {
-            let to_ring_end = self.cfg.depth - (u32::from(self.pc) & self.mask);
-            let run_len = rest.len().min(to_ring_end.min(batch_left) as usize);
-            let run = rest.get(..run_len).unwrap_or_default();
-            let done = match (plain_ok, self.wqe_size) {
-                (false, _) => 0,
-                (true, 64) => self.post_plain_run::<64>(run, sig_all),
-                (true, _) => self.post_plain_run::<128>(run, sig_all),
+            let done = match (plain_ok, self.wqe_size, sig_all) {
+                (false, _, _) => 0,
+                (true, 64, false) => self.post_plain_run::<64, false>(rest, &mut batch_left),
+                (true, 64, true) => self.post_plain_run::<64, true>(rest, &mut batch_left),
+                (true, _, false) => self.post_plain_run::<128, false>(rest, &mut batch_left),
+                (true, _, true) => self.post_plain_run::<128, true>(rest, &mut batch_left),
             };
             index += done;
-            // `done <= run_len <= batch_left`.
-            batch_left -= done as u32;
-            if let Some(wr) = run.get(done) {
-                // Not a plain WR, or no id was free when the run started.
+            if let Some(wr) = rest.get(done) {
+                // Not a plain WR, no id was free when the run started, or the ring's end.
                 if let Err(error) = self.post_one(wr, sig_all) {
                     self.ring_if(self.max_batch - batch_left);
                     return Err(PostError { index, error });
                 }
                 index += 1;
-                // `done < run_len <= batch_left`.
                 batch_left -= 1;
-            }
-            if batch_left == 0 {
-                self.ring_if(self.max_batch);
-                batch_left = self.max_batch;
-                // The doorbell above reaches the device before the next batch's WC stores.
-                mmio::wc_start();
+                if batch_left == 0 {
+                    self.ring_if(self.max_batch);
+                    batch_left = self.max_batch;
+                    // The doorbell above reaches the device before the next batch's WC stores.
+                    mmio::wc_start();
+                }
             }
         }
         self.ring_if(self.max_batch - batch_left);
@@ -522,11 +519,17 @@ impl SendQueue {
     }
 
     /// Posts the leading plain WRs of `run` (see [`post_send_with`](Self::post_send_with)) into
-    /// `W`-byte slots and returns how many; stops at the first WR that is not plain and when
-    /// the ids free at the start are used up. At most the slots up to the ring's end are
-    /// written, so the phase is the same for all of them and the slot address just steps.
+    /// `W`-byte slots and returns how many (`SIG_ALL`: the QP's `sq_sig_all`); stops at the
+    /// first WR that is not plain, when the ids free at the start are used up, and at the
+    /// ring's end, so the phase is the same for all of them and the slot address just steps.
+    /// Rings the doorbell each time `batch_left` (the WQEs the current batch may still take,
+    /// >= 1) comes down to 0, and leaves it >= 1.
     #[inline(always)]
-    fn post_plain_run<const W: usize>(&mut self, run: &[SendWr<'_>], sig_all: bool) -> usize {
+    fn post_plain_run<const W: usize, const SIG_ALL: bool>(
+        &mut self,
+        run: &[SendWr<'_>],
+        batch_left: &mut u32,
+    ) -> usize {
         let first = (u32::from(self.pc) & self.mask) as usize;
         let room = (self.cfg.depth as usize).saturating_sub(first);
         let run = run.get(..run.len().min(room)).unwrap_or_default();
@@ -539,16 +542,20 @@ impl SendQueue {
             | EFA_IO_TX_META_DESC_LAST_MASK
             | EFA_IO_TX_META_DESC_COMP_REQ_MASK;
         let word0 = u64::from(ctrl1) << 16 | u64::from(ctrl2) << 24 | 1 << 48;
+        // The shifts that place the lkey below keep exactly its low 24 bits.
+        const _: () = assert!(EFA_IO_TX_BUF_DESC_LKEY_MASK == (1 << 24) - 1);
         let mut ids = self.pool.run(run.len() as u32);
+        let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
         let mut dst = self.desc.as_ptr().wrapping_add(first * W).cast::<u64>();
         let mut done = 0;
+        let mut left = *batch_left;
         for wr in run {
             let Payload::Sge([sge]) = wr.payload else {
                 break;
             };
             if !matches!(wr.op, SendOp::Send)
-                || !(wr.signaled | sig_all)
+                || !(SIG_ALL || wr.signaled)
                 || wr.dest.remote_qpn > u32::from(u16::MAX)
             {
                 break;
@@ -565,7 +572,9 @@ impl SendQueue {
                         << 48,
                 u64::from(wr.dest.remote_qkey),
                 0,
-                u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
+                // length, then the low 24 bits of lkey (EFA_IO_TX_BUF_DESC_LKEY_MASK: the
+                // shift left drops the 8 bits above them) at bit 32.
+                u64::from(sge.length) | u64::from(sge.lkey) << 40 >> 8,
                 sge.addr,
                 0,
                 0,
@@ -585,7 +594,17 @@ impl SendQueue {
             }
             dst = dst.wrapping_add(W / 8);
             done += 1;
+            left -= 1;
+            if left == 0 {
+                // Every WC store of this batch reaches the device before the doorbell.
+                mmio::wc_flush();
+                self.db.ring(u32::from(self.pc.wrapping_add(done as u16)));
+                left = self.max_batch;
+                // The doorbell above reaches the device before the next batch's WC stores.
+                mmio::wc_start();
+            }
         }
+        *batch_left = left;
         drop(ids);
         self.pc = self.pc.wrapping_add(done as u16);
         // The run ends at the ring's end at the latest, so `pc` wrapped iff it is now 0 there.

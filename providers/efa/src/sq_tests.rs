@@ -509,7 +509,7 @@ fn direct_wqe_words_equal_build_wqe() {
 /// (immediate, two SGEs, no SGE, inline), across ring wraps and doorbell batches, for both WQE
 /// sizes: every slot holds exactly what `build_wqe` lays out for its WR, with the phase of its
 /// pass; the doorbell carries the producer counter every `max_batch_wr` WQEs and at the end;
-/// every req_id completes to its own wr_id.
+/// every req_id completes to its own wr_id. With and without `sq_sig_all`.
 #[test]
 fn plain_runs_and_general_wrs_in_one_list() {
     let sg = [
@@ -547,7 +547,12 @@ fn plain_runs_and_general_wrs_in_one_list() {
                     wr.signaled(true).processing_hints(k as u8)
                 })
                 .collect();
-            assert_eq!(r.sq.post_send(&wrs), Ok(7), "round {round}");
+            // Every other list as on a QP with sq_sig_all (the WRs are signaled anyway).
+            assert_eq!(
+                r.sq.post_send_with(&wrs, round % 2 == 1),
+                Ok(7),
+                "round {round}"
+            );
             for (k, wr) in wrs.iter().enumerate() {
                 let n = pc.wrapping_add(k as u16);
                 let slot = usize::from(n) % 8;

@@ -286,6 +286,14 @@ pub struct PostRun<'p> {
 }
 
 impl PostRun<'_> {
+    /// The leading `items` that this run has ids for (all of them if it has enough): a loop
+    /// over these never finds [`post`](Self::post) out of ids, which lets the compiler drop
+    /// that check.
+    #[inline(always)]
+    pub fn limit<'a, T>(&self, items: &'a [T]) -> &'a [T] {
+        items.get(..self.left as usize).unwrap_or(items)
+    }
+
     /// Takes a free id for `wr_id`, marks it posted and returns the `req_id` for the
     /// descriptor; `None` once the run has used up the ids that were free when it started.
     #[inline(always)]
