@@ -161,6 +161,8 @@ pub struct CompletionQueue {
     /// log2 of `entry_size` (16 or 32).
     entry_shift: u32,
     next_poll_idx: u16,
+    /// One bit per sub-CQ (`num_sub_cqs` low bits set): "every sub-CQ found empty".
+    all_subs: u64,
     /// CQ-wide consumer counter (mod 2^16), what the doorbell carries.
     cc: u16,
     /// Completion events acknowledged (mod 4 in the doorbell).
@@ -237,6 +239,8 @@ impl CompletionQueue {
             db: db.map(|d| unsafe { Doorbell::new(d) }),
             mask: cfg.sub_cq_depth - 1,
             next_poll_idx: 0,
+            // `num_sub_cqs` is 1..=64 (checked above).
+            all_subs: u64::MAX >> (64 - u32::from(cfg.num_sub_cqs)),
             cc: 0,
             cmd_sn: 0,
         })
@@ -289,7 +293,7 @@ impl CompletionQueue {
     ) -> Result<usize, PollError> {
         let subs = self.cfg.num_sub_cqs;
         // `new` refused more than 64 sub-CQs, so a bit per sub-CQ fits.
-        let all = u64::MAX >> (64 - u32::from(subs));
+        let all = self.all_subs;
         let mut empty = 0u64;
         let mut n = 0;
         let mut consumed = false;
@@ -523,6 +527,379 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
         }
     }
     Ok(())
+}
+
+/// An open extended poll of a [`CompletionQueue`] (`ibv_start_poll`, `ibv_next_poll`,
+/// `ibv_end_poll` and the `ibv_wc_read_*`/`efadv_wc_*` readers of rdma-core's EFA `cq_ex`),
+/// positioned on one completion once [`advance`](Self::advance) returned `true`.
+///
+/// Positioning does only what must happen per CQE: the phase check, the read barrier, the
+/// sub-CQ's consumer index and phase, the QP lookup and the req_id completion that yields
+/// `wr_id` (every check of [`CompletionQueue::poll`]: an unknown QP, a bad queue type or a bad
+/// req_id is an error and the CQE is consumed). Everything else is read from the ring slot
+/// when a reader asks for it (volatile reads; no reference into the ring). The slot stays
+/// readable while the cursor lives: the consumer counter goes to the CQ doorbell only when
+/// the cursor is dropped (`ibv_end_poll`), once, and only if a CQE was consumed.
+///
+/// Order is [`CompletionQueue::poll`]'s: the round robin over the sub-CQs, a sub-CQ found
+/// empty skipped until an `advance` finds nothing at all (then the next one looks at every
+/// sub-CQ again), and once every other sub-CQ is empty the cursor stays on the last one
+/// without walking the round robin.
+#[doc(alias = "ibv_cq_ex")]
+pub struct PollCursor<'a> {
+    cq: &'a mut CompletionQueue,
+    /// The current CQE (before the first successful `advance`: the buffer's first entry,
+    /// which the readers may read but which means nothing).
+    entry: *const u32,
+    /// `wr_id` of the current completion (0 for an unsolicited receive).
+    wr_id: u64,
+    /// Sub-CQs found empty since the cursor opened or an `advance` last found nothing.
+    empty: u64,
+    /// The sub-CQ the current CQE came from.
+    sub: u16,
+    /// Every sub-CQ but `sub` was found empty (or there is only one): take from `sub`
+    /// without walking the round robin.
+    stay: bool,
+    /// Some CQE (good or bad) was consumed: the drop writes the doorbell.
+    consumed: bool,
+}
+
+// SAFETY: `entry` points into the CQ buffer the `CompletionQueue` (which is `Send`) reads; the
+// cursor holds that queue's `&mut`, so moving the cursor moves the only user of both. Not
+// `Sync` (raw pointer): the readers are not meant to be shared.
+unsafe impl Send for PollCursor<'_> {}
+
+impl core::fmt::Debug for PollCursor<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PollCursor")
+            .field("cqn", &self.cq.cfg.cqn)
+            .field("sub", &self.sub)
+            .field("wr_id", &self.wr_id)
+            .finish()
+    }
+}
+
+impl CompletionQueue {
+    /// Opens an extended poll: a cursor not yet on any completion; its first
+    /// [`advance`](PollCursor::advance) is `ibv_start_poll`. Nothing is read yet.
+    #[inline]
+    pub fn poll_cursor(&mut self) -> PollCursor<'_> {
+        PollCursor {
+            entry: self.buf.as_ptr().cast::<u32>(),
+            stay: self.cfg.num_sub_cqs == 1,
+            cq: self,
+            wr_id: 0,
+            empty: 0,
+            sub: 0,
+            consumed: false,
+        }
+    }
+
+    /// `ibv_start_poll`: a cursor on the first completion, `None` when there is none. A bad
+    /// CQE is consumed (and the doorbell written) and reported.
+    #[doc(alias = "ibv_start_poll")]
+    pub fn start_poll<L: QpLookup + ?Sized>(
+        &mut self,
+        lookup: &mut L,
+    ) -> Result<Option<PollCursor<'_>>, EfaError> {
+        let mut c = self.poll_cursor();
+        Ok(if c.advance(lookup)? { Some(c) } else { None })
+    }
+
+    /// Consumes the next CQE of sub-CQ `idx` if the device finished writing it: its first
+    /// word (loaded `Acquire` and checked for the phase) and where it is.
+    #[inline(always)]
+    fn take_entry(&mut self, idx: u16) -> Option<(*const u32, u32)> {
+        let sub = self.subs.get_mut(usize::from(idx))?;
+        // In bounds and aligned: `sub.base` is a sub-CQ's start, the index is masked by
+        // depth - 1, and `new` checked that the buffer holds every sub-CQ.
+        let entry = self
+            .buf
+            .as_ptr()
+            .wrapping_add(sub.base + (((sub.consumed & self.mask) as usize) << self.entry_shift))
+            .cast::<u32>();
+        // The device writes this word concurrently: an atomic load through a raw pointer.
+        // SAFETY: `entry` is an aligned word inside the live buffer (above, `new`).
+        let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
+        // Word 0 is req_id (bytes 0-1), status (2), flags (3): the phase is bit 24.
+        if (w0 & (u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24) != 0) != sub.phase {
+            return None;
+        }
+        // No other CQE field is read before the phase above said the entry is complete.
+        mmio::dma_rmb();
+        sub.consumed = sub.consumed.wrapping_add(1);
+        if sub.consumed & self.mask == 0 {
+            sub.phase = !sub.phase;
+        }
+        self.cc = self.cc.wrapping_add(1);
+        Some((entry, w0))
+    }
+}
+
+impl PollCursor<'_> {
+    /// Moves to the next completion (`ibv_start_poll` the first time, then `ibv_next_poll`):
+    /// `Ok(false)` when there is none (the cursor stays where it was). A bad CQE is consumed
+    /// and returned as the error; the cursor stays where it was, and the next `advance`
+    /// carries on after it.
+    #[doc(alias = "ibv_next_poll")]
+    #[inline(always)]
+    pub fn advance<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Result<bool, EfaError> {
+        loop {
+            let idx = if self.stay {
+                // Every other sub-CQ is empty: the round robin would come back here, and
+                // `next_poll_idx` already points past it.
+                self.sub
+            } else {
+                let subs = self.cq.cfg.num_sub_cqs;
+                let idx = self.cq.next_poll_idx;
+                self.cq.next_poll_idx = if idx + 1 >= subs { 0 } else { idx + 1 };
+                let bit = 1u64 << (idx & 63);
+                if self.empty & bit != 0 {
+                    continue;
+                }
+                if self.empty | bit == self.cq.all_subs {
+                    // The only sub-CQ not found empty: stay on it from here on.
+                    self.stay = true;
+                    self.sub = idx;
+                }
+                idx
+            };
+            let Some((entry, w0)) = self.cq.take_entry(idx) else {
+                let all = self.cq.all_subs;
+                self.empty |= 1u64 << (idx & 63);
+                if self.empty == all {
+                    // Nothing anywhere: the next call looks at every sub-CQ again.
+                    self.empty = 0;
+                    self.stay = all == 1;
+                    return Ok(false);
+                }
+                continue;
+            };
+            self.consumed = true;
+            // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
+            let qpn = unsafe { read_word(entry, 1) } as u16;
+            self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, lookup)?;
+            self.entry = entry;
+            self.sub = idx;
+            return Ok(true);
+        }
+    }
+
+    /// Word `i` of the current CQE.
+    #[inline(always)]
+    fn word(&self, i: usize) -> u32 {
+        debug_assert!(i < self.cq.cfg.entry_size as usize / 4);
+        // SAFETY: `entry` is an entry of the live buffer (a taken CQE, or the first entry
+        // before any), and every caller passes `i < entry_size / 4` (words 0..4 exist in
+        // every entry, words 4..8 are read only with 32-byte entries).
+        unsafe { read_word(self.entry, i) }
+    }
+
+    #[inline(always)]
+    fn flags(&self) -> u8 {
+        (self.word(0) >> 24) as u8
+    }
+
+    #[inline(always)]
+    fn is_recv(&self) -> bool {
+        field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, self.flags()) == EFA_IO_RECV_QUEUE
+    }
+
+    #[inline(always)]
+    fn op_type(&self) -> u8 {
+        field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, self.flags())
+    }
+
+    /// `wr_id` of the current completion (0 for an unsolicited receive).
+    #[inline]
+    pub fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+
+    /// The `enum ibv_wc_status` number.
+    #[inline]
+    pub fn status(&self) -> u32 {
+        wc_status_from_efa((self.word(0) >> 16) as u8)
+    }
+
+    /// `ibv_wc_read_vendor_err`: the raw `efa_io_comp_status`.
+    #[inline]
+    pub fn vendor_err(&self) -> u32 {
+        (self.word(0) >> 16) & 0xff
+    }
+
+    /// `ibv_wc_read_opcode`: the `enum ibv_wc_opcode` number.
+    #[inline]
+    pub fn opcode(&self) -> u32 {
+        let op = self.op_type();
+        match (self.is_recv(), op == EFA_IO_RDMA_WRITE) {
+            (false, _) => send_wc_opcode(op),
+            (true, true) => IBV_WC_RECV_RDMA_WITH_IMM,
+            (true, false) => IBV_WC_RECV,
+        }
+    }
+
+    /// `ibv_wc_read_byte_len`: received bytes (with `length_hi` for an RDMA write with
+    /// immediate on 32-byte entries); 0 for a send completion.
+    #[inline]
+    pub fn byte_len(&self) -> u32 {
+        if !self.is_recv() {
+            return 0;
+        }
+        let len = self.word(1) >> 16;
+        if self.op_type() == EFA_IO_RDMA_WRITE && self.cq.cfg.entry_size == EFA_CQE_SIZE_EX {
+            // Word 4 of a 32-byte entry: `rdma_write.length_hi`.
+            len | (self.word(4) & 0xffff) << 16
+        } else {
+            len
+        }
+    }
+
+    /// `ibv_wc_read_imm_data` in host order, when [`wc_flags`](Self::wc_flags) has
+    /// `IBV_WC_WITH_IMM` (0 otherwise).
+    #[inline]
+    pub fn imm_data(&self) -> u32 {
+        if self.wc_flags() != 0 {
+            self.word(3)
+        } else {
+            0
+        }
+    }
+
+    /// `ibv_wc_read_qp_num`.
+    #[inline]
+    pub fn qp_num(&self) -> u32 {
+        self.word(1) & 0xffff
+    }
+
+    /// `ibv_wc_read_src_qp` (receives; 0 for a send completion).
+    #[inline]
+    pub fn src_qp(&self) -> u32 {
+        if self.is_recv() {
+            self.word(2) >> 16
+        } else {
+            0
+        }
+    }
+
+    /// `ibv_wc_read_slid`: the sender's AH number, 0xFFFF when unknown (receives; 0 for a
+    /// send completion).
+    #[inline]
+    pub fn slid(&self) -> u16 {
+        if self.is_recv() {
+            self.word(2) as u16
+        } else {
+            0
+        }
+    }
+
+    /// `ibv_wc_read_wc_flags`: `IBV_WC_WITH_IMM` for a receive with immediate data.
+    #[inline]
+    pub fn wc_flags(&self) -> u32 {
+        if self.is_recv() && self.flags() & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
+            IBV_WC_WITH_IMM
+        } else {
+            0
+        }
+    }
+
+    /// `efadv_wc_read_sgid`: the sender's GID, for a receive on a CQ created with SGID from a
+    /// sender without an AH here (not for RDMA writes, whose entry holds `length_hi` there).
+    #[doc(alias = "efadv_wc_read_sgid")]
+    pub fn sgid(&self) -> Option<[u8; 16]> {
+        if !(self.cq.cfg.with_sgid
+            && self.is_recv()
+            && self.word(2) as u16 == EFA_IO_RX_CDESC_AH_UNKNOWN
+            && self.op_type() != EFA_IO_RDMA_WRITE)
+        {
+            return None;
+        }
+        // `with_sgid` needs 32-byte entries (`new`): words 4..8 are `src_addr`.
+        let mut gid = [0u8; 16];
+        for (i, c) in gid.chunks_exact_mut(4).enumerate() {
+            c.copy_from_slice(&self.word(4 + i).to_le_bytes());
+        }
+        Some(gid)
+    }
+
+    /// `efadv_wc_is_unsolicited`: an RDMA write with immediate that consumed no receive.
+    #[doc(alias = "efadv_wc_is_unsolicited")]
+    #[inline]
+    pub fn is_unsolicited(&self) -> bool {
+        self.is_recv() && self.flags() & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0
+    }
+
+    /// The current completion as a [`Wc`], exactly as [`CompletionQueue::poll`] gives it.
+    pub fn wc(&self) -> Wc {
+        Wc {
+            wr_id: self.wr_id(),
+            status: self.status(),
+            vendor_err: self.vendor_err(),
+            opcode: self.opcode(),
+            byte_len: self.byte_len(),
+            imm_data: self.imm_data(),
+            qp_num: self.qp_num(),
+            src_qp: self.src_qp(),
+            slid: self.slid(),
+            wc_flags: self.wc_flags(),
+            sgid: self.sgid(),
+            is_unsolicited: self.is_unsolicited(),
+        }
+    }
+}
+
+impl Drop for PollCursor<'_> {
+    /// `ibv_end_poll`: one doorbell write of the consumer counter, if anything was consumed.
+    #[inline]
+    fn drop(&mut self) {
+        if self.consumed {
+            self.cq.update_doorbell(false);
+        }
+    }
+}
+
+/// Checks a consumed CQE's queue type, QP and req_id (first word `w0`, QP number `qpn`) and
+/// completes the request: its `wr_id`, or 0 for an unsolicited receive (which consumed no
+/// receive WR). The checks and their order are [`process`]'s.
+#[inline(always)]
+fn complete_wr_id<L: QpLookup + ?Sized>(
+    cfg: &CqConfig,
+    sub_cq: u16,
+    w0: u32,
+    qpn: u16,
+    lookup: &mut L,
+) -> Result<u64, EfaError> {
+    let cqn = cfg.cqn;
+    let flags = (w0 >> 24) as u8;
+    let queue = match field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) {
+        EFA_IO_SEND_QUEUE => QueueKind::Send,
+        EFA_IO_RECV_QUEUE => QueueKind::Recv,
+        _ => return Err(EfaError::BadCqe { cqn, sub_cq, flags }),
+    };
+    let unknown = || EfaError::UnknownQp {
+        cqn,
+        qpn: u32::from(qpn),
+        queue,
+    };
+    let Some(pools) = lookup.find(qpn) else {
+        return Err(unknown());
+    };
+    let pool = match queue {
+        QueueKind::Send => pools.send,
+        QueueKind::Recv if flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0 => return Ok(0),
+        QueueKind::Recv => pools.recv,
+    };
+    let Some(pool) = pool else {
+        return Err(unknown());
+    };
+    let req_id = w0 as u16;
+    pool.complete(req_id).map_err(|problem| EfaError::BadReqId {
+        cqn,
+        qpn: u32::from(qpn),
+        queue,
+        req_id,
+        problem,
+    })
 }
 
 /// Word `i` of a CQE (host order): a volatile read, because the device may write the ring at

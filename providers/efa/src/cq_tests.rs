@@ -44,10 +44,14 @@ fn cfg(num_sub_cqs: u16, depth: u32, entry_size: u32, with_sgid: bool) -> CqConf
 impl Rig {
     /// Device side: writes `bytes` as entry `idx` of sub-CQ `sub`.
     fn put(&self, sub: usize, idx: usize, bytes: &[u8]) {
-        let c = self.cq.config();
-        let off = (sub * c.sub_cq_depth as usize + idx) * c.entry_size as usize;
-        self.buf.write(off, bytes);
+        write_cqe(&self.buf, self.cq.config(), sub, idx, bytes);
     }
+}
+
+/// [`Rig::put`] for when the queue is borrowed (a cursor is open): the device writes anyway.
+fn write_cqe(buf: &Mem, c: &CqConfig, sub: usize, idx: usize, bytes: &[u8]) {
+    let off = (sub * c.sub_cq_depth as usize + idx) * c.entry_size as usize;
+    buf.write(off, bytes);
 }
 
 /// A send CQE (16 bytes) built with the typed accessors.
@@ -434,4 +438,417 @@ fn one_big_poll_keeps_the_round_robin_order() {
     assert_eq!(r.cq.poll(&mut wcs[..1], &mut table[..]), Ok(1));
     assert_eq!(wcs[0].wr_id, 20);
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0));
+}
+
+// ----- the extended poll cursor ----------------------------------------------------------------
+
+/// A small deterministic generator (xorshift), so the mixed-CQE tests are repeatable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One CQE of any kind, as 32 bytes (a 16-byte entry uses the first half).
+#[allow(clippy::too_many_arguments)]
+fn any_cqe(
+    req_id: u16,
+    qp: u16,
+    recv: bool,
+    status: u8,
+    op: u8,
+    has_imm: bool,
+    unsolicited: bool,
+    ah: u16,
+    phase: bool,
+    salt: u32,
+) -> [u8; 32] {
+    let mut c = EfaIoRxCdescEx::default();
+    c.base.common.req_id.set(req_id);
+    c.base.common.qp_num.set(qp);
+    c.base.common.status = status;
+    c.base.common.set_q_type(if recv {
+        EFA_IO_RECV_QUEUE
+    } else {
+        EFA_IO_SEND_QUEUE
+    });
+    c.base.common.set_op_type(op);
+    c.base.common.set_phase(phase);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(c.as_bytes());
+    if has_imm {
+        out[3] |= EFA_IO_CDESC_COMMON_HAS_IMM_MASK;
+    }
+    if unsolicited {
+        out[3] |= EFA_IO_CDESC_COMMON_UNSOLICITED_MASK;
+    }
+    // length, ah, src_qp_num, imm; then length_hi or the source GID.
+    out[6..8].copy_from_slice(&(salt as u16).to_le_bytes());
+    out[8..10].copy_from_slice(&ah.to_le_bytes());
+    out[10..12].copy_from_slice(&((salt >> 8) as u16).to_le_bytes());
+    out[12..16].copy_from_slice(&salt.wrapping_mul(0x9e37_79b9).to_le_bytes());
+    for (i, b) in out[16..].iter_mut().enumerate() {
+        *b = (salt as u8).wrapping_add(i as u8);
+    }
+    out
+}
+
+/// Two queues fed the very same CQEs, one drained by `poll`, the other by the cursor, must
+/// give the same completions in the same order, consume the same and ring the same doorbell
+/// values — over three sub-CQs (some rounds leaving some empty), more than three wraps of
+/// each, both entry sizes, sends and every kind of receive.
+#[test]
+fn cursor_gives_what_poll_gives() {
+    for (entry_size, with_sgid) in [(16u32, false), (32, false), (32, true)] {
+        const DEPTH: u32 = 4;
+        let c = cfg(3, DEPTH, entry_size, with_sgid);
+        let (mut ra, mut rb) = (rig(c, true), rig(c, true));
+        // Same posts into both sets of pools: the same req_ids.
+        let (mut sp_a, mut sc_a) = WridPool::new(64, 0).unwrap();
+        let (mut rp_a, mut rc_a) = WridPool::new(64, 0).unwrap();
+        let (mut sp_b, mut sc_b) = WridPool::new(64, 0).unwrap();
+        let (mut rp_b, mut rc_b) = WridPool::new(64, 0).unwrap();
+        let mut produced = [0u32; 3];
+        let mut rng = Rng(0x1234_5678_9abc_def1 ^ u64::from(entry_size));
+        let mut total = 0;
+        for round in 0..40u64 {
+            // Each sub-CQ gets 0..=DEPTH new entries (never more than it holds, since every
+            // round drains everything).
+            let mut written = 0;
+            for (sub, prod) in produced.iter_mut().enumerate() {
+                for _ in 0..rng.below(u64::from(DEPTH) + 1) {
+                    let wr_id = round << 16 | rng.below(1 << 16);
+                    let recv = rng.below(2) == 0;
+                    let unsolicited = recv && rng.below(5) == 0;
+                    let op = if recv {
+                        if rng.below(3) == 0 {
+                            EFA_IO_RDMA_WRITE
+                        } else {
+                            EFA_IO_SEND
+                        }
+                    } else {
+                        rng.below(3) as u8 // SEND, RDMA_READ, RDMA_WRITE
+                    };
+                    let req_id = if unsolicited {
+                        rng.below(1 << 16) as u16
+                    } else if recv {
+                        let (a, b) = (post(&mut rp_a, wr_id), post(&mut rp_b, wr_id));
+                        assert_eq!(a, b);
+                        a
+                    } else {
+                        let (a, b) = (post(&mut sp_a, wr_id), post(&mut sp_b, wr_id));
+                        assert_eq!(a, b);
+                        a
+                    };
+                    let status = if rng.below(4) == 0 {
+                        rng.below(20) as u8
+                    } else {
+                        0
+                    };
+                    let ah = if rng.below(2) == 0 {
+                        EFA_IO_RX_CDESC_AH_UNKNOWN
+                    } else {
+                        rng.below(100) as u16
+                    };
+                    let phase = (*prod / DEPTH) % 2 == 0;
+                    let bytes = any_cqe(
+                        req_id,
+                        7,
+                        recv,
+                        status,
+                        op,
+                        rng.below(2) == 0,
+                        unsolicited,
+                        ah,
+                        phase,
+                        rng.next() as u32,
+                    );
+                    let idx = (*prod % DEPTH) as usize;
+                    ra.put(sub, idx, &bytes[..entry_size as usize]);
+                    rb.put(sub, idx, &bytes[..entry_size as usize]);
+                    *prod += 1;
+                    written += 1;
+                }
+            }
+            let mut ta = [QpEntry {
+                qp_num: 7,
+                send: Some(&mut sc_a),
+                recv: Some(&mut rc_a),
+            }];
+            let mut wcs = [Wc::default(); 16];
+            let n = ra.cq.poll(&mut wcs, &mut ta[..]).unwrap();
+            assert_eq!(n, written, "round {round}");
+            let mut tb = [QpEntry {
+                qp_num: 7,
+                send: Some(&mut sc_b),
+                recv: Some(&mut rc_b),
+            }];
+            let mut got = Vec::new();
+            if let Some(mut cur) = rb.cq.start_poll(&mut tb[..]).unwrap() {
+                got.push(cur.wc());
+                while cur.advance(&mut tb[..]).unwrap() {
+                    got.push(cur.wc());
+                }
+                // Asked again after `false`: still nothing, still on the last completion.
+                assert!(!cur.advance(&mut tb[..]).unwrap());
+                assert_eq!(Some(&cur.wc()), got.last());
+            }
+            assert_eq!(got, wcs[..n], "round {round} entry_size {entry_size}");
+            assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+            assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
+            assert_eq!(
+                ra.cq.db.as_ref().unwrap().log,
+                rb.cq.db.as_ref().unwrap().log,
+                "one doorbell per non-empty poll, same values"
+            );
+            total += n;
+        }
+        assert!(
+            produced.iter().all(|&p| p > 3 * DEPTH),
+            "every sub-CQ wrapped more than three times: {produced:?}"
+        );
+        assert_eq!(rp_b.outstanding() + sp_b.outstanding(), 0);
+        assert_eq!(u32::from(rb.cq.consumer_counter()), total as u32);
+        // Every kind showed up (the generator is fixed; this guards against a change to it
+        // silently testing less).
+        assert!(total > 100, "{total}");
+    }
+}
+
+#[test]
+fn cursor_reads_each_field_from_the_slot() {
+    let mut r = rig(cfg(1, 4, 32, true), true);
+    let (mut send_p, mut send) = WridPool::new(4, 0).unwrap();
+    let (mut recv_p, mut recv) = WridPool::new(4, 0).unwrap();
+    let sid = post(&mut send_p, 0x51);
+    let rid = post(&mut recv_p, 0x77);
+    // A send that failed with REMOTE_ERROR_BAD_ADDRESS (7) on an RDMA write.
+    let mut tx = tx_cqe(sid, 0x11, 7, EFA_IO_RDMA_WRITE, true);
+    tx[3] |= EFA_IO_CDESC_COMMON_HAS_IMM_MASK; // ignored on sends, as poll ignores it
+    r.put(0, 0, &tx);
+    // An unsolicited RDMA write with immediate, 0x1_0010 bytes (length_hi 1), known AH 5.
+    let mut unsol = any_cqe(
+        0x1234,
+        0x11,
+        true,
+        0,
+        EFA_IO_RDMA_WRITE,
+        true,
+        true,
+        5,
+        true,
+        0,
+    );
+    unsol[6..8].copy_from_slice(&0x0010u16.to_le_bytes());
+    unsol[10..12].copy_from_slice(&0x22u16.to_le_bytes());
+    unsol[12..16].copy_from_slice(&7u32.to_le_bytes());
+    unsol[16..18].copy_from_slice(&1u16.to_le_bytes());
+    r.put(0, 1, &unsol);
+    // A receive from a sender without an AH: the GID is in words 4..8.
+    let mut rx = any_cqe(
+        rid,
+        0x11,
+        true,
+        0,
+        EFA_IO_SEND,
+        false,
+        false,
+        0xffff,
+        true,
+        0,
+    );
+    rx[6..8].copy_from_slice(&64u16.to_le_bytes());
+    let gid: [u8; 16] = core::array::from_fn(|i| 0xf0 + i as u8);
+    rx[16..].copy_from_slice(&gid);
+    r.put(0, 2, &rx);
+    let mut table = [QpEntry {
+        qp_num: 0x11,
+        send: Some(&mut send),
+        recv: Some(&mut recv),
+    }];
+    let mut cur = r.cq.start_poll(&mut table[..]).unwrap().unwrap();
+    assert_eq!(
+        cur.wc(),
+        Wc {
+            wr_id: 0x51,
+            status: IBV_WC_REM_ACCESS_ERR,
+            vendor_err: 7,
+            opcode: IBV_WC_RDMA_WRITE,
+            qp_num: 0x11,
+            ..Wc::default()
+        }
+    );
+    assert!(cur.advance(&mut table[..]).unwrap());
+    assert_eq!(
+        cur.wc(),
+        Wc {
+            wr_id: 0,
+            status: IBV_WC_SUCCESS,
+            vendor_err: 0,
+            opcode: IBV_WC_RECV_RDMA_WITH_IMM,
+            byte_len: 0x1_0010,
+            imm_data: 7,
+            qp_num: 0x11,
+            src_qp: 0x22,
+            slid: 5,
+            wc_flags: IBV_WC_WITH_IMM,
+            sgid: None,
+            is_unsolicited: true,
+        }
+    );
+    assert!(cur.advance(&mut table[..]).unwrap());
+    assert_eq!(cur.wr_id(), 0x77);
+    assert_eq!(cur.opcode(), IBV_WC_RECV);
+    assert_eq!(cur.byte_len(), 64);
+    assert_eq!(cur.slid(), 0xffff);
+    assert_eq!(cur.sgid(), Some(gid));
+    assert_eq!((cur.wc_flags(), cur.imm_data()), (0, 0), "no immediate");
+    assert!(!cur.is_unsolicited());
+    assert!(!cur.advance(&mut table[..]).unwrap());
+    assert_eq!(r.db.word(), 0, "nothing rung before end_poll");
+    drop(cur);
+    assert_eq!(
+        r.cq.db.as_ref().unwrap().log,
+        [3],
+        "one doorbell at end_poll"
+    );
+    assert_eq!((send_p.outstanding(), recv_p.outstanding()), (0, 0));
+}
+
+/// Every bad CQE `poll` refuses the cursor refuses too, consumed, with the same error; the
+/// cursor stays on the last good completion and carries on after the bad one.
+#[test]
+fn cursor_reports_and_consumes_bad_cqes() {
+    let mut r = rig(cfg(1, 8, 32, false), true);
+    let (mut send_p, mut send) = WridPool::new(3, 0).unwrap();
+    let good = post(&mut send_p, 1);
+    let again = post(&mut send_p, 2);
+    // As in `distrusts_cqe_contents`: 1 slot out of the pool, 2 never posted, 3 unknown QP,
+    // 4 q_type 0, 5 generation bits, 6 double completion; then 7 good again.
+    r.put(0, 0, &tx_cqe(good, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 1, &tx_cqe(3, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 2, &tx_cqe(2, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 3, &tx_cqe(good, 10, 0, EFA_IO_SEND, true));
+    let mut bad_type = tx_cqe(good, 9, 0, EFA_IO_SEND, true);
+    bad_type[3] = 0x01;
+    r.put(0, 4, &bad_type);
+    r.put(0, 5, &tx_cqe(0x8000, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 6, &tx_cqe(good, 9, 0, EFA_IO_SEND, true));
+    r.put(0, 7, &tx_cqe(again, 9, 0, EFA_IO_SEND, true));
+    let mut table = [QpEntry {
+        qp_num: 9,
+        send: Some(&mut send),
+        recv: None,
+    }];
+    let problem = |e: EfaError| match e {
+        EfaError::BadReqId { problem, .. } => Some(problem),
+        _ => None,
+    };
+    let mut cur = r.cq.start_poll(&mut table[..]).unwrap().unwrap();
+    assert_eq!(cur.wr_id(), 1);
+    let e = cur.advance(&mut table[..]).unwrap_err();
+    assert_eq!(
+        (problem(e), e.errno()),
+        (Some(ReqIdProblem::OutOfRange), EIO)
+    );
+    assert_eq!(cur.wr_id(), 1, "still on the good completion");
+    assert_eq!(cur.qp_num(), 9);
+    let e = cur.advance(&mut table[..]).unwrap_err();
+    assert_eq!(problem(e), Some(ReqIdProblem::NotOutstanding));
+    assert_eq!(
+        cur.advance(&mut table[..]),
+        Err(EfaError::UnknownQp {
+            cqn: 3,
+            qpn: 10,
+            queue: QueueKind::Send
+        })
+    );
+    assert!(matches!(
+        cur.advance(&mut table[..]),
+        Err(EfaError::BadCqe {
+            flags: 0x01,
+            sub_cq: 0,
+            ..
+        })
+    ));
+    let e = cur.advance(&mut table[..]).unwrap_err();
+    assert_eq!(problem(e), Some(ReqIdProblem::StaleGeneration));
+    let e = cur.advance(&mut table[..]).unwrap_err();
+    assert_eq!(problem(e), Some(ReqIdProblem::NotOutstanding), "double");
+    assert_eq!(cur.advance(&mut table[..]), Ok(true));
+    assert_eq!(cur.wr_id(), 2);
+    assert_eq!(cur.advance(&mut table[..]), Ok(false));
+    drop(cur);
+    assert_eq!(r.cq.consumer_counter(), 8, "bad CQEs are consumed too");
+    assert_eq!(r.cq.db.as_ref().unwrap().log, [8]);
+    assert_eq!(send_p.outstanding(), 0);
+
+    // A bad first CQE: start_poll fails, the CQE is consumed and the doorbell says so.
+    r.put(0, 0, &tx_cqe(0x8000, 9, 0, EFA_IO_SEND, false));
+    let e = r.cq.start_poll(&mut table[..]).unwrap_err();
+    assert_eq!(problem(e), Some(ReqIdProblem::StaleGeneration));
+    assert_eq!(r.cq.consumer_counter(), 9);
+    assert_eq!(r.cq.db.as_ref().unwrap().log, [8, 9]);
+    // A receive completion for a QP without a receive queue is an unknown QP.
+    r.put(0, 1, &rx_cqe(0, 9, false));
+    assert!(matches!(
+        r.cq.start_poll(&mut table[..]),
+        Err(EfaError::UnknownQp {
+            queue: QueueKind::Recv,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn cursor_doorbell_only_at_end_and_only_when_consumed() {
+    let c4 = cfg(2, 4, 16, false);
+    let mut r = rig(c4, true);
+    let (mut p, mut c) = WridPool::new(8, 0).unwrap();
+    let mut table = [QpEntry {
+        qp_num: 4,
+        send: Some(&mut c),
+        recv: None,
+    }];
+    // Empty: no cursor, no doorbell; an unpositioned cursor dropped rings nothing either.
+    assert!(r.cq.start_poll(&mut table[..]).unwrap().is_none());
+    drop(r.cq.poll_cursor());
+    assert!(r.cq.db.as_ref().unwrap().log.is_empty());
+    // The doorbell carries the event count (cmd_sn) as `poll`'s does, never the arm bit.
+    r.cq.note_event();
+    for i in 0..3u64 {
+        let id = post(&mut p, i);
+        r.put(1, i as usize, &tx_cqe(id, 4, 0, EFA_IO_SEND, true));
+    }
+    {
+        let mut cur = r.cq.start_poll(&mut table[..]).unwrap().unwrap();
+        assert_eq!(cur.wr_id(), 0);
+        assert!(cur.advance(&mut table[..]).unwrap());
+        // A CQE the device writes into the sub-CQ the cursor is on is taken in this poll.
+        let id = post(&mut p, 3);
+        write_cqe(&r.buf, &c4, 1, 3, &tx_cqe(id, 4, 0, EFA_IO_SEND, true));
+        let mut seen = vec![cur.wr_id()];
+        while cur.advance(&mut table[..]).unwrap() {
+            seen.push(cur.wr_id());
+        }
+        assert_eq!(seen, [1, 2, 3]);
+        // After `false`, a CQE that arrives is found by the next advance (every sub-CQ is
+        // looked at again), even in a sub-CQ found empty before.
+        let id = post(&mut p, 4);
+        write_cqe(&r.buf, &c4, 0, 0, &tx_cqe(id, 4, 0, EFA_IO_SEND, true));
+        assert!(cur.advance(&mut table[..]).unwrap());
+        assert_eq!(cur.wr_id(), 4);
+    }
+    // cmd_sn 1 in bits 30:29, consumer counter 5, no arm.
+    assert_eq!(r.cq.db.as_ref().unwrap().log, [0x2000_0000 | 5]);
+    assert_eq!(r.db.word(), 0x2000_0005);
 }
