@@ -11,11 +11,14 @@
 //! producer index once (`Acquire`, validated like [`Cq::poll`]), each reader loads just its
 //! field from the current ring slot, `next_poll` moves a local consumer index (reloading the
 //! producer index only when the completions known ready are used up), and `end_poll`/drop
-//! publishes the consumer index once (`Release`), freeing the slots read. EFA CQs take the
-//! copying path: each completion is polled into a [`Wc`] which the readers return from.
+//! publishes the consumer index once (`Release`), freeing the slots read. EFA is lazy too, as
+//! rdma-core's EFA `cq_ex` is: positioning on a CQE checks its phase, consumes it and completes
+//! its req_id (which yields `wr_id`, with every check of [`Cq::poll`]); the other readers read
+//! their words from the ring slot on demand, and `end_poll`/drop writes the CQ doorbell once.
 
-use crate::cq::{poll_efa, ring_error, wc_flags_from_kernel, wc_from_rxe, Cq, CqRing, CqShared};
-use crate::error::Result;
+use crate::cq::{ring_error, wc_flags_from_kernel, wc_from_rxe, Cq, CqRing, CqShared};
+use crate::efa::{cursor_error, EfaCursor};
+use crate::error::{Errno, Error, Result};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// An open extended poll on a CQ, positioned on one completion.
@@ -30,11 +33,10 @@ enum Inner<'a> {
         cur: uverbs_rxe::PollCursor<'a>,
         shared: &'a CqShared,
     },
-    /// EFA: each completion copied into a `Wc`.
-    Copy {
-        ring: &'a mut crate::efa::EfaCqRing,
+    /// EFA: the ring slot itself, read field by field.
+    Efa {
+        cur: EfaCursor<'a>,
         shared: &'a CqShared,
-        cur: Wc,
     },
 }
 
@@ -60,17 +62,11 @@ impl Cq {
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(ring_error(shared, e)),
             },
-            CqRing::Efa(ring) => {
-                let mut w = [Wc::default()];
-                if poll_efa(shared, ring, &mut w)? == 0 {
-                    return Ok(None);
-                }
-                Inner::Copy {
-                    ring,
-                    shared,
-                    cur: w[0],
-                }
-            }
+            CqRing::Efa(ring) => match ring.start_poll() {
+                Ok(Some(cur)) => Inner::Efa { cur, shared },
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(cursor_error(&|| shared.label(), &e)),
+            },
         };
         Ok(Some(PollCq { inner }))
     }
@@ -78,10 +74,13 @@ impl Cq {
 
 /// Reads one field of the current completion from whichever path the guard is on.
 macro_rules! field {
-    ($self:ident, |$c:ident| $rxe:expr, |$w:ident| $copy:expr) => {
+    ($self:ident, |$c:ident| $rxe:expr, |$e:ident| $efa:expr) => {
         match &$self.inner {
             Inner::Rxe { cur: $c, .. } => $rxe,
-            Inner::Copy { cur: $w, .. } => $copy,
+            Inner::Efa { cur, .. } => {
+                let $e = &cur.cur;
+                $efa
+            }
         }
     };
 }
@@ -94,20 +93,15 @@ impl PollCq<'_> {
     pub fn next_poll(&mut self) -> Result<bool> {
         match &mut self.inner {
             Inner::Rxe { cur, shared } => cur.advance().map_err(|e| ring_error(shared, e)),
-            Inner::Copy { ring, shared, cur } => {
-                let mut w = [Wc::default()];
-                if poll_efa(shared, ring, &mut w)? == 0 {
-                    return Ok(false);
-                }
-                *cur = w[0];
-                Ok(true)
-            }
+            Inner::Efa { cur, shared } => cur
+                .advance()
+                .map_err(|e| cursor_error(&|| shared.label(), &e)),
         }
     }
 
     fn shared(&self) -> &CqShared {
         match &self.inner {
-            Inner::Rxe { shared, .. } | Inner::Copy { shared, .. } => shared,
+            Inner::Rxe { shared, .. } | Inner::Efa { shared, .. } => shared,
         }
     }
 
@@ -118,42 +112,43 @@ impl PollCq<'_> {
     /// `wr_id` of the current completion (`ibv_cq_ex.wr_id`).
     #[inline]
     pub fn wr_id(&self) -> u64 {
-        field!(self, |c| c.wr_id(), |w| w.wr_id)
+        field!(self, |c| c.wr_id(), |e| e.wr_id())
     }
 
     /// Status of the current completion (`ibv_cq_ex.status`).
     #[inline]
     pub fn status(&self) -> WcStatus {
-        field!(self, |c| WcStatus(c.status()), |w| w.status)
+        WcStatus(field!(self, |c| c.status(), |e| e.status()))
     }
 
     /// `ibv_wc_read_opcode`.
     #[doc(alias = "ibv_wc_read_opcode")]
     #[inline]
     pub fn read_opcode(&self) -> WcOpcode {
-        field!(self, |c| WcOpcode(c.opcode()), |w| w.opcode)
+        WcOpcode(field!(self, |c| c.opcode(), |e| e.opcode()))
     }
 
     /// `ibv_wc_read_vendor_err`.
     #[doc(alias = "ibv_wc_read_vendor_err")]
     #[inline]
     pub fn read_vendor_err(&self) -> u32 {
-        field!(self, |c| c.vendor_err(), |w| w.vendor_err)
+        field!(self, |c| c.vendor_err(), |e| e.vendor_err())
     }
 
     /// `ibv_wc_read_byte_len`.
     #[doc(alias = "ibv_wc_read_byte_len")]
     #[inline]
     pub fn read_byte_len(&self) -> u32 {
-        field!(self, |c| c.byte_len(), |w| w.byte_len)
+        field!(self, |c| c.byte_len(), |e| e.byte_len())
     }
 
-    /// `ibv_wc_read_imm_data`, converted to host order (libibverbs returns it big-endian);
-    /// meaningful when [`Self::read_wc_flags`] has `WITH_IMM`.
+    /// `ibv_wc_read_imm_data`, converted to host order (libibverbs returns it big-endian;
+    /// rxe's kernel stores it so, EFA's device in host order); meaningful when
+    /// [`Self::read_wc_flags`] has `WITH_IMM`.
     #[doc(alias = "ibv_wc_read_imm_data")]
     #[inline]
     pub fn read_imm_data(&self) -> u32 {
-        u32::from_be(field!(self, |c| c.ex(), |w| w.imm_data))
+        field!(self, |c| u32::from_be(c.ex()), |e| e.imm_data())
     }
 
     /// `ibv_wc_read_invalidated_rkey`; meaningful when [`Self::read_wc_flags`] has
@@ -161,60 +156,92 @@ impl PollCq<'_> {
     #[doc(alias = "ibv_wc_read_invalidated_rkey")]
     #[inline]
     pub fn read_invalidated_rkey(&self) -> u32 {
-        field!(self, |c| c.ex(), |w| w.imm_data)
+        field!(self, |c| c.ex(), |e| e.imm_data())
     }
 
     /// `ibv_wc_read_qp_num`.
     #[doc(alias = "ibv_wc_read_qp_num")]
     #[inline]
     pub fn read_qp_num(&self) -> u32 {
-        field!(self, |c| c.qp_num(), |w| w.qp_num)
+        field!(self, |c| c.qp_num(), |e| e.qp_num())
     }
 
     /// `ibv_wc_read_src_qp`.
     #[doc(alias = "ibv_wc_read_src_qp")]
     #[inline]
     pub fn read_src_qp(&self) -> u32 {
-        field!(self, |c| c.src_qp(), |w| w.src_qp)
+        field!(self, |c| c.src_qp(), |e| e.src_qp())
     }
 
     /// `ibv_wc_read_wc_flags`.
     #[doc(alias = "ibv_wc_read_wc_flags")]
     #[inline]
     pub fn read_wc_flags(&self) -> WcFlags {
-        field!(self, |c| wc_flags_from_kernel(c.wc_flags()), |w| w.wc_flags)
+        field!(self, |c| wc_flags_from_kernel(c.wc_flags()), |e| {
+            WcFlags::from_bits_truncate(e.wc_flags())
+        })
     }
 
     /// `ibv_wc_read_slid`.
     #[doc(alias = "ibv_wc_read_slid")]
     #[inline]
     pub fn read_slid(&self) -> u16 {
-        field!(self, |c| c.slid(), |w| w.slid)
+        field!(self, |c| c.slid(), |e| e.slid())
     }
 
     /// `ibv_wc_read_sl`.
     #[doc(alias = "ibv_wc_read_sl")]
     #[inline]
     pub fn read_sl(&self) -> u8 {
-        field!(self, |c| c.sl(), |w| w.sl)
+        field!(self, |c| c.sl(), |_e| 0)
     }
 
     /// `ibv_wc_read_dlid_path_bits`.
     #[doc(alias = "ibv_wc_read_dlid_path_bits")]
     #[inline]
     pub fn read_dlid_path_bits(&self) -> u8 {
-        field!(self, |c| c.dlid_path_bits(), |w| w.dlid_path_bits)
+        field!(self, |c| c.dlid_path_bits(), |_e| 0)
     }
 
     /// `ibv_wc_read_pkey_index` (not in libibverbs' list but in `ibv_wc`).
     #[inline]
     pub fn read_pkey_index(&self) -> u16 {
-        field!(self, |c| c.pkey_index(), |w| w.pkey_index)
+        field!(self, |c| c.pkey_index(), |_e| 0)
     }
 
     /// The whole current completion as a [`Wc`].
     #[inline]
     pub fn wc(&self) -> Wc {
-        field!(self, |c| wc_from_rxe(&c.cqe()), |w| *w)
+        match &self.inner {
+            Inner::Rxe { cur, .. } => wc_from_rxe(&cur.cqe()),
+            Inner::Efa { cur, .. } => cur.wc(),
+        }
+    }
+
+    /// `efadv_wc_read_sgid`: the sender's GID, for a receive on an EFA CQ created with
+    /// `WITH_SGID` from a sender this side has no AH for; `ENOENT` otherwise (rdma-core
+    /// returns -ENOENT when the AH is known), `EOPNOTSUPP` on a non-EFA CQ.
+    #[doc(alias = "efadv_wc_read_sgid")]
+    pub fn read_sgid(&self) -> Result<[u8; 16]> {
+        match &self.inner {
+            Inner::Efa { cur, shared } => cur.read_sgid(&|| shared.label()),
+            Inner::Rxe { shared, .. } => Err(Error::invalid(
+                "efadv_wc_read_sgid",
+                shared.label(),
+                Errno::OPNOTSUPP,
+                "not an EFA CQ",
+            )),
+        }
+    }
+
+    /// `efadv_wc_is_unsolicited`: an RDMA write with immediate that consumed no receive WR
+    /// (its `wr_id` is 0); always `false` on a non-EFA CQ.
+    #[doc(alias = "efadv_wc_is_unsolicited")]
+    #[inline]
+    pub fn is_unsolicited(&self) -> bool {
+        match &self.inner {
+            Inner::Efa { cur, .. } => cur.cur.is_unsolicited(),
+            Inner::Rxe { .. } => false,
+        }
     }
 }

@@ -177,6 +177,18 @@ impl EfaCqRing {
         }
     }
 
+    /// Opens an extended poll (`ibv_start_poll`): a cursor on the first completion, or
+    /// `None`. Completions of QPs that are gone are skipped and counted, as in `poll_with`.
+    #[inline]
+    pub(crate) fn start_poll(&mut self) -> std::result::Result<Option<EfaCursor<'_>>, EfaError> {
+        let mut c = EfaCursor {
+            cur: self.cq.poll_cursor(),
+            table: &self.table,
+            stale: &mut self.stale,
+        };
+        Ok(if c.advance()? { Some(c) } else { None })
+    }
+
     pub(crate) fn req_notify(&mut self, solicited_only: bool, label: String) -> Result<()> {
         self.cq
             .req_notify(solicited_only)
@@ -190,6 +202,84 @@ impl EfaCqRing {
     pub(crate) fn sub_cqs(&self) -> u16 {
         self.cq.config().num_sub_cqs
     }
+}
+
+/// An open extended poll of an EFA CQ: the provider's lazy cursor plus what resolves QP
+/// numbers. The QP table is read only inside `advance` (one `begin_poll` per call, ended
+/// before it returns), never while the application holds the cursor: a QP destroyed between
+/// two `next_poll`s (even on this thread) must not wait for the poll to end.
+pub(crate) struct EfaCursor<'a> {
+    pub(crate) cur: uverbs_efa::cq::PollCursor<'a>,
+    table: &'a QpTable,
+    stale: &'a mut u64,
+}
+
+impl EfaCursor<'_> {
+    /// `ibv_next_poll`: `Ok(false)` when there is nothing more (the cursor stays where it
+    /// was). Completions of QPs that are gone are consumed, counted and skipped.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self) -> std::result::Result<bool, EfaError> {
+        // SAFETY: the table's only lookups are made through the `&mut` of the ring that owns
+        // it (`poll_with`, or this cursor, which holds that borrow for its whole life), and
+        // this one ends before `advance` returns, so no other lookup of it exists.
+        let mut lookup = unsafe { self.table.begin_poll() };
+        loop {
+            match self.cur.advance(&mut lookup) {
+                Err(EfaError::UnknownQp { .. }) => *self.stale += 1,
+                r => return r,
+            }
+        }
+    }
+
+    /// `efadv_wc_read_sgid` of the current completion.
+    pub(crate) fn read_sgid(&self, label: &dyn Fn() -> String) -> Result<[u8; 16]> {
+        self.cur.sgid().ok_or_else(|| {
+            Error::invalid(
+                "efadv_wc_read_sgid",
+                format!(
+                    "{}: completion wr_id {} on qp {}",
+                    label(),
+                    self.cur.wr_id(),
+                    self.cur.qp_num()
+                ),
+                Errno::NOENT,
+                "no source GID: not a receive, the sender's AH is known here, or the CQ was created without WITH_SGID",
+            )
+        })
+    }
+
+    /// The current completion as the core's `Wc` (what `Cq::poll` gives for it).
+    #[inline]
+    pub(crate) fn wc(&self) -> Wc {
+        let c = &self.cur;
+        Wc {
+            wr_id: c.wr_id(),
+            status: WcStatus(c.status()),
+            opcode: WcOpcode(c.opcode()),
+            vendor_err: c.vendor_err(),
+            byte_len: c.byte_len(),
+            imm_data: c.imm_data(),
+            qp_num: c.qp_num(),
+            src_qp: c.src_qp(),
+            wc_flags: WcFlags::from_bits_truncate(c.wc_flags()),
+            pkey_index: 0,
+            slid: c.slid(),
+            sl: 0,
+            dlid_path_bits: 0,
+        }
+    }
+}
+
+/// The error an extended poll reports for a bad CQE (which the provider consumed).
+#[cold]
+#[inline(never)]
+pub(crate) fn cursor_error(label: &dyn Fn() -> String, e: &EfaError) -> Error {
+    Error::invalid(
+        "poll_cq",
+        label(),
+        Errno::from_raw_os_error(e.errno()),
+        format!("bad completion from the device: {e}"),
+    )
 }
 
 #[cold]

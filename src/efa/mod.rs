@@ -67,7 +67,7 @@ mod qp;
 mod table;
 
 pub use ah::EfaAh;
-pub(crate) use cq::EfaCqRing;
+pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
 pub use mr::EfaMrAttr;
