@@ -7,12 +7,14 @@
 //! - `efa-post`: N `post_send` calls of one SEND each (queue deep enough, nothing completes);
 //! - `efa-post-list`: N SENDs posted in lists of 32;
 //! - `efa-poll`: 2048 SENDs posted and moved by the model, then N completions polled 16 at a
-//!   time (the post and model work is the same for every N).
+//!   time (the post and model work is the same for every N);
+//! - `efa-start-poll`: the same 2048, then N completions drained through the extended poll:
+//!   one `start_poll`, `wr_id` and `status` read of each, `next_poll` to the N-th, `end_poll`.
 
 #[path = "common.rs"]
 mod common;
 
-use uverbs::Wc;
+use uverbs::{Wc, WcStatus};
 
 const DEPTH: u32 = 4096;
 const POSTED: u32 = 2048;
@@ -22,7 +24,7 @@ fn main() {
     let (phase, n) = match args.as_slice() {
         [p, n] => (p.as_str(), n.parse::<u32>().expect("N is a number")),
         _ => {
-            eprintln!("usage: ring_counts efa-post|efa-post-list|efa-poll N");
+            eprintln!("usage: ring_counts efa-post|efa-post-list|efa-poll|efa-start-poll N");
             std::process::exit(2);
         }
     };
@@ -43,13 +45,7 @@ fn main() {
             }
         }
         "efa-poll" => {
-            let recvs = [w.recv(); 32];
-            let sends = [w.send(); 32];
-            for _ in 0..POSTED / 32 {
-                p.b.qp.post_recv(&recvs).unwrap();
-                p.a.qp.post_send(&sends).unwrap();
-            }
-            assert_eq!(p.fab.process(), POSTED as usize);
+            complete_all(&mut p, &w);
             let mut wcs = [Wc::default(); 16];
             let mut got = 0;
             while got < n {
@@ -59,9 +55,42 @@ fn main() {
                 got += m as u32;
             }
         }
+        "efa-start-poll" => {
+            complete_all(&mut p, &w);
+            let mut sum = 0u64;
+            let mut bad = 0u32;
+            let mut got = 0;
+            if n > 0 {
+                let mut g = p.a.scq.start_poll().unwrap().expect("completions ready");
+                loop {
+                    sum = sum.wrapping_add(std::hint::black_box(g.wr_id()));
+                    bad += u32::from(std::hint::black_box(g.status()) != WcStatus::SUCCESS);
+                    got += 1;
+                    if got == n {
+                        break;
+                    }
+                    assert!(g.next_poll().unwrap(), "completions ready");
+                }
+                g.end_poll();
+            }
+            // Every send was posted with wr_id 1 and succeeded.
+            assert_eq!((sum, bad), (u64::from(n), 0));
+        }
         other => {
             eprintln!("unknown phase {other}");
             std::process::exit(2);
         }
     }
+}
+
+/// Posts 2048 receives on b and 2048 SENDs on a, and lets the model complete them all: the
+/// same work for every N, so it cancels out of the count.
+fn complete_all(p: &mut common::Pair, w: &common::Wrs) {
+    let recvs = [w.recv(); 32];
+    let sends = [w.send(); 32];
+    for _ in 0..POSTED / 32 {
+        p.b.qp.post_recv(&recvs).unwrap();
+        p.a.qp.post_send(&sends).unwrap();
+    }
+    assert_eq!(p.fab.process(), POSTED as usize);
 }

@@ -543,6 +543,11 @@ fn host(criterion: bool) -> Result<bool> {
             "<= 60",
         ),
         ("efa-poll", "EFA poll, 16 at a time (per CQE)", "<= 30"),
+        (
+            "efa-start-poll",
+            "EFA start_poll/next_poll (per CQE)",
+            "<= 30",
+        ),
     ] {
         let one = callgrind(&exe, phase, n)?;
         let two = callgrind(&exe, phase, 2 * n)?;
