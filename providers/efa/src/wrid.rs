@@ -514,7 +514,8 @@ mod tests {
     }
 
     /// Post on one thread, complete on another, out of order, wrapping the free ring many
-    /// times: every wr_id comes back exactly once and with its own value.
+    /// times (ids taken one by one and published, rolled back, or posted from a run): every
+    /// wr_id comes back exactly once and with its own value.
     #[test]
     fn poster_and_completer_on_two_threads() {
         const CAP: u32 = 8;
@@ -530,6 +531,22 @@ mod tests {
             while next < N {
                 let batch = (1 + next % 3).min(N - next);
                 let mut got = Vec::new();
+                if next % 4 == 1 {
+                    // the post_send path: ids posted at once from a run
+                    let mut run = p.run(batch as u32);
+                    for k in 0..batch {
+                        match run.post(next + k) {
+                            Some(r) => got.push((r, next + k)),
+                            None => break,
+                        }
+                    }
+                    drop(run);
+                    next += got.len() as u64;
+                    for g in got {
+                        tx.send(g).unwrap();
+                    }
+                    continue;
+                }
                 for k in 0..batch {
                     match p.alloc(next + k) {
                         Some(r) => got.push((r, next + k)),
