@@ -6,7 +6,9 @@
 //! Property: `CompletionQueue::new` refuses bad configurations with `EfaError::BadConfig`;
 //! `poll` returns at most the slots given, never reads outside the buffer (ASan), never
 //! panics, and hands out each posted wr_id at most once and only wr_ids that were posted —
-//! a hostile CQE is consumed and reported as a typed error instead.
+//! a hostile CQE is consumed and reported as a typed error instead. The same holds for the
+//! lazy extended-poll cursor (`start_poll`, every reader, `advance` with the device writing
+//! meanwhile, drop), whose doorbell at the end carries the consumer counter.
 #![no_main]
 
 use std::collections::HashSet;
@@ -83,7 +85,7 @@ fuzz_target!(|data: &[u8]| {
     let slots = cfg.num_sub_cqs as usize * cfg.sub_cq_depth as usize;
 
     while !inp.is_empty() {
-        match inp.u8() % 6 {
+        match inp.u8() % 7 {
             0 | 1 => {
                 // Post some WRs on a QP (ids become valid completions).
                 let q = inp.below(qps.len() as u32) as usize;
@@ -110,6 +112,60 @@ fuzz_target!(|data: &[u8]| {
             3 => {
                 let _ = cq.req_notify(inp.bool()).map_err(|e| e.to_string());
                 cq.note_event();
+            }
+            4 => {
+                let mut lookup: Vec<QpEntry<'_>> = qps
+                    .iter_mut()
+                    .map(|q| QpEntry {
+                        qp_num: q.qp_num,
+                        send: Some(&mut q.send.1),
+                        recv: Some(&mut q.recv.1),
+                    })
+                    .collect();
+                let before = db.read_u32(0);
+                let mut consumed = false;
+                match cq.start_poll(&mut lookup[..]) {
+                    Ok(Some(mut c)) => {
+                        consumed = true;
+                        check(&c.wc(), &mut posted);
+                        for _ in 0..inp.below(2 * slots as u32 + 2) {
+                            if inp.u8() % 4 == 0 {
+                                // The device may write while a poll is open.
+                                let slot = inp.below(slots as u32) as usize;
+                                let bytes = inp.take(entry).to_vec();
+                                buf.write(slot * entry, &bytes);
+                            }
+                            match c.advance(&mut lookup[..]) {
+                                Ok(true) => check(&c.wc(), &mut posted),
+                                Ok(false) => {
+                                    if inp.bool() {
+                                        break;
+                                    }
+                                }
+                                Err(e) => {
+                                    let _ = e.to_string();
+                                    // Still readable: the last good completion (or none).
+                                    let _ = c.wc();
+                                }
+                            }
+                        }
+                        let _ = format!("{c:?}");
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        consumed = true;
+                        let _ = e.to_string();
+                    }
+                }
+                if with_db {
+                    let after = db.read_u32(0);
+                    if consumed {
+                        // Ending the poll rang the doorbell with the consumer counter.
+                        assert_eq!(after & 0xffff, u32::from(cq.consumer_counter()));
+                    } else {
+                        assert_eq!(after, before, "an empty poll rings nothing");
+                    }
+                }
             }
             _ => {
                 let n = 1 + inp.below(8) as usize;
@@ -144,3 +200,16 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A completion handed out once: a posted wr_id, never seen before (or 0, unsolicited).
+fn check(wc: &Wc, posted: &mut HashSet<u64>) {
+    if wc.is_unsolicited {
+        assert_eq!(wc.wr_id, 0);
+        return;
+    }
+    assert!(
+        posted.remove(&wc.wr_id),
+        "wr_id {} completed but not outstanding (or twice)",
+        wc.wr_id
+    );
+}
