@@ -1,11 +1,15 @@
 //! Work completions (`struct ibv_wc`) and their status, opcode and flag types.
 
 use bitflags::bitflags;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// A completion status (`enum ibv_wc_status`): a number with named values, so a value the
 /// hardware invents is just a number, never undefined behaviour.
 #[doc(alias = "ibv_wc_status")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(transparent)]
 pub struct WcStatus(pub u32);
 
 #[allow(missing_docs)]
@@ -81,7 +85,10 @@ impl std::fmt::Display for WcStatus {
 
 /// A completion opcode (`enum ibv_wc_opcode`).
 #[doc(alias = "ibv_wc_opcode")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(transparent)]
 pub struct WcOpcode(pub u32);
 
 #[allow(missing_docs)]
@@ -105,11 +112,19 @@ impl WcOpcode {
     }
 }
 
+/// Completion flags (`enum ibv_wc_flags`).
+///
+/// Declared outside `bitflags!` (which then only adds the flag methods) so it can be a
+/// transparent `u32` with zerocopy's traits, as `Wc` needs to be filled by a whole copy.
+#[doc(alias = "ibv_wc_flags")]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, Default, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(transparent)]
+pub struct WcFlags(u32);
+
 bitflags! {
-    /// Completion flags (`enum ibv_wc_flags`).
-    #[doc(alias = "ibv_wc_flags")]
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct WcFlags: u32 {
+    impl WcFlags: u32 {
         /// A GRH is in the first 40 bytes of the receive buffer.
         const GRH = 1 << 0;
         /// `imm_data` is valid.
@@ -127,12 +142,28 @@ bitflags! {
     }
 }
 
+/// Prints like a `bitflags!` type: `WcFlags(GRH | WITH_IMM)`, `WcFlags(0x0)` when empty.
+impl std::fmt::Debug for WcFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WcFlags(")?;
+        if self.is_empty() {
+            write!(f, "{:#x}", self.bits())?;
+        } else {
+            bitflags::parser::to_writer(self, &mut *f)?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// A work completion (`struct ibv_wc`).
 ///
 /// Laid out like `struct ibv_wc` (and the kernel's `struct ib_uverbs_wc`, which rxe writes into
 /// its CQ ring), so one is filled from a ring slot with wide copies plus the flag translation.
+///
+/// `FromBytes` (every field is a plain number), so a ring slot can be copied into one whole;
+/// not `IntoBytes`, because `struct ibv_wc` ends in two bytes of padding.
 #[doc(alias = "ibv_wc")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct Wc {
     /// The `wr_id` of the completed work request.
@@ -191,6 +222,19 @@ impl Wc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_debug_reads_like_bitflags() {
+        assert_eq!(format!("{:?}", WcFlags::empty()), "WcFlags(0x0)");
+        assert_eq!(
+            format!("{:?}", WcFlags::GRH | WcFlags::WITH_INV),
+            "WcFlags(GRH | WITH_INV)"
+        );
+        assert_eq!(
+            format!("{:?}", WcFlags::from_bits_retain(0x101)),
+            "WcFlags(GRH | 0x100)"
+        );
+    }
 
     #[test]
     fn unknown_status_is_a_number_with_a_name() {

@@ -4,7 +4,7 @@
 //! lengths, QP numbers) — rewritten between calls, as a kernel could at any time.
 //!
 //! Property: `Queue::from_raw`, `CompletionQueue::{new, ready, peek, poll, poll_batch,
-//! refresh, take, start_poll}` (and the lazy `PollCursor`'s readers, `advance` and drop, with
+//! refresh, take, take_raw, start_poll}` (and the lazy `PollCursor`'s readers, `advance` and drop, with
 //! the kernel moving while a cursor is open), `SendQueue`/`RecvQueue` construction and posting return values or typed
 //! `RingError`s / `PostError`s; they never read or write outside the mapping (ASan), never
 //! panic, never hand out more completions than were asked for, keep our own index in range,
@@ -166,6 +166,13 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
                 }
                 if let Ok(r) = cq.ready() {
                     assert!(r < slots);
+                }
+                // The whole-slot copy (`Cq::poll` on rxe) takes exactly what was counted.
+                let want = 1 + inp.below(8) as usize;
+                if let Ok(r) = cq.refresh(want) {
+                    let mut raw = [[0u64; 6]; 8];
+                    assert_eq!(cq.take_raw(&mut raw[..want], |w: [u64; 6]| w), Ok(r));
+                    assert!(r == 0 || mem.read_u32(CONS) < slots);
                 }
             }
             4 => match cq.start_poll() {

@@ -877,6 +877,47 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
 }
 
 #[test]
+fn cq_take_raw_copies_slots_whole_across_the_wrap() {
+    let m = FakeMapping::new(6, 2); // 4 slots of 64 bytes
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    // Move the ring to slot 2 so the next three completions wrap after one.
+    for i in 0..2 {
+        assert!(m.kernel_produce(wc(i).as_bytes()));
+    }
+    assert_eq!(cq.poll_batch(&mut [Cqe::default(); 2]), Ok(2));
+    for i in 0..3 {
+        let mut w = wc(10 + i);
+        w.port_num = 7 + i as u8;
+        assert!(m.kernel_produce(w.as_bytes()));
+    }
+    // Known ready is all `take_raw` takes; nothing is copied before `refresh` counted it.
+    let mut out = [UverbsWc::default(); 4];
+    assert_eq!(cq.take_raw(&mut out, |w: UverbsWc| w), Ok(0));
+    assert_eq!(cq.refresh(4), Ok(3));
+    let mut fixed = 0;
+    let n = cq.take_raw(&mut out, |mut w: UverbsWc| {
+        fixed += 1;
+        w.wc_flags ^= 0x8000_0000;
+        w
+    });
+    assert_eq!((n, fixed), (Ok(3), 3));
+    for (i, w) in out[..3].iter().enumerate() {
+        let mut want = wc(10 + i as u64);
+        want.port_num = 7 + i as u8;
+        want.wc_flags ^= 0x8000_0000;
+        // Every byte of the 48, the last two included, came from its own slot.
+        assert_eq!(w.as_bytes(), want.as_bytes(), "completion {i}");
+    }
+    assert_eq!(
+        out[3].as_bytes(),
+        UverbsWc::default().as_bytes(),
+        "untouched"
+    );
+    assert_eq!(m.consumer(), 1, "one release store, after the wrap");
+    assert_eq!(cq.refresh(1), Ok(0));
+}
+
+#[test]
 fn cq_cursor_reads_fields_in_place_wraps_and_publishes_once() {
     let m = FakeMapping::new(6, 2); // 4 slots of 64 bytes: 3 usable
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
