@@ -303,12 +303,28 @@ impl Queue {
         Some(unsafe { self.base.as_ptr().add(off) })
     }
 
+    /// Zeroes `len` bytes of slot `index` from `offset`. Returns `false` (writing nothing) if
+    /// the range does not fit in one element. Same rule as [`Queue::write_slot`].
+    #[must_use]
+    #[inline]
+    pub(crate) fn zero_slot(&self, index: u32, offset: usize, len: usize) -> bool {
+        let Some(dst) = self.slot_ptr(index, offset, len) else {
+            return false;
+        };
+        // SAFETY: `dst..dst+len` is inside the mapping (slot_ptr) and the slot is owned by us
+        // per the caller's protocol, so the kernel does not access it concurrently; a byte
+        // store through a raw pointer forms no reference into the mapping.
+        unsafe { core::ptr::write_bytes(dst, 0, len) };
+        true
+    }
+
     /// Copies `bytes` into slot `index` at `offset`. Returns `false` (writing nothing) if the
     /// range does not fit in one element.
     ///
     /// Only call this for a slot the other side does not own (a producer's slot at or after its
     /// private producer index, before publishing it).
     #[must_use]
+    #[inline]
     pub(crate) fn write_slot(&self, index: u32, offset: usize, bytes: &[u8]) -> bool {
         let Some(dst) = self.slot_ptr(index, offset, bytes.len()) else {
             return false;

@@ -20,7 +20,7 @@ use uverbs_uapi::rxe::{
     RxeAv, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd, RxeSge,
     RXE_WQE_STATE_POSTED,
 };
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::IntoBytes;
 
 use crate::error::{PostError, RingError};
 use crate::producer::Producer;
@@ -33,8 +33,15 @@ const IBV_ACCESS_ZERO_BASED: u32 = 1 << 5;
 /// Offset of the data area (SGE array / inline bytes) in a send WQE slot.
 const SQ_DATA_OFFSET: usize = size_of::<RxeSendWqe>();
 const SQ_DMA_OFFSET: usize = offset_of!(RxeSendWqe, dma);
+const SQ_WR_ID_OFFSET: usize = offset_of!(RxeSendWr, wr_id);
+const SQ_OPCODE_OFFSET: usize = offset_of!(RxeSendWr, opcode);
 const SQ_FLAGS_OFFSET: usize = offset_of!(RxeSendWr, send_flags);
+const SQ_EX_OFFSET: usize = offset_of!(RxeSendWr, ex);
 const SQ_WR_UNION_OFFSET: usize = offset_of!(RxeSendWr, wr);
+const SQ_STATE_OFFSET: usize = offset_of!(RxeSendWqe, state);
+const SQ_IOVA_OFFSET: usize = offset_of!(RxeSendWqe, iova);
+// The `RxeSendWr` offsets above are slot offsets because `wr` starts the WQE.
+const _: () = assert!(offset_of!(RxeSendWqe, wr) == 0);
 
 /// Transport type of the QP that owns a send queue (`IBV_QPT_*`; rxe has no XRC/raw packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -508,79 +515,104 @@ impl SendQueue {
 
     // ----- WQE writing -----------------------------------------------------------------------
 
-    /// The fixed part of a send WQE for `op` (data description filled in by the caller).
-    fn header(wr_id: u64, flags: u32, op: &SendOp) -> RxeSendWqe {
-        let mut wqe = RxeSendWqe::new_zeroed();
-        wqe.wr.wr_id = wr_id;
-        wqe.wr.opcode = op.opcode() as u32;
-        wqe.wr.send_flags = flags;
-        wqe.state = RXE_WQE_STATE_POSTED;
+    /// Writes the fixed part of a send WQE for `op` straight into slot `index`: the whole
+    /// `rxe_send_wqe` zeroed, then the fields `op` sets (the data area and `dma` are the
+    /// caller's). The bytes are those of a zeroed [`RxeSendWqe`] with these fields set, without
+    /// building one on the stack and copying it into the slot.
+    #[inline]
+    fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &SendOp) -> Result<(), PostError> {
+        if !self.p.q.zero_slot(index, 0, SQ_DATA_OFFSET) {
+            return Err(PostError::Ring(RingError::ElemTooSmall {
+                need: SQ_DATA_OFFSET,
+                found: self.p.q.elem_size(),
+            }));
+        }
+        self.put(index, SQ_WR_ID_OFFSET, &wr_id.to_ne_bytes())?;
+        self.put(index, SQ_OPCODE_OFFSET, &(op.opcode() as u32).to_ne_bytes())?;
+        self.put(index, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
+        self.put(index, SQ_STATE_OFFSET, &RXE_WQE_STATE_POSTED.to_ne_bytes())?;
         match *op {
-            SendOp::Send => {}
-            SendOp::SendWithImm { imm_data } => wqe.wr.set_imm_data(imm_data),
+            SendOp::Send => Ok(()),
+            SendOp::SendWithImm { imm_data } => {
+                // Big-endian, as `RxeSendWr::set_imm_data` stores it.
+                self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
+            }
             SendOp::SendWithInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
-                wqe.wr.set_invalidate_rkey(invalidate_rkey)
+                self.put(index, SQ_EX_OFFSET, &invalidate_rkey.to_ne_bytes())
             }
             SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
-                wqe.wr.set_rdma(&RxeSendWrRdma {
-                    remote_addr,
-                    rkey,
-                    reserved: 0,
-                });
-                wqe.iova = remote_addr;
+                self.put_rdma(index, remote_addr, rkey)
             }
             SendOp::RdmaWriteWithImm {
                 remote_addr,
                 rkey,
                 imm_data,
             } => {
-                wqe.wr.set_rdma(&RxeSendWrRdma {
-                    remote_addr,
-                    rkey,
-                    reserved: 0,
-                });
-                wqe.wr.set_imm_data(imm_data);
-                wqe.iova = remote_addr;
+                self.put_rdma(index, remote_addr, rkey)?;
+                self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
             }
             SendOp::AtomicCmpAndSwp {
                 remote_addr,
                 rkey,
                 compare,
                 swap,
-            } => {
-                wqe.wr.set_atomic(&RxeSendWrAtomic {
+            } => self.put_atomic(
+                index,
+                &RxeSendWrAtomic {
                     remote_addr,
                     compare_add: compare,
                     swap,
                     rkey,
                     reserved: 0,
-                });
-                wqe.iova = remote_addr;
-            }
+                },
+            ),
             SendOp::AtomicFetchAndAdd {
                 remote_addr,
                 rkey,
                 add,
-            } => {
-                wqe.wr.set_atomic(&RxeSendWrAtomic {
+            } => self.put_atomic(
+                index,
+                &RxeSendWrAtomic {
                     remote_addr,
                     compare_add: add,
                     swap: 0,
                     rkey,
                     reserved: 0,
-                });
-                wqe.iova = remote_addr;
-            }
-            SendOp::BindMw(b) => wqe.wr.set_mw(&RxeSendWrMw {
-                addr: b.addr,
-                length: b.length,
-                mr_lkey: b.mr_lkey,
-                mw_rkey: b.mw_rkey,
-                rkey: b.rkey,
-                access: b.access,
-            }),
+                },
+            ),
+            SendOp::BindMw(b) => self.put(
+                index,
+                SQ_WR_UNION_OFFSET,
+                RxeSendWrMw {
+                    addr: b.addr,
+                    length: b.length,
+                    mr_lkey: b.mr_lkey,
+                    mw_rkey: b.mw_rkey,
+                    rkey: b.rkey,
+                    access: b.access,
+                }
+                .as_bytes(),
+            ),
         }
-        wqe
+    }
+
+    /// `wr.rdma` and its copy in `iova`, in slot `index`.
+    #[inline]
+    fn put_rdma(&self, index: u32, remote_addr: u64, rkey: u32) -> Result<(), PostError> {
+        let rdma = RxeSendWrRdma {
+            remote_addr,
+            rkey,
+            reserved: 0,
+        };
+        self.put(index, SQ_WR_UNION_OFFSET, rdma.as_bytes())?;
+        self.put(index, SQ_IOVA_OFFSET, &remote_addr.to_ne_bytes())
+    }
+
+    /// `wr.atomic` and its remote address in `iova`, in slot `index`.
+    #[inline]
+    fn put_atomic(&self, index: u32, atomic: &RxeSendWrAtomic) -> Result<(), PostError> {
+        self.put(index, SQ_WR_UNION_OFFSET, atomic.as_bytes())?;
+        self.put(index, SQ_IOVA_OFFSET, &atomic.remote_addr.to_ne_bytes())
     }
 
     fn ud_bytes(dest: &UdDest<'_>) -> RxeSendWrUd {
@@ -598,6 +630,7 @@ impl SendQueue {
 
     /// Writes `bytes` at `offset` of slot `index`; the range was proven to fit by validation
     /// against caps that [`Self::new`] checked against the element size.
+    #[inline]
     fn put(&self, index: u32, offset: usize, bytes: &[u8]) -> Result<(), PostError> {
         if self.p.q.write_slot(index, offset, bytes) {
             Ok(())
@@ -610,6 +643,7 @@ impl SendQueue {
     }
 
     /// Writes the data area for `payload`; returns `num_sge`.
+    #[inline]
     fn put_payload(&self, index: u32, payload: &Payload<'_>) -> Result<u32, PostError> {
         match payload {
             Payload::Sge(sges) => {
@@ -632,6 +666,7 @@ impl SendQueue {
         }
     }
 
+    #[inline]
     fn put_dma(&self, index: u32, length: u32, num_sge: u32) -> Result<(), PostError> {
         let dma = uverbs_uapi::rxe::RxeDmaInfo {
             length,
@@ -666,16 +701,15 @@ impl SendQueue {
         self.p.reserve()?;
 
         let flags = wr.flags.bits() | if inline { IB_SEND_INLINE } else { 0 };
-        let mut wqe = Self::header(wr.wr_id, flags, &wr.op);
-        if let Some(dest) = &wr.ud {
-            wqe.wr.set_ud(&Self::ud_bytes(dest));
-        }
+        // Written in place in the free slot at our private producer index: the kernel does not
+        // look at it before `publish`, and a WR that fails here leaves it unpublished.
         let index = self.p.prod;
+        self.put_header(index, wr.wr_id, flags, &wr.op)?;
+        if let Some(dest) = &wr.ud {
+            self.put(index, SQ_WR_UNION_OFFSET, Self::ud_bytes(dest).as_bytes())?;
+        }
         let num_sge = self.put_payload(index, &wr.payload)?;
-        wqe.dma.length = length;
-        wqe.dma.resid = length;
-        wqe.dma.num_sge = num_sge;
-        self.put(index, 0, wqe.as_bytes())?;
+        self.put_dma(index, length, num_sge)?;
         self.p.advance();
         Ok(())
     }
@@ -737,8 +771,7 @@ impl SendQueue {
         let opcode = self.check_opcode(&op)?;
         self.p.reserve()?;
         let index = self.p.prod;
-        let wqe = Self::header(wr_id, flags.bits(), &op);
-        self.put(index, 0, wqe.as_bytes())?;
+        self.put_header(index, wr_id, flags.bits(), &op)?;
         self.p.advance();
         if let Some(b) = self.batch.as_mut() {
             b.cur = Some(Current {

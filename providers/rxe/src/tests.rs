@@ -6,7 +6,10 @@
 use core::num::NonZeroU32;
 use std::vec::Vec;
 
-use uverbs_uapi::rxe::{RxeAv, RxeRecvWqe, RxeSendWqe, RxeSge, RXE_WQE_STATE_POSTED};
+use uverbs_uapi::rxe::{
+    RxeAv, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge,
+    RXE_WQE_STATE_POSTED,
+};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::cq::UverbsWc;
@@ -243,6 +246,189 @@ fn every_opcode_writes_the_right_fields() {
         (mw.addr, mw.length, mw.mr_lkey, mw.mw_rkey, mw.rkey, mw.access),
         (0x7000, 0x800, 0x55, 0x100, 0x101, 0x2)
     );
+}
+
+/// What a send WQE's fixed part must be: a zeroed `rxe_send_wqe` with the fields `wr` sets,
+/// built through the uapi setters (how `post` built it before it wrote in place).
+fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
+    let mut w = RxeSendWqe::default();
+    w.wr.wr_id = wr.wr_id;
+    w.wr.opcode = wr.op.opcode() as u32;
+    let inline = !matches!(wr.payload, Payload::Sge(_));
+    w.wr.send_flags = wr.flags.bits() | if inline { 1 << 3 } else { 0 };
+    w.state = RXE_WQE_STATE_POSTED;
+    match wr.op {
+        SendOp::Send => {}
+        SendOp::SendWithImm { imm_data } => w.wr.set_imm_data(imm_data),
+        SendOp::SendWithInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
+            w.wr.set_invalidate_rkey(invalidate_rkey)
+        }
+        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            w.wr.set_rdma(&RxeSendWrRdma {
+                remote_addr,
+                rkey,
+                reserved: 0,
+            });
+            w.iova = remote_addr;
+        }
+        SendOp::RdmaWriteWithImm {
+            remote_addr,
+            rkey,
+            imm_data,
+        } => {
+            w.wr.set_rdma(&RxeSendWrRdma {
+                remote_addr,
+                rkey,
+                reserved: 0,
+            });
+            w.wr.set_imm_data(imm_data);
+            w.iova = remote_addr;
+        }
+        SendOp::AtomicCmpAndSwp {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => {
+            w.wr.set_atomic(&RxeSendWrAtomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+                reserved: 0,
+            });
+            w.iova = remote_addr;
+        }
+        SendOp::AtomicFetchAndAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => {
+            w.wr.set_atomic(&RxeSendWrAtomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+                reserved: 0,
+            });
+            w.iova = remote_addr;
+        }
+        SendOp::BindMw(b) => w.wr.set_mw(&RxeSendWrMw {
+            addr: b.addr,
+            length: b.length,
+            mr_lkey: b.mr_lkey,
+            mw_rkey: b.mw_rkey,
+            rkey: b.rkey,
+            access: b.access,
+        }),
+    }
+    w.dma.length = length;
+    w.dma.resid = length;
+    w.dma.num_sge = num_sge;
+    w
+}
+
+#[test]
+fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots() {
+    // Every slot full of stale bytes first (as a reused slot is), so a field the in-place
+    // write forgot to zero shows up.
+    let m = FakeMapping::new(9, 4);
+    let stale = [0xa5u8; 512];
+    while m.kernel_produce(&stale) {}
+    m.set_consumer(8);
+    while m.kernel_produce(&stale) {}
+    m.set_producer(0);
+    m.set_consumer(0);
+    assert!((0..16).all(|i| m.peek_slot(i) == stale));
+    let mut sq = SendQueue::new(open(&m), rc_caps()).unwrap();
+    let list = [sge(0x1000, 8, 0x11), sge(0x2000, 16, 0x12)];
+    let bind = MwBind {
+        mw_rkey: 0x100,
+        rkey: 0x101,
+        mr_lkey: 0x55,
+        addr: 0x7000,
+        length: 0x800,
+        access: 0x2,
+    };
+    let inline = [0x3cu8; 24];
+    let wrs = [
+        SendWr::new(1, SendOp::Send).sge(&list[..1]),
+        SendWr::new(2, SendOp::SendWithImm { imm_data: 0xA1B2 }).inline(&inline),
+        SendWr::new(3, SendOp::SendWithInv { invalidate_rkey: 7 }).sge(&list),
+        SendWr::new(
+            4,
+            SendOp::RdmaWrite {
+                remote_addr: 0xDEAD_0000,
+                rkey: 0x99,
+            },
+        )
+        .sge(&list)
+        .flags(SendFlags::SIGNALED | SendFlags::FENCE),
+        SendWr::new(
+            5,
+            SendOp::RdmaWriteWithImm {
+                remote_addr: 0xBEEF_0000,
+                rkey: 0x98,
+                imm_data: 7,
+            },
+        ),
+        SendWr::new(
+            6,
+            SendOp::RdmaRead {
+                remote_addr: 0xCAFE_0000,
+                rkey: 0x97,
+            },
+        )
+        .sge(&list[..1]),
+        SendWr::new(
+            7,
+            SendOp::AtomicCmpAndSwp {
+                remote_addr: 0x8000,
+                rkey: 0x96,
+                compare: 10,
+                swap: 20,
+            },
+        )
+        .sge(&list[..1]),
+        SendWr::new(
+            8,
+            SendOp::AtomicFetchAndAdd {
+                remote_addr: 0x8008,
+                rkey: 0x95,
+                add: 3,
+            },
+        )
+        .sge(&list[..1])
+        .flags(SendFlags::SOLICITED),
+        SendWr::new(
+            9,
+            SendOp::LocalInv {
+                invalidate_rkey: 0x1234,
+            },
+        ),
+        SendWr::new(10, SendOp::BindMw(bind)),
+    ];
+    for wr in &wrs {
+        sq.post(wr).unwrap();
+    }
+    sq.publish();
+    for wr in &wrs {
+        let bytes = m.kernel_consume().unwrap();
+        let (length, num_sge, data): (u32, u32, &[u8]) = match wr.payload {
+            Payload::Sge(s) => (
+                s.iter().map(|x| x.length).sum(),
+                s.len() as u32,
+                s.as_bytes(),
+            ),
+            Payload::Inline(d) => (d.len() as u32, 0, d),
+            Payload::InlineList(_) => unreachable!(),
+        };
+        let want = expected_header(wr, length, num_sge);
+        assert_eq!(&bytes[..WQE], want.as_bytes(), "wr_id {}", wr.wr_id);
+        assert_eq!(&bytes[WQE..WQE + data.len()], data, "wr_id {}", wr.wr_id);
+        // Past the data the slot is not part of the WQE: left as it was.
+        assert!(bytes[WQE + data.len()..].iter().all(|&b| b == 0xa5));
+    }
 }
 
 #[test]
