@@ -127,23 +127,29 @@ impl std::fmt::Debug for EfaCqRing {
 #[inline(always)]
 fn wc_from_efa(c: &uverbs_efa::Wc) -> EfaWc {
     EfaWc {
-        wc: Wc {
-            wr_id: c.wr_id,
-            status: WcStatus(c.status),
-            opcode: WcOpcode(c.opcode),
-            vendor_err: c.vendor_err,
-            byte_len: c.byte_len,
-            imm_data: c.imm_data,
-            qp_num: c.qp_num,
-            src_qp: c.src_qp,
-            wc_flags: WcFlags::from_bits_truncate(c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM),
-            pkey_index: 0,
-            slid: c.slid,
-            sl: 0,
-            dlid_path_bits: 0,
-        },
+        wc: core_wc(c),
         sgid: c.sgid,
         is_unsolicited: c.is_unsolicited,
+    }
+}
+
+/// The standard fields of a provider completion as the core's `Wc`.
+#[inline(always)]
+fn core_wc(c: &uverbs_efa::Wc) -> Wc {
+    Wc {
+        wr_id: c.wr_id,
+        status: WcStatus(c.status),
+        opcode: WcOpcode(c.opcode),
+        vendor_err: c.vendor_err,
+        byte_len: c.byte_len,
+        imm_data: c.imm_data,
+        qp_num: c.qp_num,
+        src_qp: c.src_qp,
+        wc_flags: WcFlags::from_bits_truncate(c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM),
+        pkey_index: 0,
+        slid: c.slid,
+        sl: 0,
+        dlid_path_bits: 0,
     }
 }
 
@@ -251,22 +257,7 @@ impl EfaCursor<'_> {
     /// The current completion as the core's `Wc` (what `Cq::poll` gives for it).
     #[inline]
     pub(crate) fn wc(&self) -> Wc {
-        let c = &self.cur;
-        Wc {
-            wr_id: c.wr_id(),
-            status: WcStatus(c.status()),
-            opcode: WcOpcode(c.opcode()),
-            vendor_err: c.vendor_err(),
-            byte_len: c.byte_len(),
-            imm_data: c.imm_data(),
-            qp_num: c.qp_num(),
-            src_qp: c.src_qp(),
-            wc_flags: WcFlags::from_bits_truncate(c.wc_flags()),
-            pkey_index: 0,
-            slid: c.slid(),
-            sl: 0,
-            dlid_path_bits: 0,
-        }
+        core_wc(&self.cur.wc_without_sgid())
     }
 }
 

@@ -832,19 +832,52 @@ impl PollCursor<'_> {
     /// The current completion as a [`Wc`], exactly as [`CompletionQueue::poll`] gives it.
     pub fn wc(&self) -> Wc {
         Wc {
-            wr_id: self.wr_id(),
-            status: self.status(),
-            vendor_err: self.vendor_err(),
-            opcode: self.opcode(),
-            byte_len: self.byte_len(),
-            imm_data: self.imm_data(),
-            qp_num: self.qp_num(),
-            src_qp: self.src_qp(),
-            slid: self.slid(),
-            wc_flags: self.wc_flags(),
             sgid: self.sgid(),
-            is_unsolicited: self.is_unsolicited(),
+            ..self.wc_without_sgid()
         }
+    }
+
+    /// [`wc`](Self::wc) without the source GID (`sgid: None`; a caller that wants it reads
+    /// [`sgid`](Self::sgid)): reads each CQE word it needs once, so a caller converting every
+    /// completion pays only for the words of its kind (1 and 2 for a send, 1 to 4, and word 4
+    /// for an RDMA write with immediate on 32-byte entries, for a receive).
+    #[inline]
+    pub fn wc_without_sgid(&self) -> Wc {
+        let w0 = self.word(0);
+        let w1 = self.word(1);
+        let status = (w0 >> 16) as u8;
+        let flags = (w0 >> 24) as u8;
+        let op = field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags);
+        let mut wc = Wc {
+            wr_id: self.wr_id,
+            status: wc_status_from_efa(status),
+            vendor_err: u32::from(status),
+            qp_num: w1 & 0xffff,
+            ..Wc::default()
+        };
+        if field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) != EFA_IO_RECV_QUEUE {
+            wc.opcode = send_wc_opcode(op);
+            return wc;
+        }
+        let w2 = self.word(2);
+        wc.byte_len = w1 >> 16;
+        if op == EFA_IO_RDMA_WRITE {
+            if self.cq.cfg.entry_size == EFA_CQE_SIZE_EX {
+                // Word 4 of a 32-byte entry: `rdma_write.length_hi`.
+                wc.byte_len |= (self.word(4) & 0xffff) << 16;
+            }
+            wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+        } else {
+            wc.opcode = IBV_WC_RECV;
+        }
+        wc.src_qp = w2 >> 16;
+        wc.slid = w2 as u16;
+        if flags & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
+            wc.imm_data = self.word(3);
+            wc.wc_flags = IBV_WC_WITH_IMM;
+        }
+        wc.is_unsolicited = flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0;
+        wc
     }
 }
 
