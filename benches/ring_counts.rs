@@ -8,6 +8,8 @@
 //! - `efa-post-list`: N SENDs posted in lists of 32;
 //! - `efa-poll`: 2048 SENDs posted and moved by the model, then N completions polled 16 at a
 //!   time (the post and model work is the same for every N);
+//! - `efa-poll-one`: the same, one completion per `poll` call (what the extended poll on EFA
+//!   cost before it had its own cursor: a `poll` of one per `start_poll`/`next_poll`);
 //! - `efa-start-poll`: the same 2048, then N completions drained through the extended poll:
 //!   one `start_poll`, `wr_id` and `status` read of each, `next_poll` to the N-th, `end_poll`.
 
@@ -24,7 +26,9 @@ fn main() {
     let (phase, n) = match args.as_slice() {
         [p, n] => (p.as_str(), n.parse::<u32>().expect("N is a number")),
         _ => {
-            eprintln!("usage: ring_counts efa-post|efa-post-list|efa-poll|efa-start-poll N");
+            eprintln!(
+                "usage: ring_counts efa-post|efa-post-list|efa-poll|efa-poll-one|efa-start-poll N"
+            );
             std::process::exit(2);
         }
     };
@@ -44,12 +48,13 @@ fn main() {
                 p.a.qp.post_send(std::hint::black_box(&wrs)).unwrap();
             }
         }
-        "efa-poll" => {
+        "efa-poll" | "efa-poll-one" => {
             complete_all(&mut p, &w);
+            let per_call = if phase == "efa-poll" { 16 } else { 1 };
             let mut wcs = [Wc::default(); 16];
             let mut got = 0;
             while got < n {
-                let k = (n - got).min(16) as usize;
+                let k = (n - got).min(per_call) as usize;
                 let m = p.a.scq.poll(std::hint::black_box(&mut wcs[..k])).unwrap();
                 assert_eq!(m, k, "completions ready");
                 got += m as u32;

@@ -543,6 +543,7 @@ fn host(criterion: bool) -> Result<bool> {
             "<= 60",
         ),
         ("efa-poll", "EFA poll, 16 at a time (per CQE)", "<= 30"),
+        ("efa-poll-one", "EFA poll, 1 at a time (per CQE)", "-"),
         (
             "efa-start-poll",
             "EFA start_poll/next_poll (per CQE)",
