@@ -181,27 +181,8 @@ fn kernel_objects_do_not_leak() {
     // `rdma resource show` counts the kernel objects of every process; ours must come back to
     // where they started after many create/destroy cycles.
     // The kernel records the creating task, which is this test's thread, not the process.
-    let tid = std::fs::read_link("/proc/thread-self")
-        .expect("/proc/thread-self")
-        .file_name()
-        .expect("task id")
-        .to_string_lossy()
-        .into_owned();
-    let tid = tid.as_str();
-    let count = |kind: &str| -> usize {
-        let out = std::process::Command::new("/usr/bin/rdma")
-            .args(["resource", "show", kind])
-            .output()
-            .expect("run rdma resource show");
-        assert!(out.status.success(), "rdma resource show {kind} failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                w.windows(2).any(|p| p[0] == "pid" && p[1] == tid)
-            })
-            .count()
-    };
+    let tid = common::leaks::thread_id();
+    let count = |kind: &str| common::leaks::kernel_objects_of_task(kind, &tid);
     let ctx0 = rxe_context();
     let (pd0, cq0, mr0) = (count("pd"), count("cq"), count("mr"));
     for _ in 0..100 {

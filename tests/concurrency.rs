@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use uverbs::{
     AccessFlags, Ah, AhAttr, CompChannel, Context, Cq, Device, EfaAh, EfaQp, EfaSendSession, Gid,
-    GidType, Mr, MrBuffer, Mw, Pd, PollCq, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendWr, Srq, SrqAttr, Wc, WcOpcode, WcStatus, WrBatch, Xrcd,
+    Mr, MrBuffer, Mw, Pd, PollCq, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
+    RecvWr, SendWr, Srq, SrqAttr, Wc, WcOpcode, WcStatus, WrBatch, Xrcd,
 };
 
 // ----- compile time -------------------------------------------------------------------------
@@ -108,48 +108,17 @@ assert_not_impl!(PollCq<'static>, Sync);
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
-fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let e = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .unwrap_or_else(|| panic!("no IPv4 RoCE v2 GID on port 1: {table:?}"));
-    (e.gid_index as u8, e.gid)
-}
-
-/// Kernel objects of `kind` (`rdma resource show <kind>`), of every task: the VM runs nothing
-/// else that creates verbs objects, and threads of this test create them.
-fn kernel_objects(kind: &str) -> usize {
-    let out = std::process::Command::new("/usr/bin/rdma")
-        .args(["resource", "show", kind])
-        .output()
-        .expect("run /usr/bin/rdma resource show");
-    assert!(
-        out.status.success(),
-        "rdma resource show {kind}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count()
-}
-
 const KINDS: [&str; 6] = ["ctx", "pd", "mr", "cq", "srq", "qp"];
-
-fn device_mappings() -> usize {
-    std::fs::read_to_string("/proc/self/maps")
-        .map(|s| s.lines().filter(|l| l.contains("/dev/infiniband/")).count())
-        .unwrap_or(0)
-}
 
 /// (fds, device mappings, kernel objects per kind in `KINDS`).
 fn snapshot() -> (usize, usize, Vec<usize>) {
     (
         common::open_fds(),
-        device_mappings(),
-        KINDS.iter().map(|k| kernel_objects(k)).collect(),
+        common::leaks::device_mappings(),
+        KINDS
+            .iter()
+            .map(|k| common::leaks::kernel_objects(k))
+            .collect(),
     )
 }
 
@@ -168,86 +137,45 @@ fn assert_back_to(start: &(usize, usize, Vec<usize>), what: &str) {
     );
 }
 
+/// RC: connected to `remote` (timeout 14, 7 retries); UD: to RTS with [`QKEY`].
 fn to_rts(qp: &mut Qp, remote: u32, gid_index: u8, gid: Gid) {
-    let mut init = QpAttr {
+    if qp.qp_type() == QpType::Rc {
+        common::rc::rc_connect(qp, remote, gid_index, gid, 14, 7);
+        return;
+    }
+    let init = QpAttr {
         qp_state: QpState::Init,
         port_num: 1,
+        qkey: QKEY,
         ..QpAttr::default()
     };
-    let mut mask = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT;
-    if qp.qp_type() == QpType::Ud {
-        init.qkey = QKEY;
-        mask |= QpAttrMask::QKEY;
-    } else {
-        init.qp_access_flags = AccessFlags::LOCAL_WRITE;
-        mask |= QpAttrMask::ACCESS_FLAGS;
-    }
-    qp.modify(&init, mask).expect("modify to INIT");
-    let mut rtr = QpAttr {
+    qp.modify(
+        &init,
+        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY,
+    )
+    .expect("modify to INIT");
+    let rtr = QpAttr {
         qp_state: QpState::Rtr,
         ..QpAttr::default()
     };
-    let mut mask = QpAttrMask::STATE;
-    if qp.qp_type() == QpType::Rc {
-        rtr.path_mtu = uverbs::Mtu::Mtu1024;
-        rtr.dest_qp_num = remote;
-        rtr.min_rnr_timer = 1;
-        rtr.ah_attr = AhAttr::roce(gid, gid_index, 1);
-        mask |= QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER;
-    }
-    qp.modify(&rtr, mask).expect("modify to RTR");
-    let mut rts = QpAttr {
+    qp.modify(&rtr, QpAttrMask::STATE).expect("modify to RTR");
+    let rts = QpAttr {
         qp_state: QpState::Rts,
         ..QpAttr::default()
     };
-    let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
-    if qp.qp_type() == QpType::Rc {
-        rts.timeout = 14;
-        rts.retry_cnt = 7;
-        rts.rnr_retry = 7;
-        mask |= QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC;
-    }
-    qp.modify(&rts, mask).expect("modify to RTS");
+    qp.modify(&rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+        .expect("modify to RTS");
 }
 
 const QKEY: u32 = 0x1111_2222;
 
 fn cap(wr: u32) -> QpCap {
-    QpCap {
-        max_send_wr: wr,
-        max_recv_wr: wr,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
+    common::rc::qp_cap(wr)
 }
 
 /// Polls `cq` until `n` completions came (panics after `DEADLINE`).
 fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let start = Instant::now();
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    while out.len() < n {
-        let k = cq.poll(&mut buf).expect("poll_cq");
-        out.extend_from_slice(&buf[..k]);
-        assert!(
-            start.elapsed() < DEADLINE,
-            "only {} of {n} completions: {out:?}",
-            out.len()
-        );
-        if k == 0 {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-    out
+    common::rc::wait_completions::<8>(cq, n, DEADLINE)
 }
 
 // ----- run time, soft-RoCE VM ---------------------------------------------------------------
@@ -260,7 +188,7 @@ fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
 fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
     let start = snapshot();
     let ctx = common::rxe_context();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let pd = ctx.alloc_pd().expect("alloc_pd");
     let ch = ctx.create_comp_channel().expect("create_comp_channel");
     let scq = ctx.create_cq(16, Some(&ch), 0).expect("create_cq");
@@ -405,7 +333,7 @@ fn four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
 
     let start = snapshot();
     let ctx = common::rxe_context();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let pd = ctx.alloc_pd().unwrap();
     let cqe = (THREADS * WINDOW * 2) as u32;
     let scq = ctx.create_cq(cqe, None, 0).unwrap();
@@ -603,7 +531,7 @@ fn one_context_and_pd_serve_four_threads_at_once() {
     const ROUNDS: usize = 25;
     let start = snapshot();
     let ctx = common::rxe_context();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let pd = ctx.alloc_pd().unwrap();
     let ch = ctx.create_comp_channel().unwrap();
     std::thread::scope(|s| {

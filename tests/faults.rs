@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Gid, GidType, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
-    QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc, WcStatus, WrOp,
+    AccessFlags, AhAttr, Cq, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
+    RecvWr, SendWr, Wc, WcStatus, WrOp,
 };
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -23,25 +23,8 @@ fn all_access() -> AccessFlags {
     AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ
 }
 
-/// The port-1 RoCE v2 GID and its index.
-fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let e = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .unwrap_or_else(|| panic!("no IPv4 RoCE v2 GID on port 1: {table:?}"));
-    (e.gid_index as u8, e.gid)
-}
-
 fn rc_qp(pd: &Pd, cq: &Cq, depth: u32) -> Qp {
-    let cap = QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
+    let cap = common::rc::qp_cap(depth);
     pd.create_qp(&QpInitAttr::new(QpType::Rc, cq, cq, cap))
         .expect("create_qp")
 }
@@ -104,22 +87,7 @@ fn connect(qp: &mut Qp, remote_qpn: u32, gid_index: u8, gid: Gid) {
 
 /// Polls until `n` completions arrived (panics naming what came at the deadline).
 fn wait(cq: &mut Cq, n: usize, deadline: Duration) -> Vec<Wc> {
-    let start = Instant::now();
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 32];
-    while out.len() < n {
-        let k = cq.poll(&mut buf).expect("poll_cq");
-        out.extend_from_slice(&buf[..k]);
-        assert!(
-            start.elapsed() < deadline,
-            "only {} of {n} completions in {deadline:?}: {out:?}",
-            out.len()
-        );
-        if k == 0 {
-            std::thread::sleep(Duration::from_micros(500));
-        }
-    }
-    out
+    common::rc::wait_completions::<32>(cq, n, deadline)
 }
 
 fn assert_quiet(cq: &mut Cq) {
@@ -147,7 +115,7 @@ fn qp_forced_into_error_flushes_every_outstanding_wr_exactly_once() {
     let mut cq_b = ctx.create_cq(256, None, 0).unwrap();
     let mut a = rc_qp(&pd, &cq_a, 64);
     let mut b = rc_qp(&pd, &cq_b, 64);
-    let (gi, gid) = roce_gid(&ctx);
+    let (gi, gid) = common::rc::roce_gid(&ctx);
     let (an, bn) = (a.qp_num(), b.qp_num());
     connect(&mut a, bn, gi, gid);
     connect(&mut b, an, gi, gid);
@@ -241,7 +209,7 @@ fn peer_main() -> ! {
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
     let remote: u32 = line.trim().parse().expect("parent qpn");
-    let (gi, gid) = roce_gid(&ctx);
+    let (gi, gid) = common::rc::roce_gid(&ctx);
     connect(&mut qp, remote, gi, gid);
     let wrs: Vec<_> = (0..256).map(|i| RecvWr::new(i as u64, &sges[i])).collect();
     qp.post_recv(&wrs).unwrap();
@@ -317,7 +285,7 @@ fn peer_killed_mid_rc_transfer_gives_errors_and_flushes_not_a_hang() {
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(1024, None, 0).unwrap();
     let mut qp = rc_qp(&pd, &cq, 128);
-    let (gi, gid) = roce_gid(&ctx);
+    let (gi, gid) = common::rc::roce_gid(&ctx);
     connect(&mut qp, peer_qpn, gi, gid);
     writeln!(child.stdin.as_mut().unwrap(), "{}", qp.qp_num()).unwrap();
     read_tag("PEER-READY");
@@ -443,7 +411,7 @@ fn fork_after_registration_cannot_corrupt_the_parent() {
     let mut cq_b = ctx.create_cq(64, None, 0).unwrap();
     let mut a = rc_qp(&pd, &cq_a, 16);
     let mut b = rc_qp(&pd, &cq_b, 16);
-    let (gi, gid) = roce_gid(&ctx);
+    let (gi, gid) = common::rc::roce_gid(&ctx);
     let (an, bn) = (a.qp_num(), b.qp_num());
     connect(&mut a, bn, gi, gid);
     connect(&mut b, an, gi, gid);

@@ -21,8 +21,8 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Gid, GidType, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, RecvWr, SendWr, Wc, WcOpcode, WcStatus,
+    AccessFlags, Cq, Gid, Qp, QpAttrMask, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc,
+    WcOpcode, WcStatus,
 };
 
 /// The line the sender prints when the harness should cut the link (xtask/src/vm.rs).
@@ -39,16 +39,6 @@ const ERROR_DEADLINE: Duration = Duration::from_secs(60);
 /// gives up, about 2 s after the last ACK.
 const QP_TIMEOUT: u8 = 17;
 const QP_RETRY_CNT: u8 = 3;
-
-fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let e = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .unwrap_or_else(|| panic!("no IPv4 RoCE v2 GID on port 1: {table:?}"));
-    (e.gid_index as u8, e.gid)
-}
 
 fn gid_hex(g: &Gid) -> String {
     g.raw.iter().map(|b| format!("{b:02x}")).collect()
@@ -81,53 +71,17 @@ fn read_info(stream: &TcpStream) -> (u32, Gid) {
     (q, parse_gid(it.next().expect("peer GID")))
 }
 
+/// RC INIT -> RTR -> RTS towards the peer, with the short [`QP_TIMEOUT`] and
+/// [`QP_RETRY_CNT`]; checks the kernel kept them, since the test's bound depends on them.
 fn connect(qp: &mut Qp, remote_qpn: u32, remote_gid: Gid, gid_index: u8) {
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qp_access_flags: AccessFlags::LOCAL_WRITE,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .expect("modify to INIT");
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rtr,
-            path_mtu: uverbs::Mtu::Mtu1024,
-            dest_qp_num: remote_qpn,
-            rq_psn: 0,
-            min_rnr_timer: 1,
-            ah_attr: AhAttr::roce(remote_gid, gid_index, 1),
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .expect("modify to RTR");
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rts,
-            sq_psn: 0,
-            timeout: QP_TIMEOUT,
-            retry_cnt: QP_RETRY_CNT,
-            rnr_retry: 7,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .expect("modify to RTS");
+    common::rc::rc_connect(
+        qp,
+        remote_qpn,
+        gid_index,
+        remote_gid,
+        QP_TIMEOUT,
+        QP_RETRY_CNT,
+    );
     let q = qp
         .query(QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT)
         .unwrap();
@@ -169,17 +123,11 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(256, None, 0).unwrap();
-    let cap = QpCap {
-        max_send_wr: WINDOW as u32,
-        max_recv_wr: WINDOW as u32,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
+    let cap = common::rc::qp_cap(WINDOW as u32);
     let mut qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
         .unwrap();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mr = pd.reg_mr(WINDOW * MSG, AccessFlags::LOCAL_WRITE).unwrap();
     let sges: Vec<_> = (0..WINDOW)
         .map(|k| [mr.sge(k * MSG, MSG as u32).unwrap()])

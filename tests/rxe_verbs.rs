@@ -41,23 +41,7 @@ fn roce_gid(ctx: &Context) -> (u8, Gid) {
 
 /// Polls `cq` until `n` completions arrived or the deadline passed (then panics naming them).
 fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let start = Instant::now();
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 16];
-    while out.len() < n {
-        let k = cq.poll(&mut buf).expect("poll_cq");
-        out.extend_from_slice(&buf[..k]);
-        if start.elapsed() > DEADLINE {
-            panic!(
-                "only {} of {n} completions in {DEADLINE:?}: {out:?}",
-                out.len()
-            );
-        }
-        if k == 0 {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-    out
+    common::rc::wait_completions::<16>(cq, n, DEADLINE)
 }
 
 /// Checks that no further completion arrives within a short time.

@@ -14,53 +14,15 @@ mod common;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Gid, GidType, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, RecvWr, SendWr, SrqAttr, Wc, WcStatus,
+    AccessFlags, AhAttr, Cq, Gid, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendWr, SrqAttr, Wc,
+    WcStatus,
 };
 
 fn full() -> bool {
     std::env::var("UVERBS_SOAK_FULL").as_deref() == Ok("1")
 }
 
-/// The kernel records the creating *thread* as the owner of an object (`rdma resource show`
-/// prints it as `pid`); tests run on libtest's worker thread.
-fn tid() -> String {
-    std::fs::read_link("/proc/thread-self")
-        .expect("/proc/thread-self")
-        .file_name()
-        .expect("task id")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Kernel objects of `kind` (`pd`, `cq`, `qp`, `mr`, `srq`, `ctx`) owned by task `tid`.
-fn kernel_objects(kind: &str, tid: &str) -> usize {
-    let out = std::process::Command::new("/usr/bin/rdma")
-        .args(["resource", "show", kind])
-        .output()
-        .expect("run rdma resource show");
-    assert!(
-        out.status.success(),
-        "rdma resource show {kind}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.windows(2).any(|p| p[0] == "pid" && p[1] == tid)
-        })
-        .count()
-}
-
 const KINDS: [&str; 6] = ["ctx", "pd", "mr", "cq", "srq", "qp"];
-
-/// Mappings of uverbs device memory (queue rings, doorbells): `/dev/infiniband/uverbsN`.
-fn device_mappings() -> usize {
-    std::fs::read_to_string("/proc/self/maps")
-        .map(|s| s.lines().filter(|l| l.contains("/dev/infiniband/")).count())
-        .unwrap_or(0)
-}
 
 /// (fds, device mappings, kernel objects per kind). All mappings are checked separately:
 /// the allocator may keep a region mapped between cycles, so their count may step once but
@@ -68,19 +30,12 @@ fn device_mappings() -> usize {
 fn snapshot(tid: &str) -> (usize, usize, Vec<usize>) {
     (
         common::open_fds(),
-        device_mappings(),
-        KINDS.iter().map(|k| kernel_objects(k, tid)).collect(),
+        common::leaks::device_mappings(),
+        KINDS
+            .iter()
+            .map(|k| common::leaks::kernel_objects_of_task(k, tid))
+            .collect(),
     )
-}
-
-fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let e = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .unwrap_or_else(|| panic!("no IPv4 RoCE v2 GID on port 1: {table:?}"));
-    (e.gid_index as u8, e.gid)
 }
 
 /// One cycle: every object kind created (the QP on the SRQ, plus one with its own RQ) and
@@ -98,13 +53,7 @@ fn one_cycle(gid_index: u8, gid: Gid) {
             srq_limit: 0,
         })
         .expect("create_srq");
-    let cap = QpCap {
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
+    let cap = common::rc::qp_cap(8);
     let qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
         .expect("create_qp");
@@ -138,9 +87,9 @@ fn one_cycle(gid_index: u8, gid: Gid) {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn create_destroy_cycles_return_fds_mappings_and_kernel_objects() {
     let cycles = if full() { 10_000 } else { 1_000 };
-    let tid = tid();
+    let tid = common::leaks::thread_id();
     let probe = common::rxe_context();
-    let (gid_index, gid) = roce_gid(&probe);
+    let (gid_index, gid) = common::rc::roce_gid(&probe);
     drop(probe);
     // One warm-up cycle: first-use allocations (e.g. the libtest thread's buffers) settle.
     one_cycle(gid_index, gid);
@@ -204,51 +153,9 @@ fn create_destroy_cycles_return_fds_mappings_and_kernel_objects() {
     );
 }
 
+/// RC INIT -> RTR -> RTS towards `remote` (timeout 14, 7 retries).
 fn to_rts(qp: &mut Qp, remote: u32, gid_index: u8, gid: Gid) {
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qp_access_flags: AccessFlags::LOCAL_WRITE,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .unwrap();
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rtr,
-            path_mtu: uverbs::Mtu::Mtu1024,
-            dest_qp_num: remote,
-            min_rnr_timer: 1,
-            ah_attr: AhAttr::roce(gid, gid_index, 1),
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .unwrap();
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rts,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .unwrap();
+    common::rc::rc_connect(qp, remote, gid_index, gid, 14, 7);
 }
 
 #[test]
@@ -262,7 +169,7 @@ fn srq_shared_by_64_qps_loses_and_duplicates_no_message() {
 
     let ctx = common::rxe_context();
     let pd: Pd = ctx.alloc_pd().unwrap();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mut scq: Cq = ctx.create_cq(4096, None, 0).unwrap();
     let mut rcq: Cq = ctx.create_cq(4096, None, 0).unwrap();
     let mut srq = pd

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, AsyncEventType, Context, Errno, GidType, QpAttr, QpAttrMask, QpCap,
-    QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc, WcStatus,
+    AccessFlags, AsyncEventType, Context, Errno, GidType, QpInitAttr, QpType, RecvWr, SendWr, Wc,
+    WcStatus,
 };
 
 const RDMA: &str = "/usr/bin/rdma";
@@ -75,13 +75,7 @@ fn rdma_link_delete_while_posting_and_polling_is_clean_and_bounded() {
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(256, None, 0).unwrap();
-    let cap = QpCap {
-        max_send_wr: 64,
-        max_recv_wr: 64,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
+    let cap = common::rc::qp_cap(64);
     let mut qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
         .unwrap();
@@ -92,50 +86,7 @@ fn rdma_link_delete_while_posting_and_polling_is_clean_and_bounded() {
         .expect("a RoCE v2 GID");
     // A QP connected to itself: sends loop back into its own receives.
     let qpn = qp.qp_num();
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qp_access_flags: AccessFlags::LOCAL_WRITE,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .unwrap();
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rtr,
-            path_mtu: uverbs::Mtu::Mtu1024,
-            dest_qp_num: qpn,
-            min_rnr_timer: 1,
-            ah_attr: AhAttr::roce(g.gid, g.gid_index as u8, 1),
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .unwrap();
-    qp.modify(
-        &QpAttr {
-            qp_state: QpState::Rts,
-            timeout: 12,
-            retry_cnt: 2,
-            rnr_retry: 7,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .unwrap();
+    common::rc::rc_connect(&mut qp, qpn, g.gid_index as u8, g.gid, 12, 2);
     let mr = pd.reg_mr(64 * 64, AccessFlags::LOCAL_WRITE).unwrap();
 
     // The worker: posts a receive and a send, polls both completions, forever, until told to

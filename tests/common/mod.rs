@@ -7,6 +7,9 @@
 //! failure, never a skip.
 #![allow(dead_code)]
 
+pub mod leaks;
+pub mod rc;
+
 use uverbs::{Context, Device, Driver};
 
 /// The `#[ignore]` reason every device test uses.
