@@ -350,10 +350,22 @@ fn pair(
     (a, b)
 }
 
+/// [`pair`] with the default device model, no QP flags, `wr`-deep queues and `cqe`-entry CQs:
+/// what most tests here start from.
+fn plain_pair(fab: &EfaFabric, wr: u32, cqe: u32) -> (Host, Host) {
+    pair(
+        fab,
+        ModelConfig::default(),
+        cap(wr),
+        EfaQpFlags::empty(),
+        cqe,
+    )
+}
+
 #[test]
 fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
     let fab = EfaFabric::new(3);
-    let (mut a, mut b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let (mut a, mut b) = plain_pair(&fab, 8, 8);
     assert_eq!(a.qp.cap().max_send_wr, 8);
     let ah = a.pd.efadv_create_ah(b.gid).unwrap();
     let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
@@ -389,13 +401,7 @@ fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
 #[test]
 fn efa_multiple_sub_cqs_are_polled() {
     let fab = EfaFabric::new(5);
-    let (mut a, mut b) = pair(
-        &fab,
-        ModelConfig::default(),
-        cap(16),
-        EfaQpFlags::empty(),
-        16,
-    );
+    let (mut a, mut b) = plain_pair(&fab, 16, 16);
     // A second QP on a's CQs gets the next QP number and so the other sub-CQ.
     let mut qp2 =
         a.pd.efadv_create_qp(&EfaQpInitAttr {
@@ -450,13 +456,7 @@ fn efa_multiple_sub_cqs_are_polled() {
 #[test]
 fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
     let fab = EfaFabric::new(11);
-    let (mut a, mut b) = pair(
-        &fab,
-        ModelConfig::default(),
-        cap(32),
-        EfaQpFlags::empty(),
-        64,
-    );
+    let (mut a, mut b) = plain_pair(&fab, 32, 64);
     let ah = a.pd.efadv_create_ah(b.gid).unwrap();
     let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
     let rs: Vec<[EfaSge; 1]> = (0..20).map(|i| [sge(&b.mr, 64 * i, 64)]).collect();
@@ -693,7 +693,7 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
 #[test]
 fn efa_sgid_is_reported_for_senders_without_an_ah() {
     let fab = EfaFabric::new(2);
-    let (mut a, mut b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let (mut a, mut b) = plain_pair(&fab, 8, 8);
     let ah = a.pd.efadv_create_ah(b.gid).unwrap();
     let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
     let r = [sge(&b.mr, 0, 64)];
@@ -827,7 +827,7 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
 #[test]
 fn efa_golden_send_imm_wqe_bytes_from_post_send() {
     let fab = EfaFabric::new(8);
-    let (mut a, b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let (mut a, b) = plain_pair(&fab, 8, 8);
     let ah = a.pd.efadv_create_ah(b.gid).unwrap();
     let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
     let s = [sge(&a.mr, 0x40, 16)];
@@ -869,7 +869,7 @@ fn efa_post_and_poll_on_different_threads() {
     use std::sync::Arc;
     const N: u64 = 4000;
     let fab = EfaFabric::new(11);
-    let (a, b) = pair(&fab, ModelConfig::default(), cap(8), EfaQpFlags::empty(), 8);
+    let (a, b) = plain_pair(&fab, 8, 8);
     let ah = a.pd.efadv_create_ah(b.gid).unwrap();
     let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
     let rsge = [sge(&b.mr, 0, 64)];
