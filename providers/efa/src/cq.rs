@@ -893,7 +893,9 @@ impl Drop for PollCursor<'_> {
 
 /// Checks a consumed CQE's queue type, QP and req_id (first word `w0`, QP number `qpn`) and
 /// completes the request: its `wr_id`, or 0 for an unsolicited receive (which consumed no
-/// receive WR). The checks and their order are [`process`]'s.
+/// receive WR). The checks and their order are [`process`]'s. `process` keeps its own copy on
+/// purpose: built on this function, `Cq::poll` cost 170 instructions per CQE instead of 156
+/// (`cargo xtask bench --host`), the queue type then being decoded twice.
 #[inline(always)]
 fn complete_wr_id<L: QpLookup + ?Sized>(
     cfg: &CqConfig,
