@@ -114,14 +114,7 @@ fuzz_target!(|data: &[u8]| {
                 cq.note_event();
             }
             4 => {
-                let mut lookup: Vec<QpEntry<'_>> = qps
-                    .iter_mut()
-                    .map(|q| QpEntry {
-                        qp_num: q.qp_num,
-                        send: Some(&mut q.send.1),
-                        recv: Some(&mut q.recv.1),
-                    })
-                    .collect();
+                let mut lookup = lookup(&mut qps);
                 let before = db.read_u32(0);
                 let mut consumed = false;
                 match cq.start_poll(&mut lookup[..]) {
@@ -169,14 +162,7 @@ fuzz_target!(|data: &[u8]| {
             }
             _ => {
                 let n = 1 + inp.below(8) as usize;
-                let mut lookup: Vec<QpEntry<'_>> = qps
-                    .iter_mut()
-                    .map(|q| QpEntry {
-                        qp_num: q.qp_num,
-                        send: Some(&mut q.send.1),
-                        recv: Some(&mut q.recv.1),
-                    })
-                    .collect();
+                let mut lookup = lookup(&mut qps);
                 let (got, err) = match cq.poll(&mut wcs[..n], &mut lookup[..]) {
                     Ok(k) => (k, None),
                     Err(e) => (e.polled, Some(e)),
@@ -202,6 +188,17 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// A completion handed out once: a posted wr_id, never seen before (or 0, unsolicited).
+/// The QP table the CQ looks completions up in: every fake QP, both its pools.
+fn lookup(qps: &mut [FakeQp]) -> Vec<QpEntry<'_>> {
+    qps.iter_mut()
+        .map(|q| QpEntry {
+            qp_num: q.qp_num,
+            send: Some(&mut q.send.1),
+            recv: Some(&mut q.recv.1),
+        })
+        .collect()
+}
+
 fn check(wc: &Wc, posted: &mut HashSet<u64>) {
     if wc.is_unsolicited {
         assert_eq!(wc.wr_id, 0);
