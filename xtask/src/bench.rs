@@ -144,6 +144,10 @@ struct Options {
     criterion: bool,
     /// Only the microbenchmark (and memory), `reps` times per library.
     micro_only: bool,
+    /// Only the rows whose name contains one of these (all when empty); no microbenchmark
+    /// unless `--micro` is also given.
+    rows: Vec<String>,
+    kernel: Series,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -152,6 +156,8 @@ fn parse(args: &[String]) -> Result<Options> {
         host: false,
         criterion: false,
         micro_only: false,
+        rows: Vec::new(),
+        kernel: Series::V6_12,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -167,9 +173,24 @@ fn parse(args: &[String]) -> Result<Options> {
             "--host" => o.host = true,
             "--criterion" => o.criterion = true,
             "--micro" => o.micro_only = true,
+            "--rows" => {
+                let v = it.next().ok_or_else(|| err!("--rows needs a list"))?;
+                o.rows = v.split(',').map(|r| r.trim().to_string()).collect();
+                if let Some(bad) = o
+                    .rows
+                    .iter()
+                    .find(|r| !ROWS.iter().any(|row| row.name.contains(r.as_str())))
+                {
+                    return Err(err!("--rows: no row is named like `{bad}`"));
+                }
+            }
+            "--kernel" => {
+                let v = it.next().ok_or_else(|| err!("--kernel needs 6.1 or 6.12"))?;
+                o.kernel = Series::parse(v)?;
+            }
             other => {
                 return Err(err!(
-                    "unknown option `{other}` (cargo xtask bench [--reps N] [--micro] | --host [--criterion])"
+                    "unknown option `{other}` (cargo xtask bench [--reps N] [--micro] [--rows NAME,...] [--kernel 6.1|6.12] | --host [--criterion])"
                 ))
             }
         }
@@ -183,7 +204,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         return host(o.criterion);
     }
     crate::prereq::ensure()?;
-    vm(o.reps, o.micro_only)
+    vm(&o)
 }
 
 // ----- the VM run --------------------------------------------------------------------------
@@ -231,7 +252,7 @@ fn shared_libs(bin: &Path) -> Result<Vec<PathBuf>> {
 
 /// The shell script the VM runs: every row, `reps` times, in the order theirs, ours,
 /// ours-default; then the microbenchmark. Every run is framed by `UVBENCH` lines.
-fn script(reps: u32, micro_only: bool) -> String {
+fn script(reps: u32, micro_only: bool, rows: &[String]) -> String {
     let mut s = String::from(
         r#". /lib/uverbs/lib.sh
 gid=$(roce_v2_ipv4_gid rxe0) || exit 1
@@ -256,6 +277,9 @@ pair() {
     );
     for rep in 1..=if micro_only { 0 } else { reps } {
         for (i, r) in ROWS.iter().enumerate() {
+            if !rows.is_empty() && !rows.iter().any(|n| r.name.contains(n.as_str())) {
+                continue;
+            }
             let common = format!("-d rxe0 -x $gid -s {} -n {}", r.size, r.iters);
             s += &format!("pair {i} theirs {rep} {} {common}\n", r.perftest);
             s += &format!(
@@ -269,7 +293,12 @@ pair() {
         }
     }
     // `$prog` is word-split on purpose in pair(): `uverbs perf X` is three words.
-    for rep in 1..=if micro_only { reps } else { reps.min(5) } {
+    let micro_reps = match (micro_only, rows.is_empty()) {
+        (true, _) => reps,
+        (false, true) => reps.min(5),
+        (false, false) => 0,
+    };
+    for rep in 1..=micro_reps {
         s += &format!(
             "echo 'UVBENCH-BEGIN micro theirs {rep}'; timeout -s KILL 300 /tests/uverbs-bench-micro -d rxe0 -x $gid -n 20000 2>&1; echo \"UVBENCH-END $?\"\n"
         );
@@ -370,7 +399,8 @@ fn fmt(v: Option<f64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-fn vm(reps: u32, micro_only: bool) -> Result<bool> {
+fn vm(o: &Options) -> Result<bool> {
+    let (reps, micro_only) = (o.reps, o.micro_only);
     let cli = build_uverbs_cli()?;
     let micro = build_micro_c()?;
     let mut files = vec![("tests/uverbs-bench-micro".to_string(), micro.clone())];
@@ -380,7 +410,7 @@ fn vm(reps: u32, micro_only: bool) -> Result<bool> {
         let g = lib.to_string_lossy().trim_start_matches('/').to_string();
         files.push((g, lib));
     }
-    let body = script(reps, micro_only);
+    let body = script(reps, micro_only, &o.rows);
     let payload = Payload {
         net: Net::Veth {
             addr: "10.99.0.1/24".into(),
@@ -390,11 +420,16 @@ fn vm(reps: u32, micro_only: bool) -> Result<bool> {
     };
     let mut h = Harness::new(Some(cli));
     println!(
-        "xtask: bench: {} rows x 3 x {reps} runs + micro, one 6.12 VM (several minutes under TCG)",
-        ROWS.len()
+        "xtask: bench: rows {} x 3 x {reps} runs + micro, one {} VM (several minutes under TCG)",
+        if o.rows.is_empty() {
+            "all".to_string()
+        } else {
+            o.rows.join(",")
+        },
+        o.kernel.label()
     );
     let run = h.run(
-        Series::V6_12,
+        o.kernel,
         &payload,
         // About 4 minutes per repetition under TCG, more on a busy host.
         Duration::from_secs(900 + 600 * u64::from(reps)),
@@ -663,7 +698,7 @@ mod tests {
 
     #[test]
     fn the_script_alternates_and_quotes_our_command() {
-        let s = script(2, false);
+        let s = script(2, false, &[]);
         assert!(s.starts_with(". /lib/uverbs/lib.sh\n"));
         let a = s.find("pair 0 theirs 1 ib_send_lat").unwrap();
         let b = s
@@ -675,8 +710,18 @@ mod tests {
         let d = s.find("pair 0 theirs 2").unwrap();
         assert!(a < b && b < c && c < d);
         assert!(s.contains("micro ours 1"));
-        let m = script(3, true);
+        let m = script(3, true, &[]);
         assert!(!m.contains("pair "));
         assert!(m.contains("micro theirs 3") && m.contains("micro ours 3"));
+    }
+
+    #[test]
+    fn a_row_filter_keeps_only_those_rows_and_no_micro() {
+        let s = script(2, false, &["read-lat".to_string()]);
+        assert!(s.contains("pair 2 theirs 2 ib_read_lat"));
+        assert!(!s.contains("pair 0 ") && !s.contains("pair 3 "));
+        assert!(!s.contains("micro"));
+        let m = script(2, true, &["read-lat".to_string()]);
+        assert!(m.contains("micro ours 2"));
     }
 }
