@@ -63,9 +63,13 @@ fn run_pair(port: u16, extra: &[&str]) -> (String, String) {
 }
 
 fn run_pair_sized(port: u16, size: &str, extra: &[&str]) -> (String, String) {
+    run_test(port, "write-bw", size, extra)
+}
+
+fn run_test(port: u16, test: &str, size: &str, extra: &[&str]) -> (String, String) {
     let (name, gid) = roce_v2_ipv4_gid_index();
     let args = |client: bool| {
-        let mut a: Vec<String> = ["perf", "write-bw", "-n", "50", "-s", size, "-d", &name]
+        let mut a: Vec<String> = ["perf", test, "-n", "50", "-s", size, "-d", &name]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -160,4 +164,58 @@ fn perf_perftest_defaults_signal_every_large_message() {
     let v: serde_json::Value = serde_json::from_str(client.trim())
         .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
     assert_eq!(v["cq_mod"], 10, "an explicit -Q wins: {v}");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_events_mode_sleeps_on_the_channel_and_completes() {
+    // -e (perftest's --events): an empty poll arms the CQ and waits on the completion
+    // channel. Each test shape waits on a different CQ: the bandwidth client on its send CQ
+    // with many WRs in flight, the send-bw server on its receive CQ, the latency client on
+    // one completion at a time, both sides of send-lat on both CQs.
+    for (i, (test, size)) in [
+        ("write-bw", "64"),
+        ("send-bw", "64"),
+        ("read-lat", "64"),
+        ("send-lat", "2"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (client, server) = run_test(18720 + i as u16, test, size, &["-e"]);
+        for (who, out) in [("client", &client), ("server", &server)] {
+            assert!(
+                out.contains("CQ events       : ON"),
+                "{test} {who} banner shows events mode:\n{out}"
+            );
+        }
+        let row = client
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([size, "50"]))
+            .unwrap_or_else(|| panic!("{test}: no result row for {size} B x 50:\n{client}"));
+        let f: Vec<f64> = row
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        assert!(
+            f.len() >= 5 && f[2..].iter().all(|v| v.is_finite() && *v > 0.0),
+            "{test}: every measured column positive: {row}"
+        );
+    }
+    // The send-lat client waits for each reply, which the server's process sends after its
+    // own receive: over 50 round trips it finds its receive CQ empty and sleeps. (A read-lat
+    // client need not: on 6.1 rxe completes the read inside the doorbell `write()`.)
+    let (client, _) = run_test(18725, "send-lat", "2", &["-e", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["events"], true, "{v}");
+    assert!(
+        v["cq_event_waits"].as_u64().is_some_and(|n| n > 0),
+        "the client slept on the channel: {v}"
+    );
+    let (client, _) = run_test(18726, "send-lat", "2", &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["events"], false, "{v}");
+    assert_eq!(v["cq_event_waits"], 0, "busy-polling never sleeps: {v}");
 }

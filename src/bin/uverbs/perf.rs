@@ -1,7 +1,7 @@
 //! `uverbs perf`: perftest's latency and bandwidth tests (`ib_{send,write,read}_{lat,bw}`)
 //! over uverbs, plus `uverbs perf micro`, a userspace microbenchmark of post and poll.
 //!
-//! The knobs are perftest's (`-s -n -t -Q -l -x -d -i -p`, server/client with the server's
+//! The knobs are perftest's (`-s -n -t -Q -l -x -d -i -p -e`, server/client with the server's
 //! name last) and so is the result table, so a run reads like perftest's. The TCP exchange
 //! between client and server is our own (a text line with QPN, PSN, rkey, address and GID, and
 //! one-byte barriers): `uverbs perf` talks to `uverbs perf`, not to perftest's binaries.
@@ -21,9 +21,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Gid, GidType, GlobalRoute, Mr, Mtu, Pd, Qp, QpAttr,
-    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendWr, Sge, Wc, WcStatus,
-    WrOp,
+    AccessFlags, AhAttr, CompChannel, Context, Cq, Gid, GidType, GlobalRoute, Mr, Mtu, Pd, Qp,
+    QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendWr, Sge, Wc,
+    WcStatus, WrOp,
 };
 
 use crate::Failure;
@@ -131,6 +131,10 @@ pub struct Args {
     /// Use exactly perftest 4.5's default settings for everything not given.
     #[arg(long = "perftest-defaults")]
     perftest_defaults: bool,
+    /// Sleep on completion events instead of busy-polling (perftest's `-e`): when a poll
+    /// finds nothing, arm the CQ, poll once more, then wait on the completion channel.
+    #[arg(short = 'e', long = "events")]
+    events: bool,
     /// Print the result as one JSON object instead of the table.
     #[arg(long = "json")]
     json: bool,
@@ -153,6 +157,7 @@ struct Settings {
     ib_port: u8,
     gid_index: u32,
     mtu: Mtu,
+    events: bool,
 }
 
 fn mtu_from_bytes(v: u32) -> Option<Mtu> {
@@ -171,6 +176,8 @@ struct Side {
     qp: Qp,
     send_cq: Cq,
     recv_cq: Cq,
+    /// The completion channel of both CQs with `-e`.
+    channel: Option<CompChannel>,
     mr: Mr,
     pd: Pd,
     ctx: Context,
@@ -395,6 +402,7 @@ fn resolve(args: &Args, ctx: &Context) -> Result<Settings, Failure> {
         ib_port: args.ib_port,
         gid_index,
         mtu,
+        events: args.events,
     })
 }
 
@@ -434,11 +442,19 @@ fn setup(ctx: Context, set: &Settings) -> Result<Side, Failure> {
         // second (write-lat spins on the first while its own mark sits in the second).
         .reg_mr(2 * set.size.max(1) as usize, access)
         .map_err(fail("Couldn't register MR"))?;
+    let channel = if set.events {
+        Some(
+            ctx.create_comp_channel()
+                .map_err(fail("Couldn't create the completion channel"))?,
+        )
+    } else {
+        None
+    };
     let send_cq = ctx
-        .create_cq(set.tx_depth.max(2), None, 0)
+        .create_cq(set.tx_depth.max(2), channel.as_ref(), 0)
         .map_err(fail("Couldn't create the send CQ"))?;
     let recv_cq = ctx
-        .create_cq(set.rx_depth.max(2), None, 0)
+        .create_cq(set.rx_depth.max(2), channel.as_ref(), 0)
         .map_err(fail("Couldn't create the receive CQ"))?;
     let inline = if set.size <= set.inline_size {
         set.inline_size
@@ -471,6 +487,7 @@ fn setup(ctx: Context, set: &Settings) -> Result<Side, Failure> {
         qp,
         send_cq,
         recv_cq,
+        channel,
         mr,
         pd,
         ctx,
@@ -619,13 +636,50 @@ fn barrier(s: &mut TcpStream) -> Result<(), Failure> {
 
 // ----- the measured loops ----------------------------------------------------------------
 
+/// How long a `-e` wait may take before the run is declared stuck.
+const EVENT_WAIT: Duration = Duration::from_secs(30);
+
+/// How many times `-e` slept on the completion channel (reported in `--json`).
+static EVENT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One poll of `cq`; with a completion channel (`-e`) an empty poll sleeps instead of
+/// returning: arm the CQ, poll again (a completion that arrived before the arming raises no
+/// event), and only then wait for the event. Returns the completions taken (0 after a
+/// spurious wake-up: an event left from an earlier arming).
+#[inline]
+fn poll_or_wait(cq: &mut Cq, ch: Option<&CompChannel>, wcs: &mut [Wc]) -> Result<usize, Failure> {
+    let n = cq
+        .poll(wcs)
+        .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+    let Some(ch) = ch else { return Ok(n) };
+    if n > 0 {
+        return Ok(n);
+    }
+    cq.req_notify(false)
+        .map_err(fail("Couldn't request CQ notification"))?;
+    let n = cq
+        .poll(wcs)
+        .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+    if n > 0 {
+        return Ok(n);
+    }
+    ch.get_cq_event(Some(EVENT_WAIT))
+        .map_err(fail("Failed to get a CQ event"))?;
+    EVENT_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    cq.poll(wcs)
+        .map_err(|e| Failure(format!("poll CQ failed: {e}")))
+}
+
 /// Polls until one completion arrives; a failed one is an error naming its status.
 #[inline]
-fn poll_one(cq: &mut Cq, wc: &mut [Wc; 1], what: &str) -> Result<(), Failure> {
+fn poll_one(
+    cq: &mut Cq,
+    ch: Option<&CompChannel>,
+    wc: &mut [Wc; 1],
+    what: &str,
+) -> Result<(), Failure> {
     loop {
-        let n = cq
-            .poll(wc)
-            .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+        let n = poll_or_wait(cq, ch, wc)?;
         if n == 1 {
             if !wc[0].status.is_success() {
                 return Err(Failure(format!(
@@ -663,7 +717,7 @@ fn run_send_lat(
     let (mut scnt, mut rcnt) = (0u32, 0u32);
     while scnt < set.iters || rcnt < set.iters {
         if rcnt < set.iters && !(scnt < 1 && client) {
-            poll_one(&mut side.recv_cq, &mut wc, "receive")?;
+            poll_one(&mut side.recv_cq, side.channel.as_ref(), &mut wc, "receive")?;
             rcnt += 1;
             side.qp
                 .post_recv(&recv_wrs[..1])
@@ -673,7 +727,7 @@ fn run_send_lat(
             stamps[scnt as usize] = t0.elapsed().as_nanos() as u64;
             side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
             scnt += 1;
-            poll_one(&mut side.send_cq, &mut wc, "send")?;
+            poll_one(&mut side.send_cq, side.channel.as_ref(), &mut wc, "send")?;
         }
     }
     Ok(deltas(&stamps, 2))
@@ -727,7 +781,12 @@ fn run_write_lat(
                 .map_err(fail("writing the buffer"))?;
             let wr = [data_wr(set, op, &sge, &inline).signaled()];
             side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
-            poll_one(&mut side.send_cq, &mut wc, "RDMA write")?;
+            poll_one(
+                &mut side.send_cq,
+                side.channel.as_ref(),
+                &mut wc,
+                "RDMA write",
+            )?;
         }
     }
     Ok(deltas(&stamps, 2))
@@ -751,7 +810,12 @@ fn run_read_lat(side: &mut Side, set: &Settings, rem: &Dest) -> Result<Vec<u64>,
     for s in stamps.iter_mut() {
         *s = t0.elapsed().as_nanos() as u64;
         side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
-        poll_one(&mut side.send_cq, &mut wc, "RDMA read")?;
+        poll_one(
+            &mut side.send_cq,
+            side.channel.as_ref(),
+            &mut wc,
+            "RDMA read",
+        )?;
     }
     Ok(deltas(&stamps, 1))
 }
@@ -827,10 +891,9 @@ fn run_bw(
                 .map_err(fail("Couldn't post send"))?;
             scnt += batch;
         }
-        let n = side
-            .send_cq
-            .poll(&mut wcs)
-            .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+        // Busy-poll, or with `-e` sleep until a completion arrives: the loop above stopped
+        // because nothing more can be posted until completions free room, or all is posted.
+        let n = poll_or_wait(&mut side.send_cq, side.channel.as_ref(), &mut wcs)?;
         for wc in &wcs[..n] {
             if !wc.status.is_success() {
                 return Err(Failure(format!(
@@ -867,10 +930,7 @@ fn run_bw_receiver(
     let step = (set.iters / 64).max(1);
     let start = Instant::now();
     while rcnt < set.iters {
-        let n = side
-            .recv_cq
-            .poll(&mut wcs)
-            .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+        let n = poll_or_wait(&mut side.recv_cq, side.channel.as_ref(), &mut wcs)?;
         if n == 0 {
             continue;
         }
@@ -1004,6 +1064,9 @@ fn print_banner(set: &Settings, side: &Side, client: bool) {
     if matches!(set.test, Test::ReadLat | Test::ReadBw) {
         println!(" Outstand reads  : {}", set.outs);
     }
+    if set.events {
+        println!(" CQ events       : ON (sleep when a poll finds nothing)");
+    }
     let inl = if set.size <= set.inline_size {
         set.inline_size
     } else {
@@ -1041,6 +1104,8 @@ fn report(set: &Settings, client: bool, out: &Outcome, json: bool) {
         "rx_depth": set.rx_depth,
         "cq_mod": set.cq_mod,
         "post_list": set.post_list,
+        "events": set.events,
+        "cq_event_waits": EVENT_WAITS.load(std::sync::atomic::Ordering::Relaxed),
         "inline_size": if set.size <= set.inline_size { set.inline_size } else { 0 },
         "gid_index": set.gid_index,
     });
@@ -1115,6 +1180,7 @@ fn close(side: Side) -> Result<(), Failure> {
         qp,
         send_cq,
         recv_cq,
+        channel,
         mr,
         pd,
         ctx,
@@ -1122,6 +1188,7 @@ fn close(side: Side) -> Result<(), Failure> {
     qp.destroy().map_err(fail("Couldn't destroy QP"))?;
     send_cq.destroy().map_err(fail("Couldn't destroy CQ"))?;
     recv_cq.destroy().map_err(fail("Couldn't destroy CQ"))?;
+    drop(channel);
     mr.dereg().map_err(fail("Couldn't deregister MR"))?;
     drop(pd);
     drop(ctx);
@@ -1204,7 +1271,7 @@ mod micro {
                 a.qp.post_send(&[wr]).map_err(fail("Couldn't post send"))?;
             }
             post_one += t.elapsed();
-            poll_one(&mut a.send_cq, &mut wc1, "write")?;
+            poll_one(&mut a.send_cq, None, &mut wc1, "write")?;
             for (i, w) in list.iter_mut().enumerate() {
                 *w = if i + 1 == LIST { one.signaled() } else { one };
             }
@@ -1214,7 +1281,7 @@ mod micro {
             }
             post_list += t.elapsed();
             for _ in 0..ROUND as usize / LIST {
-                poll_one(&mut a.send_cq, &mut wc1, "write")?;
+                poll_one(&mut a.send_cq, None, &mut wc1, "write")?;
             }
             let _ = r;
         }
