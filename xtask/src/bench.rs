@@ -348,9 +348,15 @@ fn split_runs(lines: &[String]) -> Vec<RunOut> {
 /// The number perftest's table (or ours) reports under `column` in the line after its header.
 fn table_value(lines: &[String], header_has: &str, column: usize) -> Option<f64> {
     let i = lines.iter().position(|l| l.contains(header_has))?;
+    // The first row that starts with a number (perftest may print a warning between its
+    // header and its row, e.g. "Correlation coefficient r^2: 0.64 < 0.9").
     lines[i + 1..]
         .iter()
-        .find(|l| !l.trim().is_empty())?
+        .find(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })?
         .split_whitespace()
         .nth(column)?
         .parse()
@@ -472,7 +478,16 @@ fn vm(o: &Options) -> Result<bool> {
             continue;
         };
         match metric(row, &r.lines) {
-            Some(v) => vals.entry((r.key.clone(), imp)).or_default().push(v),
+            Some(v) if v.is_finite() => vals.entry((r.key.clone(), imp)).or_default().push(v),
+            // perftest converts cycles to time with a clock rate it estimates at start-up;
+            // when the estimate fails under TCG it prints `inf`. Its failure to measure, not
+            // the program's: left out of the median and said so.
+            Some(_) => println!(
+                "xtask: bench run {} {} left out: it printed no finite result (perftest's clock estimate failed?):\n  {}",
+                row.name,
+                imp.tag(),
+                r.lines.join("\n  ")
+            ),
             None => {
                 ok = false;
                 println!(
@@ -672,6 +687,10 @@ mod tests {
         );
         assert_eq!(metric(&ROWS[0], &lat), Some(12.2));
         assert_eq!(metric(&ROWS[0], &bw), None);
+        let warned = lines(
+            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n Correlation coefficient r^2: 0.644182 < 0.9\n 2       1000          inf            inf          inf\n",
+        );
+        assert_eq!(metric(&ROWS[0], &warned), Some(f64::INFINITY));
     }
 
     #[test]
