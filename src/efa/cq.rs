@@ -21,7 +21,7 @@ use uverbs_uapi::efa::{
 };
 use zerocopy::IntoBytes;
 
-use super::table::QpTable;
+use super::table::{QpTable, TablePoller};
 use crate::channel::{MapKind, Mapping};
 use crate::context::Context;
 use crate::cq::{Cq, CqInitAttr};
@@ -106,11 +106,13 @@ impl EfaWc {
     }
 }
 
-/// The EFA ring of a [`Cq`]: the provider's queue, the table of QPs completing into it and the
-/// mappings it reads (dropped after the queue).
+/// The EFA ring of a [`Cq`]: the provider's queue, the table of QPs completing into it (QPs
+/// register through `table`; polls read it through `poller`, its one reader, which keeps the
+/// last QP found across polls) and the mappings it reads (dropped after the queue).
 pub(crate) struct EfaCqRing {
     cq: CompletionQueue,
     pub(crate) table: Arc<QpTable>,
+    poller: TablePoller,
     stale: u64,
     _buf: Mapping,
     _db: Option<Mapping>,
@@ -165,9 +167,7 @@ impl EfaCqRing {
         mut put: F,
     ) -> Result<usize> {
         let mut n = 0;
-        // SAFETY: the table's only lookups are made here, through `&mut self` of the ring
-        // that owns it, so no other lookup of it exists (QPs only register/unregister).
-        let mut lookup = unsafe { self.table.begin_poll() };
+        let mut lookup = self.poller.begin();
         loop {
             let r = self.cq.poll_each(max - n, &mut lookup, |c| {
                 put(n, &wc_from_efa(c));
@@ -189,7 +189,7 @@ impl EfaCqRing {
     pub(crate) fn start_poll(&mut self) -> std::result::Result<Option<EfaCursor<'_>>, EfaError> {
         let mut c = EfaCursor {
             cur: self.cq.poll_cursor(),
-            table: &self.table,
+            poller: &mut self.poller,
             stale: &mut self.stale,
         };
         Ok(if c.advance()? { Some(c) } else { None })
@@ -211,12 +211,14 @@ impl EfaCqRing {
 }
 
 /// An open extended poll of an EFA CQ: the provider's lazy cursor plus what resolves QP
-/// numbers. The QP table is read only inside `advance` (one `begin_poll` per call, ended
+/// numbers. The QP table is read only inside `advance` (one table poll per call, ended
 /// before it returns), never while the application holds the cursor: a QP destroyed between
-/// two `next_poll`s (even on this thread) must not wait for the poll to end.
+/// two `next_poll`s (even on this thread) must not wait for the poll to end. What carries
+/// over between calls is only the poller's cached entry, revalidated by each table poll
+/// (one generation compare) instead of probing the table again.
 pub(crate) struct EfaCursor<'a> {
     pub(crate) cur: uverbs_efa::cq::PollCursor<'a>,
-    table: &'a QpTable,
+    poller: &'a mut TablePoller,
     stale: &'a mut u64,
 }
 
@@ -225,10 +227,8 @@ impl EfaCursor<'_> {
     /// was). Completions of QPs that are gone are consumed, counted and skipped.
     #[inline(always)]
     pub(crate) fn advance(&mut self) -> std::result::Result<bool, EfaError> {
-        // SAFETY: the table's only lookups are made through the `&mut` of the ring that owns
-        // it (`poll_with`, or this cursor, which holds that borrow for its whole life), and
-        // this one ends before `advance` returns, so no other lookup of it exists.
-        let mut lookup = unsafe { self.table.begin_poll() };
+        // Ends (the epoch goes even) before `advance` returns.
+        let mut lookup = self.poller.begin();
         loop {
             match self.cur.advance(&mut lookup) {
                 Err(EfaError::UnknownQp { .. }) => *self.stale += 1,
@@ -471,9 +471,11 @@ impl Context {
         // SAFETY: `base..base+len` lies in `buf`, a live mapping the EfaCqRing outlives.
         let queue = unsafe { CompletionQueue::new(cfg, base, len, db_ptr) }
             .map_err(|e| super::provider_error(op, slabel(), &e))?;
+        let (table, poller) = QpTable::new();
         let ring = EfaCqRing {
             cq: queue,
-            table: Arc::new(QpTable::new()),
+            table,
+            poller,
             stale: 0,
             _buf: buf,
             _db: db_map,

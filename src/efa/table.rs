@@ -2,12 +2,35 @@
 //! that QP's wr_id pools (see the module docs of `crate::efa` for the protocol). This file
 //! holds every `unsafe` of the EFA data path's sharing: the table's raw pointers and the
 //! entries' `UnsafeCell`s.
+//!
+//! # Reading the table without a lock: epoch and generation
+//!
+//! One poller reads the table (the [`TablePoller`] that [`QpTable::new`] hands out, owned by
+//! the CQ ring); QPs register and unregister on any thread under `ctl`. Something a poll may
+//! read (an entry, a replaced cell array) is freed only after three steps on the control
+//! path: (a) take it out of the table, (b) bump `generation` (SeqCst), (c) load `epoch`
+//! (SeqCst) and, if odd, wait until it changes (`retire_and_wait` does (b) and (c)). A poll
+//! (d) stores an odd `epoch` (SeqCst), (e) loads `generation` (SeqCst), reads the table, and
+//! stores an even `epoch` (Release) when done. (b), (c), (d) and (e) are in one total order S:
+//! * (b) before (e): (e) reads (b) or a later bump (an RMW, so in (b)'s release sequence) and
+//!   synchronizes with it, so (a) happens-before everything the poll reads: it cannot find
+//!   what was taken out.
+//! * (e) before (b): then (d) < (e) < (b) < (c) in S, so (c) sees the odd epoch of (d) (or a
+//!   later value) and the control path waits until this poll's Release store of the even
+//!   epoch, which its Acquire load then reads: the poll's reads happen-before the free.
+//!
+//! This is also what lets the poller keep the entry it found last *across* polls: it
+//! remembers the generation read in the poll that found it, and a later poll whose (e) reads
+//! the same value uses the entry without probing. The entry was in the table at the first
+//! poll, so the bump of the unregister that takes it out comes after that value; reading the
+//! same value again means that bump comes after this poll's (e) in S: the second case, in
+//! which the unregister waits for this poll before freeing the entry.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use uverbs_efa::{QpLookup, QpPools, WridCompleter};
 
@@ -60,14 +83,19 @@ struct Ctl {
 /// used, so a CQ with a few QPs costs a few hundred bytes.
 pub(crate) struct QpTable {
     slots: AtomicPtr<Slots>,
-    /// Odd while a poll may be reading the table.
+    /// Odd while a poll may be reading the table. Written only by the table's one
+    /// [`TablePoller`] (plain stores: it knows the value), read by the control path.
     epoch: AtomicU64,
+    /// Bumped (SeqCst, under `ctl`) each time something a poll may read is taken out of the
+    /// table to be freed: an entry (`unregister`) or the cell array (`rebuild`). See the
+    /// module docs. 64 bits: never wraps.
+    generation: AtomicU64,
     /// Serialises register/unregister (control path only; poll never takes it).
     ctl: Mutex<Ctl>,
 }
 
-// SAFETY: the table is shared between the CQ's poller (through `begin_poll`, one at a time:
-// the ring's `&mut`) and QPs registering and unregistering on any thread (under `ctl`). The
+// SAFETY: the table is shared between the CQ's one poller (the `TablePoller` `new` made,
+// through its `&mut`) and QPs registering and unregistering on any thread (under `ctl`). The
 // entries' `UnsafeCell`s are touched only by the single poller, or by the registrar before
 // the entry is published / after the epoch protocol proved no poller can reach it; every
 // other shared field is atomic or behind the mutex. `WridCompleter` is `Send`.
@@ -76,12 +104,23 @@ unsafe impl Sync for QpTable {}
 unsafe impl Send for QpTable {}
 
 impl QpTable {
-    pub(crate) fn new() -> QpTable {
-        QpTable {
+    /// An empty table and its one poller (the only way to read the table: there is exactly
+    /// one [`TablePoller`] per table, so at most one poll runs at a time).
+    pub(crate) fn new() -> (Arc<QpTable>, TablePoller) {
+        let table = Arc::new(QpTable {
             slots: AtomicPtr::new(Box::into_raw(Slots::new(MIN_SLOTS))),
             epoch: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
             ctl: Mutex::new(Ctl { live: 0, used: 0 }),
-        }
+        });
+        let poller = TablePoller {
+            table: table.clone(),
+            epoch: 0,
+            generation: 0,
+            last_qpn: NO_QP,
+            last: ptr::null(),
+        };
+        (table, poller)
     }
 
     fn ctl(&self) -> MutexGuard<'_, Ctl> {
@@ -150,11 +189,11 @@ impl QpTable {
         let Some(i) = find_in(cur, qpn) else {
             return;
         };
-        // SeqCst: in one total order with `wait_for_pollers`' SeqCst epoch load and the
-        // poller's SeqCst epoch increment (see there).
-        let old = cur.cells[i].swap(tomb(), Ordering::SeqCst);
+        // Relaxed: step (a) of the module docs; the SeqCst (so Release) bump just below
+        // publishes it to every poll that reads the bumped generation.
+        let old = cur.cells[i].swap(tomb(), Ordering::Relaxed);
         ctl.live -= 1;
-        self.wait_for_pollers();
+        self.retire_and_wait();
         // SAFETY: `old` came from `Box::into_raw` in `register`; it is out of the table and
         // no poll can still hold it (epoch protocol), so we own it again.
         drop(unsafe { Box::from_raw(old) });
@@ -180,47 +219,82 @@ impl QpTable {
             }
             new.cells[i].store(p, Ordering::Relaxed);
         }
-        // SeqCst: as in `unregister` (also publishes the new cells, written above, to the
-        // poller's load of `slots`).
-        let old = self.slots.swap(Box::into_raw(new), Ordering::SeqCst);
-        self.wait_for_pollers();
+        // Release: publishes the new cells, written above, to a poller's Acquire load of
+        // `slots`; this is also step (a) of the module docs, published by the bump below.
+        let old = self.slots.swap(Box::into_raw(new), Ordering::Release);
+        self.retire_and_wait();
         // SAFETY: `old` came from `Box::into_raw`; it is out of `slots` and no poll reads it
         // any more (epoch protocol); the entries it pointed to live on in the new array.
         drop(unsafe { Box::from_raw(old) });
     }
 
-    /// Waits until any poll that could have read the table before our last SeqCst store has
-    /// ended. The SeqCst store, this SeqCst load and the poller's SeqCst increment are in one
-    /// total order: either the poll's increment came first (we see it odd and wait for it to
-    /// move on) or it comes after our store (the poll reads the new state).
-    fn wait_for_pollers(&self) {
+    /// Steps (b) and (c) of the module docs, after the caller took something out of the
+    /// table (step (a)): bumps the generation, then waits until any poll that could still
+    /// hold what was taken out has ended. Afterwards the caller may free it.
+    fn retire_and_wait(&self) {
+        // SeqCst: (b), in the total order S with the poll's epoch store (d) and generation
+        // load (e) and with the epoch load just below (c); also a release that (a) is
+        // sequenced before, so a poll whose (e) reads this bump sees (a).
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        // SeqCst: (c). Acquire too: if it reads a poll's Release store of an even epoch
+        // (or a later store), that poll's reads happen-before our free.
         let e = self.epoch.load(Ordering::SeqCst);
         if e % 2 == 1 {
+            // Acquire: the poll's Release store that moves the epoch on orders its reads of
+            // the table before our free.
             while self.epoch.load(Ordering::Acquire) == e {
                 std::thread::yield_now();
             }
         }
     }
+}
 
-    /// Starts a poll: the returned lookup reads the table until dropped.
-    ///
-    /// # Safety
-    /// At most one [`Lookup`] of a table may exist at a time (the CQ ring that owns the table
-    /// calls this through `&mut self`): the lookup hands out `&mut` to the entries'
-    /// completing halves.
-    #[inline]
-    pub(crate) unsafe fn begin_poll(&self) -> Lookup<'_> {
-        // SeqCst: orders this increment before the loads of the poll against `unregister`'s
-        // and `rebuild`'s SeqCst stores (see `wait_for_pollers`).
-        self.epoch.fetch_add(1, Ordering::SeqCst);
-        // Acquire: the array's cells were written before `rebuild` published it.
-        let slots = self.slots.load(Ordering::SeqCst);
-        Lookup {
-            table: self,
-            slots,
-            last_qpn: u32::MAX,
-            last: ptr::null(),
+/// `last_qpn` when no entry is cached (QP numbers are 16 bits).
+const NO_QP: u32 = u32::MAX;
+
+/// The one reader of a [`QpTable`] (made with it by [`QpTable::new`]; owned by the CQ
+/// ring): starts polls and keeps, across them, the entry found last and the generation read
+/// when it was found (see the module docs).
+pub(crate) struct TablePoller {
+    table: Arc<QpTable>,
+    /// The table's epoch as we last stored it: we are its only writer.
+    epoch: u64,
+    /// The generation read by the poll that found `last` (or by the last poll that found
+    /// the cache stale).
+    generation: u64,
+    /// QP number of `last` (`NO_QP`: nothing cached).
+    last_qpn: u32,
+    /// The entry of QP `last_qpn`, live while the table's generation is `generation`. May
+    /// dangle between polls: it is only compared, or dereferenced inside a poll whose
+    /// generation load returned `generation`.
+    last: *const CqEntry,
+}
+
+// SAFETY: `last` is only dereferenced inside a poll, by the poller's owner through `&mut`,
+// after proving the entry live (module docs); the entries' contents (`WridCompleter`s) are
+// `Send`. Moving the poller to another thread moves the only reader of the table with it.
+unsafe impl Send for TablePoller {}
+
+impl TablePoller {
+    /// Starts a poll: the returned lookup reads the table until dropped. Between polls the
+    /// poller holds nothing of the table (a QP may be destroyed, even on this thread,
+    /// without waiting).
+    #[inline(always)]
+    pub(crate) fn begin(&mut self) -> Lookup<'_> {
+        self.epoch = self.epoch.wrapping_add(1);
+        // SeqCst: step (d) of the module docs, in the total order S with the control path's
+        // generation bump and epoch load. A store, not an RMW: we are the only writer.
+        self.table.epoch.store(self.epoch, Ordering::SeqCst);
+        // SeqCst: step (e), after (d) in S (program order). Acquire too: reading a bump
+        // makes what it published (the removal) visible to this poll.
+        let g = self.table.generation.load(Ordering::SeqCst);
+        if g != self.generation {
+            // Something was taken out of the table since `last` was found: it may be `last`
+            // (freed meanwhile), so forget it and probe again.
+            self.generation = g;
+            self.last_qpn = NO_QP;
         }
+        Lookup { p: self }
     }
 }
 
@@ -262,51 +336,58 @@ impl Drop for QpTable {
     }
 }
 
-/// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table.
-pub(crate) struct Lookup<'t> {
-    table: &'t QpTable,
-    slots: *mut Slots,
-    /// The entry the last `find` returned and its QP number (`u32::MAX`: none yet): runs of
-    /// completions of one QP skip the hash probe.
-    last_qpn: u32,
-    last: *const CqEntry,
+/// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table (one
+/// at a time: it borrows the table's one [`TablePoller`] mutably).
+pub(crate) struct Lookup<'p> {
+    p: &'p mut TablePoller,
 }
 
 impl Drop for Lookup<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        // Release: our reads of the array and entries happen-before a control path that sees
-        // the epoch move and frees them.
-        self.table.epoch.fetch_add(1, Ordering::Release);
+        let p = &mut *self.p;
+        p.epoch = p.epoch.wrapping_add(1);
+        // Release: our reads of the array and entries happen-before a control path that
+        // sees the epoch move on (its Acquire load) and frees them. A store, not an RMW: we
+        // are the only writer.
+        p.table.epoch.store(p.epoch, Ordering::Release);
     }
 }
 
 impl QpLookup for Lookup<'_> {
     #[inline]
     fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
-        if u32::from(qp_num) != self.last_qpn {
-            // SAFETY: `slots` was the table's array when our epoch went odd; `rebuild` frees
-            // a replaced array only after the epoch moves on, which happens when we are
-            // dropped.
-            let s = unsafe { &*self.slots };
+        let p = &mut *self.p;
+        if u32::from(qp_num) != p.last_qpn {
+            // Acquire: the array's cells were written before `rebuild` published it.
+            let s = p.table.slots.load(Ordering::Acquire);
+            // SAFETY: `s` was the table's array during this poll (our epoch is odd); a
+            // `rebuild` that replaces it frees it only after our epoch moves on, which
+            // happens when we are dropped (module docs).
+            let s = unsafe { &*s };
             let i = find_in(s, qp_num)?;
-            let p = s.cells[i].load(Ordering::Acquire);
-            if p.is_null() || p == tomb() {
+            let e = s.cells[i].load(Ordering::Acquire);
+            if e.is_null() || e == tomb() {
                 return None;
             }
-            self.last = p;
-            self.last_qpn = u32::from(qp_num);
+            p.last = e;
+            p.last_qpn = u32::from(qp_num);
+            // `p.generation` is this poll's (set in `begin`): the pair is what the next
+            // polls check.
         }
-        // A cached entry is as live as when it was found: an entry an `unregister` takes out
-        // of the array during this lookup is freed only after we are dropped (epoch
-        // protocol), and no QP can register the same number meanwhile (`unregister` holds
-        // `ctl` until we are dropped), so using it for the rest of this poll is like having
-        // polled just before the unregister. (Checking the cell on every hit would cost ~7
-        // instructions per CQE for no different outcome.)
-        // SAFETY: `last` is a live entry (see `find_in`) and stays live until this lookup is
-        // dropped (epoch protocol). Its completing halves are touched only by the one lookup
-        // of this table (the contract of `begin_poll`), and the returned borrows are tied to
-        // `&mut self`, so no two `&mut` to them coexist.
-        let e = unsafe { &*self.last };
+        // A cached entry is live for this whole poll: it was in the table when found, in a
+        // poll whose generation was `p.generation`, and this poll read the same generation
+        // after its epoch went odd, so an `unregister` that took it out since waits for
+        // this poll to end before freeing it (module docs). An entry an `unregister` takes
+        // out during this poll is likewise freed only after we are dropped, and no QP can
+        // register the same number meanwhile (`unregister` holds `ctl` until then), so
+        // using it for the rest of this poll is like having polled just before the
+        // unregister. (Checking the cell on every hit would cost ~7 instructions per CQE
+        // for no different outcome.)
+        // SAFETY: `last` is a live entry for this poll (above). Its completing halves are
+        // touched only by the table's one poller, whose `&mut` we hold, and the returned
+        // borrows are tied to `&mut self`, so no two `&mut` to them coexist.
+        let e = unsafe { &*p.last };
         // SAFETY: as above; `send` and `recv` are distinct cells.
         let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
         Some(QpPools {
@@ -327,15 +408,14 @@ mod tests {
 
     #[test]
     fn grows_by_use_and_finds_every_qp() {
-        let t = QpTable::new();
+        let (t, mut p) = QpTable::new();
         assert_eq!(t.cells(), MIN_SLOTS, "an empty CQ costs 8 pointers");
         for q in 0..100u16 {
             t.register(q * 7, Some(completer()), None).unwrap();
         }
         assert!(t.cells() <= 512, "{} cells for 100 QPs", t.cells());
         assert!(t.register(7, None, None).is_err(), "duplicate QP number");
-        // SAFETY: the only lookup of `t`.
-        let mut l = unsafe { t.begin_poll() };
+        let mut l = p.begin();
         for q in 0..100u16 {
             let p = l.find(q * 7).expect("registered");
             assert!(p.send.is_some() && p.recv.is_none());
@@ -345,8 +425,7 @@ mod tests {
         for q in 0..100u16 {
             t.unregister(q * 7);
         }
-        // SAFETY: the only lookup of `t`.
-        let mut l = unsafe { t.begin_poll() };
+        let mut l = p.begin();
         assert!((0..100u16).all(|q| l.find(q * 7).is_none()));
         drop(l);
         // Tombstones are swept by the next growth: churn does not grow the table.
@@ -364,10 +443,9 @@ mod tests {
     fn same_number_cannot_come_back_during_a_poll() {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
-        let t = Arc::new(QpTable::new());
+        let (t, mut p) = QpTable::new();
         t.register(5, Some(completer()), None).unwrap();
-        // SAFETY: this thread runs the only lookup of `t`.
-        let mut l = unsafe { t.begin_poll() };
+        let mut l = p.begin();
         let cap = |l: &mut Lookup<'_>| l.find(5).and_then(|p| p.send.map(|c| c.capacity()));
         assert_eq!(cap(&mut l), Some(4));
         let done = Arc::new(AtomicBool::new(false));
@@ -377,8 +455,8 @@ mod tests {
         };
         // Wait until the unregister has taken the entry out of the array (it now waits for
         // this poll, holding `ctl`).
-        // SAFETY: `l.slots` is alive while `l` is (epoch protocol).
-        while find_in(unsafe { &*l.slots }, 5).is_some() {
+        // SAFETY: the array is alive while `l` is (epoch protocol: `rebuild` would wait).
+        while find_in(unsafe { &*t.slots.load(Ordering::Acquire) }, 5).is_some() {
             std::thread::yield_now();
         }
         let adder = {
@@ -399,8 +477,7 @@ mod tests {
         drop(l);
         remover.join().unwrap();
         let registered = adder.join().unwrap();
-        // SAFETY: as above.
-        let mut l = unsafe { t.begin_poll() };
+        let mut l = p.begin();
         assert_eq!(cap(&mut l), registered.then_some(8));
     }
 
@@ -408,15 +485,14 @@ mod tests {
     fn register_and_unregister_while_another_thread_polls() {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
-        let t = Arc::new(QpTable::new());
+        let (t, mut p) = QpTable::new();
         let stop = Arc::new(AtomicBool::new(false));
         let poller = {
-            let (t, stop) = (t.clone(), stop.clone());
+            let stop = stop.clone();
             std::thread::spawn(move || {
                 let mut found = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: this thread runs the only lookups of `t`.
-                    let mut l = unsafe { t.begin_poll() };
+                    let mut l = p.begin();
                     for q in 0..64u16 {
                         if let Some(p) = l.find(q) {
                             // Touch the completer: a use-after-free would show under Miri/ASan
@@ -441,5 +517,95 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         let found = poller.join().unwrap();
         assert!(found > 0);
+    }
+
+    /// The poller keeps the entry it found last across polls; an `unregister` between two
+    /// polls (no poll open, so it does not wait) frees that entry, and another QP's entry may
+    /// then sit at the same address (the allocator hands the freed block to the next entry
+    /// of the same size) while a new QP takes the same number. The next poll must see the
+    /// generation move and probe again: the new QP 5's completion comes from its own pool.
+    #[test]
+    fn cached_entry_is_not_used_after_its_qp_is_unregistered() {
+        let (t, mut p) = QpTable::new();
+        // Distinct generations: a req_id of one pool is refused by the others.
+        let (mut old_pool, old) = WridPool::new(4, 1).unwrap();
+        let (mut other_pool, other) = WridPool::new(4, 2).unwrap();
+        let (mut new_pool, new) = WridPool::new(4, 3).unwrap();
+        t.register(5, Some(old), None).unwrap();
+        let r = old_pool.alloc_posted(111).unwrap();
+        let mut l = p.begin();
+        assert_eq!(l.find(5).unwrap().send.unwrap().complete(r), Ok(111));
+        drop(l);
+        // QP 5's entry is cached. QP 5 goes (freeing its entry); QP 6 comes, then a new QP 5.
+        t.unregister(5);
+        t.register(6, Some(other), None).unwrap();
+        t.register(5, Some(new), None).unwrap();
+        let (r_other, r_new) = (
+            other_pool.alloc_posted(666).unwrap(),
+            new_pool.alloc_posted(222).unwrap(),
+        );
+        let mut l = p.begin();
+        let got = l.find(5).unwrap().send.unwrap().complete(r_new);
+        assert_eq!(got, Ok(222), "QP 5's completion from the new QP 5's pool");
+        assert_eq!(l.find(6).unwrap().send.unwrap().complete(r_other), Ok(666));
+        drop(l);
+        // Unchanged table: the cache carries over (and stays right) from poll to poll.
+        let r = new_pool.alloc_posted(333).unwrap();
+        let mut l = p.begin();
+        assert_eq!(l.find(5).unwrap().send.unwrap().complete(r), Ok(333));
+    }
+
+    /// The cache across polls under concurrency: one thread polls, each poll finding one QP
+    /// (the same one for several polls in a row, so most finds use the entry cached by an
+    /// earlier poll), while another thread unregisters and re-registers the same numbers
+    /// (each time with a new entry and completer) and grows the table. Every entry found
+    /// must be live (Miri: no use after free) and the QP's own (its capacity says whose).
+    #[test]
+    fn cached_entry_across_polls_while_another_thread_reregisters() {
+        use std::sync::atomic::AtomicBool;
+        const QPS: u16 = 4;
+        let rounds: u16 = if cfg!(miri) { 40 } else { 2000 };
+        let (t, mut p) = QpTable::new();
+        let own = |q: u16| Some(WridPool::new(u32::from(q) + 1, q).unwrap().1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut found, mut polls) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let q = (polls / 8 % u64::from(QPS)) as u16;
+                    let mut l = p.begin();
+                    if let Some(pools) = l.find(q) {
+                        let cap = pools.send.map(|c| c.capacity());
+                        assert_eq!(cap, Some(u32::from(q) + 1), "QP {q} found another's entry");
+                        found += 1;
+                    }
+                    drop(l);
+                    polls += 1;
+                    if cfg!(miri) {
+                        std::thread::yield_now();
+                    }
+                }
+                found
+            })
+        };
+        for round in 0..rounds {
+            for q in 0..QPS {
+                t.unregister(q);
+                t.register(q, own(q), None).unwrap();
+            }
+            if round % 16 == 0 {
+                // A registration that grows the table (`rebuild` replaces the array).
+                let extra = QPS + round;
+                t.register(extra, own(0), None).unwrap();
+                t.unregister(extra);
+            }
+            if cfg!(miri) {
+                std::thread::yield_now();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let found = poller.join().unwrap();
+        assert!(found > 0, "the poller found no QP");
     }
 }
