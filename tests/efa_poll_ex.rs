@@ -49,11 +49,30 @@ fn side(fab: &EfaFabric, flags: EfaQpFlags) -> Side {
     };
     let scq = cq(EfaWcFlags::empty());
     let rcq = cq(EfaWcFlags::WITH_SGID | EfaWcFlags::WITH_IS_UNSOLICITED);
+    let qp = srd_qp(&pd, &scq, &rcq, flags);
+    let mr = pd
+        .reg_mr(
+            1 << 16,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        )
+        .unwrap();
+    Side {
+        gid: dev.gid(),
+        qp,
+        scq,
+        rcq,
+        mr,
+        pd,
+    }
+}
+
+/// An SRD QP on `pd` completing into `scq`/`rcq`, in RTS.
+fn srd_qp(pd: &Pd, scq: &Cq, rcq: &Cq, flags: EfaQpFlags) -> EfaQp {
     let mut qp = pd
         .efadv_create_qp(&EfaQpInitAttr {
             qp_type: EfaQpType::Srd,
-            send_cq: &scq,
-            recv_cq: &rcq,
+            send_cq: scq,
+            recv_cq: rcq,
             cap: EfaQpCap {
                 max_send_wr: 16,
                 max_recv_wr: 16,
@@ -72,20 +91,7 @@ fn side(fab: &EfaFabric, flags: EfaQpFlags) -> Side {
         })
         .expect("efadv_create_qp");
     qp.modify_to_rts(QKEY).expect("modify to RTS");
-    let mr = pd
-        .reg_mr(
-            1 << 16,
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
-        )
-        .unwrap();
-    Side {
-        gid: dev.gid(),
-        qp,
-        scq,
-        rcq,
-        mr,
-        pd,
-    }
+    qp
 }
 
 /// a sends to b; b has no AH for a (so its receives carry a's GID) and takes unsolicited
@@ -329,4 +335,96 @@ fn efa_qp_destroyed_during_an_open_poll() {
     assert_eq!(rcq.efa_stale_completions(), 3);
     fab.assert_no_violations();
     drop((ah, a, rcq, bscq, bmr, bpd));
+}
+
+/// A CQ's poller keeps the QP it found last across polls (revalidated per call by the QP
+/// table's generation). Here that QP is destroyed between two polls with completions of it
+/// still in the CQ, and a new QP is created on the same CQs: the next polls must count the
+/// old QP's completions as stale (never resolve them through the remembered entry, which is
+/// freed) and hand out the new QP's completion with the wr_id posted to it. Both pollers:
+/// `poll_efa` on the send CQ, the extended poll on the receive CQ.
+#[test]
+fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
+    let fab = EfaFabric::new(9);
+    let Side {
+        qp: mut aqp,
+        scq: mut ascq,
+        rcq: arcq,
+        mr: amr,
+        pd: apd,
+        ..
+    } = side(&fab, EfaQpFlags::empty());
+    let Side {
+        qp: mut bqp,
+        scq: bscq,
+        rcq: mut brcq,
+        mr: bmr,
+        pd: bpd,
+        gid: bgid,
+    } = side(&fab, EfaQpFlags::empty());
+    let ah = apd.efadv_create_ah(bgid).unwrap();
+    let (rr, s) = ([sge(&bmr, 0, 64)], [sge(&amr, 0, 16)]);
+    for i in 0..4 {
+        bqp.post_recv(&[EfaRecvWr {
+            wr_id: i,
+            sg_list: &rr,
+        }])
+        .unwrap();
+        let dest = ah.ud_addr(bqp.qp_num(), QKEY);
+        aqp.post_send(&[EfaSendWr::send(100 + i, dest).sge_list(&s)])
+            .unwrap();
+    }
+    assert_eq!(fab.process(), 4);
+    // One completion of each old QP: each CQ's poller now remembers that QP's entry.
+    let g = brcq.start_poll().unwrap().expect("receives");
+    assert!(g.wr_id() < 4);
+    g.end_poll();
+    let mut one = [EfaWc::default(); 1];
+    assert_eq!(ascq.poll_efa(&mut one).unwrap(), 1);
+    assert!((100..104).contains(&one[0].wc.wr_id));
+    let (old_a, old_b) = (aqp.qp_num(), bqp.qp_num());
+    // Both QPs go, three completions of each still queued; new QPs take their places.
+    drop((aqp, bqp));
+    let mut aqp = srd_qp(&apd, &ascq, &arcq, EfaQpFlags::empty());
+    let mut bqp = srd_qp(&bpd, &bscq, &brcq, EfaQpFlags::empty());
+    bqp.post_recv(&[EfaRecvWr {
+        wr_id: 77,
+        sg_list: &rr,
+    }])
+    .unwrap();
+    aqp.post_send(&[EfaSendWr::send(200, ah.ud_addr(bqp.qp_num(), QKEY)).sge_list(&s)])
+        .unwrap();
+    assert_eq!(fab.process(), 1);
+
+    let mut got = Vec::new();
+    if let Some(mut g) = brcq.start_poll().unwrap() {
+        loop {
+            got.push((g.wr_id(), g.read_qp_num(), g.status()));
+            if !g.next_poll().unwrap() {
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        got,
+        [(77, bqp.qp_num(), WcStatus::SUCCESS)],
+        "old b QP {old_b}"
+    );
+    assert_eq!(brcq.efa_stale_completions(), 3);
+
+    let mut wcs = [EfaWc::default(); 8];
+    let n = ascq.poll_efa(&mut wcs).unwrap();
+    let got: Vec<_> = wcs[..n]
+        .iter()
+        .map(|w| (w.wc.wr_id, w.wc.qp_num, w.wc.status))
+        .collect();
+    assert_eq!(
+        got,
+        [(200, aqp.qp_num(), WcStatus::SUCCESS)],
+        "old a QP {old_a}"
+    );
+    assert_eq!(ascq.efa_stale_completions(), 3);
+    fab.assert_no_violations();
+    drop((aqp, bqp, ah));
+    drop((ascq, arcq, amr, apd, bscq, brcq, bmr, bpd));
 }
