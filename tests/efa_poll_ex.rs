@@ -339,29 +339,35 @@ fn efa_qp_destroyed_during_an_open_poll() {
 
 /// A CQ's poller keeps the QP it found last across polls (revalidated per call by the QP
 /// table's generation). Here that QP is destroyed between two polls with completions of it
-/// still in the CQ, and a new QP is created on the same CQs: the next polls must count the
+/// still in the CQ, and a new QP is created on the same CQ: the next polls must count the
 /// old QP's completions as stale (never resolve them through the remembered entry, which is
 /// freed) and hand out the new QP's completion with the wr_id posted to it. Both pollers:
-/// `poll_efa` on the send CQ, the extended poll on the receive CQ.
+/// `poll_efa` on a's CQ, the extended poll on b's. Each side's QP sends and receives on one
+/// CQ, so every table entry holds both wr_id pools: a remembered entry whose memory went to
+/// a new QP's entry would complete the old QP's req_ids against the new QP's pools (refused:
+/// another generation), and one whose memory was not reused would read freed pools.
 #[test]
 fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
     let fab = EfaFabric::new(9);
-    let Side {
-        qp: mut aqp,
-        scq: mut ascq,
-        rcq: arcq,
-        mr: amr,
-        pd: apd,
-        ..
-    } = side(&fab, EfaQpFlags::empty());
-    let Side {
-        qp: mut bqp,
-        scq: bscq,
-        rcq: mut brcq,
-        mr: bmr,
-        pd: bpd,
-        gid: bgid,
-    } = side(&fab, EfaQpFlags::empty());
+    let one_cq_side = || {
+        let dev = fab.add_device(ModelConfig::default());
+        let ctx = dev.open().expect("open model device");
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx
+            .efadv_create_cq(
+                &CqInitAttr {
+                    cqe: 16,
+                    ..Default::default()
+                },
+                &EfaCqInitAttr::default(),
+            )
+            .expect("efadv_create_cq");
+        let qp = srd_qp(&pd, &cq, &cq, EfaQpFlags::empty());
+        let mr = pd.reg_mr(1 << 16, AccessFlags::LOCAL_WRITE).unwrap();
+        (qp, cq, mr, pd, dev.gid())
+    };
+    let (mut aqp, mut acq, amr, apd, _) = one_cq_side();
+    let (mut bqp, mut bcq, bmr, bpd, bgid) = one_cq_side();
     let ah = apd.efadv_create_ah(bgid).unwrap();
     let (rr, s) = ([sge(&bmr, 0, 64)], [sge(&amr, 0, 16)]);
     for i in 0..4 {
@@ -376,17 +382,22 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
     }
     assert_eq!(fab.process(), 4);
     // One completion of each old QP: each CQ's poller now remembers that QP's entry.
-    let g = brcq.start_poll().unwrap().expect("receives");
+    let g = bcq.start_poll().unwrap().expect("receives");
     assert!(g.wr_id() < 4);
     g.end_poll();
     let mut one = [EfaWc::default(); 1];
-    assert_eq!(ascq.poll_efa(&mut one).unwrap(), 1);
+    assert_eq!(acq.poll_efa(&mut one).unwrap(), 1);
     assert!((100..104).contains(&one[0].wc.wr_id));
     let (old_a, old_b) = (aqp.qp_num(), bqp.qp_num());
     // Both QPs go, three completions of each still queued; new QPs take their places.
     drop((aqp, bqp));
-    let mut aqp = srd_qp(&apd, &ascq, &arcq, EfaQpFlags::empty());
-    let mut bqp = srd_qp(&bpd, &bscq, &brcq, EfaQpFlags::empty());
+    aqp = srd_qp(&apd, &acq, &acq, EfaQpFlags::empty());
+    bqp = srd_qp(&bpd, &bcq, &bcq, EfaQpFlags::empty());
+    // The old QPs' completions come first (the new QPs have none yet): all stale.
+    assert!(bcq.start_poll().unwrap().is_none(), "old b QP {old_b}");
+    assert_eq!(bcq.efa_stale_completions(), 3);
+    assert_eq!(acq.poll_efa(&mut one).unwrap(), 0, "old a QP {old_a}");
+    assert_eq!(acq.efa_stale_completions(), 3);
     bqp.post_recv(&[EfaRecvWr {
         wr_id: 77,
         sg_list: &rr,
@@ -397,7 +408,7 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
     assert_eq!(fab.process(), 1);
 
     let mut got = Vec::new();
-    if let Some(mut g) = brcq.start_poll().unwrap() {
+    if let Some(mut g) = bcq.start_poll().unwrap() {
         loop {
             got.push((g.wr_id(), g.read_qp_num(), g.status()));
             if !g.next_poll().unwrap() {
@@ -410,10 +421,10 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
         [(77, bqp.qp_num(), WcStatus::SUCCESS)],
         "old b QP {old_b}"
     );
-    assert_eq!(brcq.efa_stale_completions(), 3);
+    assert_eq!(bcq.efa_stale_completions(), 3);
 
     let mut wcs = [EfaWc::default(); 8];
-    let n = ascq.poll_efa(&mut wcs).unwrap();
+    let n = acq.poll_efa(&mut wcs).unwrap();
     let got: Vec<_> = wcs[..n]
         .iter()
         .map(|w| (w.wc.wr_id, w.wc.qp_num, w.wc.status))
@@ -423,8 +434,8 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
         [(200, aqp.qp_num(), WcStatus::SUCCESS)],
         "old a QP {old_a}"
     );
-    assert_eq!(ascq.efa_stale_completions(), 3);
+    assert_eq!(acq.efa_stale_completions(), 3);
     fab.assert_no_violations();
     drop((aqp, bqp, ah));
-    drop((ascq, arcq, amr, apd, bscq, brcq, bmr, bpd));
+    drop((acq, amr, apd, bcq, bmr, bpd));
 }
