@@ -37,6 +37,13 @@
 //!    and, through the Release/Acquire pair, the completer's reads in (2) are done before the
 //!    poster overwrites `wr_id[s]` again.
 //!
+//! The poster keeps the last `tail` it loaded (`tail_seen`) and pops the ids before it without
+//! loading `tail` again; it loads it only when those run out. That is sound because `tail`
+//! only grows: every cell before `tail_seen` was published by the Release store that the
+//! Acquire load of `tail_seen` read (or an earlier one), so (4) holds for each of them however
+//! long ago that load was. `head <= tail_seen <= tail` (mod 2^32) always, so
+//! `tail_seen - head` never exceeds the true free count.
+//!
 //! Each `posted` flag is set only by the poster (for an id it popped, which is not on the free
 //! ring and not posted) and cleared only by the completer (for an id it saw posted, before it
 //! pushes it), so the two sides never write it at the same time; every access is atomic, so a
@@ -85,6 +92,10 @@ pub struct WridPool {
     shared: Arc<Shared>,
     /// Ids ever popped (mod 2^32); private to the poster.
     head: u32,
+    /// The completer's `tail` as the poster last loaded it (Acquire): the ids at
+    /// `head .. tail_seen` are free and safe to pop without loading `tail` again (module
+    /// docs). `tail_seen - head <= capacity`.
+    tail_seen: u32,
     /// Popped ids (the last `staged` before `head`) not yet published.
     staged: u32,
 }
@@ -135,6 +146,7 @@ impl WridPool {
             WridPool {
                 shared: shared.clone(),
                 head: 0,
+                tail_seen: capacity,
                 staged: 0,
             },
             WridCompleter {
@@ -164,17 +176,40 @@ impl WridPool {
         self.shared.tail.load(Ordering::Acquire) == self.head
     }
 
+    /// How many ids may be popped now, at least `want` if that many are free: the count the
+    /// last load of `tail` left (`tail_seen - head`), and only when that is below `want` a new
+    /// Acquire load of `tail`.
+    #[inline(always)]
+    fn free_for(&mut self, want: u32) -> u32 {
+        let known = self.tail_seen.wrapping_sub(self.head);
+        if known >= want {
+            return known;
+        }
+        self.reload_tail()
+    }
+
+    /// Loads the completer's `tail` into `tail_seen` and returns the free count.
+    #[inline]
+    fn reload_tail(&mut self) -> u32 {
+        // Acquire: pairs with the completer's Release store of `tail` (step 4) and covers
+        // every free-ring cell before it, so each id popped before `tail_seen` (now or in a
+        // later call) and the completer's last use of it happen-before what we do with it.
+        // `tail - head <= capacity` (module docs), so this is the free count.
+        self.tail_seen = self.shared.tail.load(Ordering::Acquire);
+        self.tail_seen.wrapping_sub(self.head)
+    }
+
     /// Takes a free id for `wr_id` and returns the `req_id` to put in the descriptor, or
     /// `None` when the queue is full. The id is *staged*: the completer refuses it until
     /// [`publish`](Self::publish).
     pub fn alloc(&mut self, wr_id: u64) -> Option<u16> {
-        let s = &*self.shared;
-        // Acquire: pairs with the completer's Release store of `tail` (step 4): the cell at
-        // `head` and the completer's last use of that id happen-before what we do next.
-        if s.tail.load(Ordering::Acquire) == self.head {
+        // The cell at `head` and the completer's last use of that id happen-before what we do
+        // next: `head < tail_seen`, loaded with Acquire (step 4).
+        if self.free_for(1) == 0 {
             return None;
         }
-        // Relaxed: ordered by the Acquire above.
+        let s = &*self.shared;
+        // Relaxed: ordered by the Acquire load of `tail_seen`.
         let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
         // Ids on the free ring are always < capacity (put there by `new`, or by `complete`
         // after its bounds check), so this lookup cannot fail; `get` keeps it a checked fact.
@@ -194,12 +229,12 @@ impl WridPool {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
         // does (a session holds the queue borrowed until it publishes or rolls back).
         debug_assert_eq!(self.staged, 0);
-        let s = &*self.shared;
-        // Acquire: as in `alloc` (step 4).
-        if s.tail.load(Ordering::Acquire) == self.head {
+        // As in `alloc` (step 4).
+        if self.free_for(1) == 0 {
             return None;
         }
-        // Relaxed: ordered by the Acquire above.
+        let s = &*self.shared;
+        // Relaxed: ordered by the Acquire load of `tail_seen`.
         let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
         // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
         let slot = s.slots.get(usize::from(id))?;
@@ -213,19 +248,16 @@ impl WridPool {
     }
 
     /// Starts a run of at most `want` posts that take their ids with [`PostRun::post`]: the
-    /// free ids are counted once, with one Acquire load of the completer's `tail`, instead of
-    /// once per id as in [`alloc_posted`](Self::alloc_posted). Ids the completer frees while
-    /// the run lasts wait for the next run; the run's position is written back when it drops.
+    /// free ids are counted once, from the last loaded `tail` and with a new Acquire load of it
+    /// only when that count is below `want`. Ids the completer frees while the run lasts wait
+    /// for the next run; the run's position is written back when it drops.
     #[inline(always)]
     pub fn run(&mut self, want: u32) -> PostRun<'_> {
         // As in `alloc_posted`: posted ids are never mixed with staged ones.
         debug_assert_eq!(self.staged, 0);
+        // Every id this run pops lies before `tail_seen`, loaded with Acquire (step 4).
+        let free_now = self.free_for(want);
         let s = &*self.shared;
-        // Acquire: pairs with the completer's Release store of `tail` (step 4) and covers
-        // every free-ring cell before it, so all the ids this run pops (at most
-        // `tail - head` of them) and the completer's last use of each happen-before what we
-        // do with them. `tail - head <= capacity` (module docs), so this is the free count.
-        let free_now = s.tail.load(Ordering::Acquire).wrapping_sub(self.head);
         PostRun {
             pos: self.head as usize,
             left: want.min(free_now),
@@ -508,6 +540,47 @@ mod tests {
         assert_eq!(p.alloc_posted(400), Some(ids[1]));
         assert_eq!(p.run(3).post(5), None, "full");
         for (id, w) in [(ids[2], 200), (ids[0], 300), (ids[1], 400), (ids[3], 103)] {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        assert_eq!(p.outstanding(), 0);
+    }
+
+    /// The poster pops ids up to the last `tail` it loaded without loading it again, and loads
+    /// it when those run out (or a run wants more): freed ids are never missed once the cache
+    /// is empty, never handed out before they are freed, and rollback keeps the count right.
+    #[test]
+    fn cached_tail_is_reloaded_only_when_it_runs_out() {
+        let (mut p, mut c) = WridPool::new(4, 1).unwrap();
+        let a = p.alloc_posted(10).unwrap();
+        assert_eq!(c.complete(a), Ok(10));
+        // Three ids left from the first load: they come out without a reload.
+        let b: Vec<u16> = (11..14).map(|w| p.alloc_posted(w).unwrap()).collect();
+        assert_eq!(p.tail_seen, 4, "no reload while the cached count lasted");
+        assert!(!b.contains(&a));
+        // The cache is empty: the next post loads `tail` and finds `a` free again.
+        assert_eq!(p.alloc_posted(14), Some(a));
+        assert_eq!(p.tail_seen, 5);
+        assert_eq!(p.alloc_posted(15), None, "full after a fresh load");
+        assert_eq!(p.run(1).post(15), None);
+        // Two freed: a run of one takes one (reloading), a run wanting two reloads again and
+        // gets only the one left.
+        assert_eq!(c.complete(b[1]), Ok(12));
+        assert_eq!(c.complete(b[0]), Ok(11));
+        assert_eq!(p.run(1).post(20), Some(b[1]));
+        assert_eq!(p.tail_seen, 7);
+        let mut run = p.run(2);
+        assert_eq!(run.post(21), Some(b[0]));
+        assert_eq!(run.post(22), None);
+        drop(run);
+        // Staged ids rolled back count as free again without a reload.
+        assert_eq!(c.complete(b[2]), Ok(13));
+        assert_eq!(p.alloc(30), Some(b[2]));
+        assert_eq!(p.tail_seen, 8);
+        p.rollback(1);
+        assert_eq!(p.outstanding(), 3);
+        assert_eq!(p.alloc_posted(31), Some(b[2]));
+        assert_eq!(p.tail_seen, 8);
+        for (id, w) in [(a, 14), (b[1], 20), (b[0], 21), (b[2], 31)] {
             assert_eq!(c.complete(id), Ok(w));
         }
         assert_eq!(p.outstanding(), 0);
