@@ -749,6 +749,21 @@ impl EfaQp {
     #[doc(alias = "ibv_post_send")]
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize> {
+        // One plain WR on an RTS QP (the common case of a latency-bound poster) is posted
+        // here without a stack frame; everything else, and whatever `post_single` declines
+        // (it then has done nothing), goes the general way.
+        if let [wr] = wrs {
+            if self.state == EfaQpState::Rts && self.sq.post_single(wr, self.sq_sig_all) {
+                return Ok(1);
+            }
+        }
+        self.post_send_general(wrs)
+    }
+
+    /// [`post_send`](Self::post_send) for every list but a single plain WR; out of line so the
+    /// single-WR path does not pay for its registers and error handling.
+    #[inline(never)]
+    fn post_send_general(&mut self, wrs: &[SendWr<'_>]) -> Result<usize> {
         self.check_rts("post_send")?;
         match self.sq.post_send_with(wrs, self.sq_sig_all) {
             Ok(n) => Ok(n),

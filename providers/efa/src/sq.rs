@@ -353,8 +353,11 @@ pub struct SendQueue {
     max_batch: u32,
     /// Producer counter: WQEs ever published, modulo 2^16 (what the doorbell carries).
     pc: u16,
-    /// Phase of the slot at `pc` (flips each time `pc` wraps the ring).
-    phase: bool,
+    /// Word 0 of a plain WR's WQE in the slot at `pc` but its req_id and dest_qp_num
+    /// ([`plain_word0`]), kept so a post need not compose it. Its phase bit is the phase of
+    /// that slot (flips each time `pc` wraps the ring) and the only place the phase is kept:
+    /// [`phase`](Self::phase), [`flip_phase`](Self::flip_phase).
+    word0: u64,
 }
 
 // SAFETY: the LLQ and doorbell pointers refer to a process-wide mapping that `new`'s caller
@@ -413,8 +416,20 @@ impl SendQueue {
             mask: cfg.depth - 1,
             max_batch: cfg.max_batch_wr(),
             pc: 0,
-            phase: false,
+            word0: plain_word0(false),
         })
+    }
+
+    /// Phase of the slot at the producer counter.
+    #[inline(always)]
+    fn phase(&self) -> bool {
+        self.word0 & WORD0_PHASE != 0
+    }
+
+    /// The producer counter wrapped the ring.
+    #[inline(always)]
+    fn flip_phase(&mut self) {
+        self.word0 ^= WORD0_PHASE;
     }
 
     /// The configuration this queue was built with.
@@ -445,7 +460,7 @@ impl SendQueue {
     pub fn start(&mut self) -> SendSession<'_> {
         SendSession {
             pc0: self.pc,
-            phase0: self.phase,
+            phase0: self.phase(),
             staged: 0,
             sq: self,
         }
@@ -475,12 +490,86 @@ impl SendQueue {
     /// first WR that is not plain, finds no free id or meets the ring's end, and that WR takes
     /// the general path (full validation, which names the reason of a refusal, and an id taken
     /// with its own check).
+    ///
+    /// A list of one plain WR (the common case of a latency-bound poster) takes a path of its
+    /// own, [`post_single`](Self::post_single), that posts it without the run's set-up; any
+    /// other list, and a single WR that path declines, goes through the runs.
     #[inline]
     pub fn post_send_with(
         &mut self,
         wrs: &[SendWr<'_>],
         sig_all: bool,
     ) -> Result<usize, PostError> {
+        if let [wr] = wrs {
+            if self.post_single(wr, sig_all) {
+                return Ok(1);
+            }
+        }
+        self.post_list(wrs, sig_all)
+    }
+
+    /// Posts `wr` on its own if it is a plain WR (a signaled — or `sig_all` — SEND of exactly
+    /// one SGE to a 16-bit QP number, on a QP that allows an SGE) and a request id is free,
+    /// and rings the doorbell for it: what [`post_send_with`](Self::post_send_with) does for a
+    /// list of that one WR. Returns false, having written and taken nothing, for any other WR
+    /// or when no id is free; the caller then hands the WR to `post_send_with`, which decides
+    /// (and names the reason of a refusal). Callers that can skip their own set-up for this
+    /// case (the core's `EfaQp::post_send`) call it first.
+    ///
+    /// What makes it cheaper than a run of one: the free ids come from the count the pool kept
+    /// from its last load of the completer's `tail` (no Acquire load while that count lasts),
+    /// and there is no run to set up (no cut at the ring's end: one slot always fits; no batch
+    /// count: one WQE, one doorbell, and `max_batch_wr` >= 1).
+    #[inline(always)]
+    pub fn post_single(&mut self, wr: &SendWr<'_>, sig_all: bool) -> bool {
+        let Payload::Sge([sge]) = wr.payload else {
+            return false;
+        };
+        // The checks of a plain WR; a QP with `max_send_sge` 0 refuses one SGE.
+        if !matches!(wr.op, SendOp::Send)
+            || !(sig_all || wr.signaled)
+            || wr.dest.remote_qpn > u32::from(u16::MAX)
+            || self.cfg.max_send_sge == 0
+        {
+            return false;
+        }
+        // Everything is checked: from here on the WR is posted.
+        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+            return false;
+        };
+        let w = plain_words(wr, sge, req_id, self.word0);
+        let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
+        let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
+        // Orders the previous doorbell write before the WC stores below.
+        mmio::wc_start();
+        for (i, v) in w.into_iter().enumerate() {
+            // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
+            // depth - 1, size checked in `new`), so word `i` < 8 lies within the slot, which
+            // `new`'s caller made writable and 8-aligned (`desc`, `slot` multiples of 8).
+            unsafe { dst.add(i).write_volatile(v.to_le()) };
+        }
+        if self.wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize {
+            for i in 8..16 {
+                // SAFETY: as above; with 128-byte slots word `i` < 16 lies within the slot.
+                unsafe { dst.add(i).write_volatile(0) };
+            }
+        }
+        let pc = self.pc.wrapping_add(1);
+        self.pc = pc;
+        if u32::from(pc) & self.mask == 0 {
+            self.flip_phase();
+        }
+        // Every WC store of this WQE reaches the device before the doorbell.
+        mmio::wc_flush();
+        self.db.ring(u32::from(pc));
+        true
+    }
+
+    /// [`post_send_with`](Self::post_send_with) for every list but a single plain WR: the WRs
+    /// in runs, with the general path between them. Not inlined, so the single-WR path in the
+    /// caller does not pay for the registers this one needs.
+    #[inline(never)]
+    fn post_list(&mut self, wrs: &[SendWr<'_>], sig_all: bool) -> Result<usize, PostError> {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
@@ -533,17 +622,7 @@ impl SendQueue {
         let first = (u32::from(self.pc) & self.mask) as usize;
         let room = (self.cfg.depth as usize).saturating_sub(first);
         let run = run.get(..run.len().min(room)).unwrap_or_default();
-        // Word 0 of every WQE of the run but the req_id and dest_qp_num: ctrl1 (op SEND,
-        // meta_desc), ctrl2 (phase, first, last, comp_req), length 1 (one buffer descriptor).
-        let ctrl1 =
-            (EFA_IO_SEND & EFA_IO_TX_META_DESC_OP_TYPE_MASK) | EFA_IO_TX_META_DESC_META_DESC_MASK;
-        let ctrl2 = (u8::from(self.phase) * EFA_IO_TX_META_DESC_PHASE_MASK)
-            | EFA_IO_TX_META_DESC_FIRST_MASK
-            | EFA_IO_TX_META_DESC_LAST_MASK
-            | EFA_IO_TX_META_DESC_COMP_REQ_MASK;
-        let word0 = u64::from(ctrl1) << 16 | u64::from(ctrl2) << 24 | 1 << 48;
-        // The shifts that place the lkey below keep exactly its low 24 bits.
-        const _: () = assert!(EFA_IO_TX_BUF_DESC_LKEY_MASK == (1 << 24) - 1);
+        let word0 = self.word0;
         let mut ids = self.pool.run(run.len() as u32);
         let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
@@ -563,22 +642,7 @@ impl SendQueue {
             let Some(req_id) = ids.post(wr.wr_id) else {
                 break;
             };
-            // efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then
-            // data.sgl[0] and a zero sgl[1].
-            let w = [
-                u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
-                u64::from(wr.dest.ah) << 32
-                    | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK)
-                        << 48,
-                u64::from(wr.dest.remote_qkey),
-                0,
-                // length, then the low 24 bits of lkey (EFA_IO_TX_BUF_DESC_LKEY_MASK: the
-                // shift left drops the 8 bits above them) at bit 32.
-                u64::from(sge.length) | u64::from(sge.lkey) << 40 >> 8,
-                sge.addr,
-                0,
-                0,
-            ];
+            let w = plain_words(wr, sge, req_id, word0);
             for (i, v) in w.into_iter().enumerate() {
                 // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is
                 // cut at the ring's end above), so word `i` < 8 lies within
@@ -609,7 +673,7 @@ impl SendQueue {
         self.pc = self.pc.wrapping_add(done as u16);
         // The run ends at the ring's end at the latest, so `pc` wrapped iff it is now 0 there.
         if done != 0 && u32::from(self.pc) & self.mask == 0 {
-            self.phase = !self.phase;
+            self.flip_phase();
         }
         done
     }
@@ -651,10 +715,10 @@ impl SendQueue {
         // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
         // depth - 1, size checked in `new`), `desc` and `slot` are multiples of 8, and `new`'s
         // caller made `desc` writable for `desc_len` bytes for our lifetime.
-        unsafe { write_wqe(self.desc.add(slot), self.wqe_size, wr, req_id, self.phase) };
+        unsafe { write_wqe(self.desc.add(slot), self.wqe_size, wr, req_id, self.phase()) };
         self.pc = self.pc.wrapping_add(1);
         if u32::from(self.pc) & self.mask == 0 {
-            self.phase = !self.phase;
+            self.flip_phase();
         }
         Ok(())
     }
@@ -764,6 +828,46 @@ impl SendQueue {
         }
         Ok(())
     }
+}
+
+/// The phase bit in [`plain_word0`] (ctrl2 sits at bit 24).
+const WORD0_PHASE: u64 = (EFA_IO_TX_META_DESC_PHASE_MASK as u64) << 24;
+
+/// Word 0 of a plain WR's WQE (see [`SendQueue::post_send_with`]) but its req_id and
+/// dest_qp_num: ctrl1 (op SEND, meta_desc), ctrl2 (`phase`, first, last, comp_req), length 1
+/// (one buffer descriptor).
+#[inline(always)]
+fn plain_word0(phase: bool) -> u64 {
+    let ctrl1 =
+        (EFA_IO_SEND & EFA_IO_TX_META_DESC_OP_TYPE_MASK) | EFA_IO_TX_META_DESC_META_DESC_MASK;
+    let ctrl2 = (u8::from(phase) * EFA_IO_TX_META_DESC_PHASE_MASK)
+        | EFA_IO_TX_META_DESC_FIRST_MASK
+        | EFA_IO_TX_META_DESC_LAST_MASK
+        | EFA_IO_TX_META_DESC_COMP_REQ_MASK;
+    u64::from(ctrl1) << 16 | u64::from(ctrl2) << 24 | 1 << 48
+}
+
+/// The eight words of the 64-byte WQE of a plain WR `wr` (checked: a SEND of the one SGE
+/// `sge` to a QP number <= 0xffff) with `req_id`, given its [`plain_word0`]:
+/// efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then data.sgl[0]
+/// and a zero sgl[1].
+#[inline(always)]
+fn plain_words(wr: &SendWr<'_>, sge: &Sge, req_id: u16, word0: u64) -> [u64; 8] {
+    // The shifts that place the lkey below keep exactly its low 24 bits.
+    const _: () = assert!(EFA_IO_TX_BUF_DESC_LKEY_MASK == (1 << 24) - 1);
+    [
+        u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
+        u64::from(wr.dest.ah) << 32
+            | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
+        u64::from(wr.dest.remote_qkey),
+        0,
+        // length, then the low 24 bits of lkey (EFA_IO_TX_BUF_DESC_LKEY_MASK: the shift left
+        // drops the 8 bits above them) at bit 32.
+        u64::from(sge.length) | u64::from(sge.lkey) << 40 >> 8,
+        sge.addr,
+        0,
+        0,
+    ]
 }
 
 /// Sum of the SGE lengths of a WQE's (at most 2) SGEs; `u64::MAX` for more, which every
@@ -971,7 +1075,7 @@ impl SendSession<'_> {
         let Some(req_id) = sq.pool.alloc(wr.wr_id) else {
             return Err(sq.queue_full());
         };
-        let wqe = build_wqe(wr, req_id, sq.phase);
+        let wqe = build_wqe(wr, req_id, sq.phase());
         let off = self.staged as usize * sq.wqe_size;
         // The pool holds `depth` slots and each staged WR holds one, so `staged < depth` and
         // the staging slot exists.
@@ -981,7 +1085,7 @@ impl SendSession<'_> {
         self.staged += 1;
         sq.pc = sq.pc.wrapping_add(1);
         if u32::from(sq.pc) & sq.mask == 0 {
-            sq.phase = !sq.phase;
+            sq.flip_phase();
         }
         Ok(())
     }
@@ -1045,7 +1149,7 @@ impl SendSession<'_> {
         if n != 0 {
             self.sq.pool.rollback(n);
             self.sq.pc = self.pc0;
-            self.sq.phase = self.phase0;
+            self.sq.word0 = plain_word0(self.phase0);
         }
     }
 }

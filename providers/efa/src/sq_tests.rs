@@ -665,3 +665,167 @@ fn plain_shaped_wrs_refused_with_reason() {
     assert!(r.sq.db.log.is_empty());
     assert!(r.desc.read(0, 512).iter().all(|&b| b == 0));
 }
+
+/// A small deterministic generator for the interleaving test (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
+    }
+}
+
+/// The single-WR path keeps state between calls (the pool's last-seen completer tail) and
+/// writes its WQE on its own; here single posts (plain, general, refused, and with no id
+/// free) are interleaved with lists, sessions (completed and aborted) and out-of-order
+/// completions over many ring wraps, for both WQE sizes and several doorbell batch sizes.
+/// After every step: each slot written holds exactly `build_wqe` of its WR with the phase of
+/// its pass, no other slot changed, the doorbell log is exactly the expected producer
+/// counters, a refused single WR took no id and wrote nothing, and every completion returns
+/// its own wr_id (so no id was ever handed out twice).
+#[test]
+fn single_posts_interleaved_with_lists_sessions_and_completions() {
+    let sg = [
+        sge(0x1122_3344_5566_7788, 0x8000_0001, 0xffab_cdef),
+        sge(0x99aa_bbcc_ddee_ff00, 7, 0x12_3456),
+    ];
+    let dest = UdAddr {
+        ah: 0xfedc,
+        remote_qpn: 0xffff,
+        remote_qkey: 0x8765_4321,
+    };
+    let data = [0x5au8; 9];
+    let bufs: [&[u8]; 1] = [&data];
+    let mut singles = 0;
+    let mut full_singles = 0;
+    for (size, tx_batch, seed) in [(64u32, 0u16, 1u64), (64, 3, 2), (128, 2, 3), (128, 0, 4)] {
+        const DEPTH: usize = 8;
+        let mut c = cfg(DEPTH as u32, size);
+        c.gen = 5;
+        c.max_tx_batch = tx_batch;
+        let batch = c.max_batch_wr() as u16;
+        let sz = size as usize;
+        let mut r = rig(c);
+        let mut rng = Rng(seed);
+        let mut pc = 0u16;
+        let mut rung: Vec<u32> = Vec::new();
+        // (req_id, wr_id) posted and not completed, in posting order.
+        let mut out: Vec<(u16, u64)> = Vec::new();
+        let mut next_id = 0u64;
+        let wr_of = |id: u64, kind: u64| {
+            let wr = match kind {
+                0..=5 => SendWr::send(id, dest).sge_list(&sg[..1]),
+                6 => SendWr::send_imm(id, dest, 0xdead_beef).sge_list(&sg[..1]),
+                7 => SendWr::send(id, dest).sge_list(&sg),
+                8 => SendWr::send(id, dest).inline_data(&bufs),
+                _ => SendWr::send(id, dest),
+            };
+            wr.signaled(true).processing_hints(id as u8)
+        };
+        // Expected doorbells for `n` WQEs from `pc` (every `batch` and at the end).
+        let expect_rings = |rung: &mut Vec<u32>, pc: u16, n: u16| {
+            let end = pc.wrapping_add(n);
+            let mut at = pc;
+            while end.wrapping_sub(at) > batch {
+                at = at.wrapping_add(batch);
+                rung.push(u32::from(at));
+            }
+            if n != 0 {
+                rung.push(u32::from(end));
+            }
+        };
+        for step in 0..600 {
+            let before = r.desc.read(0, DEPTH * sz);
+            let free = DEPTH - out.len();
+            let (wrs, posted): (Vec<SendWr<'_>>, usize) = match rng.below(10) {
+                // A single WR, most often plain.
+                0..=4 => {
+                    let wr = wr_of(next_id, rng.below(10));
+                    singles += 1;
+                    match r.sq.post_send(&[wr]) {
+                        Ok(n) => {
+                            assert_eq!((n, free > 0), (1, true), "step {step}");
+                            (vec![wr], 1)
+                        }
+                        Err(e) => {
+                            full_singles += 1;
+                            assert_eq!((e.index, free), (0, 0), "step {step}: {e}");
+                            assert!(matches!(e.error, EfaError::QueueFull { depth: 8, .. }));
+                            (vec![], 0)
+                        }
+                    }
+                }
+                // A single WR refused for its own sake: nothing taken, written or rung.
+                5 => {
+                    let wr = SendWr::send(next_id, dest).sge_list(&sg[..1]);
+                    let e = r.sq.post_send(&[wr]).unwrap_err();
+                    assert_eq!((e.index, e.error), (0, EfaError::Unsignaled { qpn: 7 }));
+                    (vec![], 0)
+                }
+                // A list that fits the free ids.
+                6 | 7 => {
+                    let n = rng.below(free as u64 + 1);
+                    let wrs: Vec<_> = (0..n).map(|k| wr_of(next_id + k, rng.below(10))).collect();
+                    assert_eq!(r.sq.post_send(&wrs), Ok(wrs.len()), "step {step}");
+                    let n = wrs.len();
+                    (wrs, n)
+                }
+                // A session of one or two, completed or aborted.
+                _ => {
+                    let n = rng.below(free.min(2) as u64 + 1);
+                    let wrs: Vec<_> = (0..n).map(|k| wr_of(next_id + k, rng.below(9))).collect();
+                    let mut s = r.sq.start();
+                    for wr in &wrs {
+                        s.post(wr).unwrap();
+                    }
+                    if rng.below(2) == 0 {
+                        s.abort();
+                        (vec![], 0)
+                    } else {
+                        assert_eq!(s.complete(), wrs.len());
+                        let n = wrs.len();
+                        (wrs, n)
+                    }
+                }
+            };
+            expect_rings(&mut rung, pc, posted as u16);
+            let mut after = before.clone();
+            for (k, wr) in wrs.iter().enumerate() {
+                let n = pc.wrapping_add(k as u16);
+                let slot = usize::from(n) % DEPTH;
+                let got = r.desc.read(slot * sz, sz);
+                let req_id = u16::from_le_bytes([got[0], got[1]]);
+                let want = build_wqe(wr, req_id, (usize::from(n) / DEPTH) % 2 == 1);
+                assert_eq!(got, want.as_bytes()[..sz], "step {step}, wr {k}: {wr:?}");
+                after[slot * sz..(slot + 1) * sz].copy_from_slice(&got);
+                out.push((req_id, wr.wr_id));
+            }
+            assert_eq!(
+                r.desc.read(0, DEPTH * sz),
+                after,
+                "step {step}: other slots"
+            );
+            pc = pc.wrapping_add(posted as u16);
+            next_id += wrs.len() as u64;
+            assert_eq!(r.sq.producer_counter(), pc, "step {step}");
+            assert_eq!(r.sq.db.log, rung, "step {step}");
+            assert_eq!(r.sq.pool().outstanding() as usize, out.len(), "step {step}");
+            // Complete a few, out of order.
+            for _ in 0..rng.below(4) {
+                if out.is_empty() {
+                    break;
+                }
+                let (req_id, wr_id) = out.swap_remove(rng.below(out.len() as u64) as usize);
+                assert_eq!(r.done.complete(req_id), Ok(wr_id), "step {step}");
+            }
+        }
+        assert!(pc > 4 * DEPTH as u16, "wrapped the ring several times");
+    }
+    assert!(
+        singles > 800 && full_singles > 10,
+        "{singles} {full_singles}"
+    );
+}
