@@ -566,9 +566,8 @@ impl SendQueue {
     }
 
     /// [`post_send_with`](Self::post_send_with) for every list but a single plain WR: the WRs
-    /// in runs, with the general path between them. Not inlined, so the single-WR path in the
-    /// caller does not pay for the registers this one needs.
-    #[inline(never)]
+    /// in runs, with the general path between them.
+    #[inline]
     fn post_list(&mut self, wrs: &[SendWr<'_>], sig_all: bool) -> Result<usize, PostError> {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
@@ -622,7 +621,7 @@ impl SendQueue {
         let first = (u32::from(self.pc) & self.mask) as usize;
         let room = (self.cfg.depth as usize).saturating_sub(first);
         let run = run.get(..run.len().min(room)).unwrap_or_default();
-        let word0 = self.word0;
+        let word0 = plain_word0(self.phase());
         let mut ids = self.pool.run(run.len() as u32);
         let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
@@ -853,17 +852,15 @@ fn plain_word0(phase: bool) -> u64 {
 /// and a zero sgl[1].
 #[inline(always)]
 fn plain_words(wr: &SendWr<'_>, sge: &Sge, req_id: u16, word0: u64) -> [u64; 8] {
-    // The shifts that place the lkey below keep exactly its low 24 bits.
-    const _: () = assert!(EFA_IO_TX_BUF_DESC_LKEY_MASK == (1 << 24) - 1);
     [
         u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
         u64::from(wr.dest.ah) << 32
             | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
         u64::from(wr.dest.remote_qkey),
         0,
-        // length, then the low 24 bits of lkey (EFA_IO_TX_BUF_DESC_LKEY_MASK: the shift left
-        // drops the 8 bits above them) at bit 32.
-        u64::from(sge.length) | u64::from(sge.lkey) << 40 >> 8,
+        // length, then the low 24 bits of lkey at bit 32 (a 32-bit mask: no 64-bit constant
+        // to hold in a register).
+        u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
         sge.addr,
         0,
         0,
