@@ -44,10 +44,15 @@
 //!   can never loop or index out of bounds), without allocating or locking. Registration and
 //!   removal take a mutex, on the control path only.
 //! * **Reclamation.** A destroyed QP's entry (or a replaced table array) must not be freed
-//!   while a poll may still read it. Poll makes the CQ's epoch odd (SeqCst) before it reads
-//!   the table and even again (Release) when done; the control path replaces the pointer
-//!   (SeqCst), then waits (control path only, yielding) until the epoch is even or has moved
-//!   on, after which no poll can hold the old pointer, and frees it.
+//!   while a poll may still read it. A poll stores an odd epoch (SeqCst), then loads the
+//!   table's generation (SeqCst), reads the table, and stores an even epoch (Release) when
+//!   done. The control path takes the entry or array out, bumps the generation (SeqCst), then
+//!   loads the epoch (SeqCst) and, if it is odd, waits (control path only, yielding) until it
+//!   moves on; after that no poll can hold what was taken out, and it is freed. The CQ's one
+//!   poller keeps the entry it found last *across* polls and uses it again without probing
+//!   while the generation it reads is the one it found it under: an unregister that took the
+//!   entry out since would have bumped it, or waits for this poll (`table.rs` has the
+//!   argument in full).
 //! * **Late completions.** A completion that arrives for a QP that is gone (the device may
 //!   still write CQEs after a destroy) finds no entry: it is consumed, counted
 //!   ([`Cq::efa_stale_completions`](crate::Cq::efa_stale_completions)) and skipped. A QP
