@@ -139,7 +139,10 @@ fn ensure_tools() -> Result<Toolchain> {
 
 fn build(tc: &Toolchain, target: &str) -> Result<PathBuf> {
     let mut c = tc.cargo();
+    // Always into fuzz/target, where the corpus and artifacts live and where we look for
+    // the binary below: a CARGO_TARGET_DIR set for the workspace would send it elsewhere.
     c.args(["fuzz", "build", "-O", target])
+        .env_remove("CARGO_TARGET_DIR")
         .current_dir(fuzz_dir());
     crate::util::run(&mut c)
         .map_err(|e| err!("building fuzz target {target} ({}): {e}", tc.describe()))?;
