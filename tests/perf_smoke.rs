@@ -144,6 +144,7 @@ fn perf_write_bw_perftest_defaults_and_json() {
         v["cq_mod"], 100,
         "perftest's CQ moderation for small messages"
     );
+    assert_eq!(v["events"], false, "perftest busy-polls: {v}");
     assert!(v["msg_rate_mpps"].as_f64().unwrap() > 0.0, "{v}");
 }
 
@@ -218,4 +219,15 @@ fn perf_events_mode_sleeps_on_the_channel_and_completes() {
         .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
     assert_eq!(v["events"], false, "{v}");
     assert_eq!(v["cq_event_waits"], 0, "busy-polling never sleeps: {v}");
+    // Our default on rxe for the bandwidth tests: sleep while the send queue is full (the
+    // kernel's rxe work needs the CPU); --busy-poll spins like perftest.
+    let (client, _) = run_test(18727, "write-bw", "64", &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["events"], true, "rxe bandwidth default: {v}");
+    let (client, _) = run_test(18728, "write-bw", "64", &["--json", "--busy-poll"]);
+    let v: serde_json::Value = serde_json::from_str(client.trim())
+        .unwrap_or_else(|e| panic!("client output is not one JSON object ({e}):\n{client}"));
+    assert_eq!(v["events"], false, "--busy-poll: {v}");
+    assert_eq!(v["cq_event_waits"], 0, "--busy-poll: {v}");
 }
