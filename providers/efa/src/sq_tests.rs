@@ -53,6 +53,27 @@ fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
     Sge { addr, length, lkey }
 }
 
+/// What the mixed-list tests post: two SGEs (full-width fields, the top lkey byte set), a
+/// UD address with every field non-zero, and 9 bytes of inline data.
+const MIXED_SGES: [Sge; 2] = [
+    Sge {
+        addr: 0x1122_3344_5566_7788,
+        length: 0x8000_0001,
+        lkey: 0xffab_cdef,
+    },
+    Sge {
+        addr: 0x99aa_bbcc_ddee_ff00,
+        length: 7,
+        lkey: 0x12_3456,
+    },
+];
+const MIXED_DEST: UdAddr = UdAddr {
+    ah: 0xfedc,
+    remote_qpn: 0xffff,
+    remote_qkey: 0x8765_4321,
+};
+const MIXED_INLINE: [u8; 9] = [0x5a; 9];
+
 #[test]
 fn golden_send_imm_64() {
     let mut r = rig(cfg(4, 64));
@@ -512,17 +533,9 @@ fn direct_wqe_words_equal_build_wqe() {
 /// every req_id completes to its own wr_id. With and without `sq_sig_all`.
 #[test]
 fn plain_runs_and_general_wrs_in_one_list() {
-    let sg = [
-        sge(0x1122_3344_5566_7788, 0x8000_0001, 0xffab_cdef),
-        sge(0x99aa_bbcc_ddee_ff00, 7, 0x12_3456),
-    ];
-    let dest = UdAddr {
-        ah: 0xfedc,
-        remote_qpn: 0xffff,
-        remote_qkey: 0x8765_4321,
-    };
-    let data = [0x5au8; 9];
-    let bufs: [&[u8]; 1] = [&data];
+    let sg = MIXED_SGES;
+    let dest = MIXED_DEST;
+    let bufs: [&[u8]; 1] = [&MIXED_INLINE];
     for size in [64u32, 128] {
         let mut c = cfg(8, size);
         // 3 WQEs per doorbell with 64-byte WQEs, 1 with 128-byte ones.
@@ -688,17 +701,9 @@ impl Rng {
 /// its own wr_id (so no id was ever handed out twice).
 #[test]
 fn single_posts_interleaved_with_lists_sessions_and_completions() {
-    let sg = [
-        sge(0x1122_3344_5566_7788, 0x8000_0001, 0xffab_cdef),
-        sge(0x99aa_bbcc_ddee_ff00, 7, 0x12_3456),
-    ];
-    let dest = UdAddr {
-        ah: 0xfedc,
-        remote_qpn: 0xffff,
-        remote_qkey: 0x8765_4321,
-    };
-    let data = [0x5au8; 9];
-    let bufs: [&[u8]; 1] = [&data];
+    let sg = MIXED_SGES;
+    let dest = MIXED_DEST;
+    let bufs: [&[u8]; 1] = [&MIXED_INLINE];
     // Under Miri (about 10^4 times slower) 80 steps per configuration still wrap the ring
     // twice and run out of ids; 600 would take many minutes.
     const STEPS: usize = if cfg!(miri) { 80 } else { 600 };
