@@ -14,8 +14,8 @@
 //! the pattern its sender wrote (message number and direction in every byte).
 //!
 //! This file uses only the public uverbs API and std (no clap, no CLI types), so a test can
-//! include it (`#[path = "../src/bin/uverbs/pingpong_srd.rs"] mod srd;`) and run both sides
-//! on the EFA device model. The loop posts and polls with objects this function owns and work
+//! include it (`cli/tests/efa_pingpong.rs`: `#[path = "../src/pingpong_srd.rs"] mod srd;`) and
+//! run both sides on the EFA device model. The loop posts and polls with objects this function owns and work
 //! requests built before it: no lock, no allocation, no indirect call on the data path.
 
 use std::io::{Read, Write};
