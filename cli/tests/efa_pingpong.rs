@@ -21,6 +21,11 @@ mod common;
 #[path = "../src/pingpong_srd.rs"]
 mod srd;
 
+// What srd.rs reaches as `crate::exchange`: the CLI's TCP address exchange.
+#[allow(dead_code)]
+#[path = "../src/exchange.rs"]
+mod exchange;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
