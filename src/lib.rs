@@ -62,7 +62,13 @@ pub use qp::{
     Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
     WrBatch,
 };
-pub use query::*;
+pub use query::{
+    format_fw_ver, speed_str, AtomicCap, CqModerationCaps, DeviceAttr, DeviceAttrEx,
+    DeviceCapFlags, Gid, GidEntry, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
+    OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, PortAttr, PortState, RssCaps, TmCaps,
+    TsoCaps, IBV_DEVICE_CC_DMA_BOUNCE, IBV_DEVICE_PCI_WRITE_END_PADDING,
+    IBV_DEVICE_RAW_SCATTER_FCS,
+};
 pub use srq::{Srq, SrqAttr, SrqAttrMask, SrqDestroyed, SrqInitAttrEx, SrqType};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrData, WrOp};
