@@ -25,41 +25,37 @@ use crate::channel::{IoctlCmd, MapKind, Mapping};
 use crate::context::{legacy_cmd, Context, ProviderInfo};
 use crate::error::{Errno, Error, Result};
 use crate::event::{next_user_handle, CompChannel};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// The kernel CQ object, shared by the [`Cq`] and the QPs that complete into it.
 pub(crate) struct CqShared {
+    obj: KernelObject,
+    /// The context (the same as `obj`'s; QPs compare it when they are created).
     pub(crate) ctx: Context,
-    pub(crate) handle: u32,
     pub(crate) user_handle: u64,
     pub(crate) channel: Option<CompChannel>,
-    /// Set when `Cq::destroy` already destroyed the kernel object.
-    destroyed: bool,
 }
+
+/// `ibv_destroy_cq`: the `UVERBS_METHOD_CQ_DESTROY` ioctl, answering the two event counts.
+static DESTROY_CQ: Destroy = Destroy {
+    op: "destroy_cq",
+    cmd: DestroyCmd::Ioctl {
+        object: UVERBS_OBJECT_CQ,
+        method: UVERBS_METHOD_CQ_DESTROY,
+        handle_attr: UVERBS_ATTR_DESTROY_CQ_HANDLE,
+        resp_attr: Some(UVERBS_ATTR_DESTROY_CQ_RESP),
+        resp_len: std::mem::size_of::<IbUverbsDestroyCqResp>(),
+    },
+};
 
 impl CqShared {
     pub(crate) fn label(&self) -> String {
-        format!("cq {} on {}", self.handle, self.ctx.label())
+        self.obj.label().to_owned()
     }
 
-    fn destroy(&self) -> std::result::Result<IbUverbsDestroyCqResp, Errno> {
-        let mut resp = IbUverbsDestroyCqResp::default();
-        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY);
-        cmd.idr(UVERBS_ATTR_DESTROY_CQ_HANDLE, self.handle)
-            .ptr_out(UVERBS_ATTR_DESTROY_CQ_RESP, &mut resp);
-        self.ctx.inner.channel.ioctl(&mut cmd)?;
-        Ok(resp)
-    }
-}
-
-impl Drop for CqShared {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        if let Err(e) = self.destroy() {
-            crate::report_drop_error("destroy_cq", &self.label(), e);
-        }
+    pub(crate) fn handle(&self) -> u32 {
+        self.obj.handle()
     }
 }
 
@@ -204,13 +200,13 @@ impl Context {
         let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_CREATE_CQ_HANDLE).unwrap_or(0) as u32;
         r.map_err(|e| self.explain_cq_error(e, attr))?;
+        let label = format!("cq {handle} on {}", self.label());
         Ok((
             Arc::new(CqShared {
+                obj: KernelObject::new(self.clone(), handle, &DESTROY_CQ, label),
                 ctx: self.clone(),
-                handle,
                 user_handle,
                 channel: attr.channel.cloned(),
-                destroyed: false,
             }),
             resp_cqe,
         ))
@@ -399,7 +395,7 @@ impl Cq {
             return Ok(());
         }
         let req = IbUverbsReqNotifyCq {
-            cq_handle: self.shared.handle,
+            cq_handle: self.shared.handle(),
             solicited_only: u32::from(solicited_only),
         };
         let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
@@ -426,7 +422,7 @@ impl Cq {
         match &self.ring {
             CqRing::Rxe { .. } => {
                 let req = IbUverbsResizeCq {
-                    cq_handle: self.shared.handle,
+                    cq_handle: self.shared.handle(),
                     cqe,
                     ..Default::default()
                 };
@@ -483,7 +479,7 @@ impl Cq {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.shared.handle
+        self.shared.handle()
     }
 
     /// The completion channel, if any.
@@ -498,35 +494,31 @@ impl Cq {
 
     /// Destroys the CQ now (`ibv_destroy_cq`) and returns the event counts the kernel reports.
     ///
-    /// Fails with `EBUSY`, and leaves the kernel object to be destroyed with its last QP, if
-    /// QPs still complete into this CQ.
+    /// On failure the CQ comes back in the error ([`DestroyError::into_inner`]), still
+    /// usable: while QPs complete into it this fails with `EBUSY` (the kernel would refuse
+    /// too); destroy them and call `destroy` again. Dropping the CQ instead leaves the kernel
+    /// object to be destroyed with the last of them.
     #[doc(alias = "ibv_destroy_cq")]
-    pub fn destroy(self) -> Result<CqDestroyed> {
-        let Cq { shared, ring, .. } = self;
-        drop(ring);
-        match Arc::try_unwrap(shared) {
-            Ok(mut shared) => {
-                let r = shared.destroy();
-                let label = shared.label();
-                // Destroyed, or failed and reported here: Drop must not try again.
-                shared.destroyed = true;
-                match r {
-                    Ok(resp) => Ok(CqDestroyed {
-                        comp_events_reported: resp.comp_events_reported,
-                        async_events_reported: resp.async_events_reported,
-                    }),
-                    Err(e) => Err(Error::os("destroy_cq", label, e)),
-                }
-            }
-            Err(shared) => Err(Error::invalid(
+    pub fn destroy(mut self) -> Result<CqDestroyed, DestroyError<Cq>> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            let users = Arc::strong_count(&self.shared) - 1;
+            let e = Error::invalid(
                 "destroy_cq",
-                shared.label(),
+                self.shared.label(),
                 Errno::BUSY,
                 format!(
-                    "{} QP(s) still complete into this CQ; it is destroyed with the last of them",
-                    Arc::strong_count(&shared) - 1
+                    "{users} QP(s) or XRC SRQ(s) still complete into this CQ; destroy them first"
                 ),
-            )),
+            );
+            return Err(DestroyError::new(self, e));
+        };
+        // The kernel object goes first, the ring (and any memory the device writes) after.
+        match shared.obj.destroy() {
+            Ok([comp, async_]) => Ok(CqDestroyed {
+                comp_events_reported: comp,
+                async_events_reported: async_,
+            }),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }

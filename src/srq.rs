@@ -12,10 +12,10 @@ use uverbs_rxe::RecvQueue;
 use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
 use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
 use uverbs_uapi::write::{
-    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrq,
-    IbUverbsDestroySrqResp, IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp,
-    IB_USER_VERBS_CMD_CREATE_SRQ, IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ,
-    IB_USER_VERBS_CMD_MODIFY_SRQ, IB_USER_VERBS_CMD_QUERY_SRQ,
+    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrqResp,
+    IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp, IB_USER_VERBS_CMD_CREATE_SRQ,
+    IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_MODIFY_SRQ,
+    IB_USER_VERBS_CMD_QUERY_SRQ,
 };
 use zerocopy::IntoBytes;
 
@@ -24,6 +24,7 @@ use crate::context::legacy_cmd;
 use crate::cq::{Cq, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 use crate::qp::{map_rxe_queue, post_recv_list};
 use crate::wr::{post_errno, PostError, RecvWr};
@@ -87,44 +88,30 @@ pub struct SrqInitAttrEx<'a> {
 
 /// The kernel SRQ, shared by the [`Srq`] and the QPs that receive from it.
 pub(crate) struct SrqShared {
+    // Destroyed before its parents (declared after it) are released.
+    obj: KernelObject,
     pd: Pd,
-    pub(crate) handle: u32,
     user_handle: u64,
     _xrcd: Option<Xrcd>,
     _cq: Option<Arc<CqShared>>,
-    destroyed: bool,
 }
+
+/// `ibv_destroy_srq`: `IB_USER_VERBS_CMD_DESTROY_SRQ`, answering the async event count.
+static DESTROY_SRQ: Destroy = Destroy {
+    op: "destroy_srq",
+    cmd: DestroyCmd::WriteWithResp {
+        command: IB_USER_VERBS_CMD_DESTROY_SRQ,
+        resp_len: std::mem::size_of::<IbUverbsDestroySrqResp>(),
+    },
+};
 
 impl SrqShared {
     fn label(&self) -> String {
-        format!("srq {} on {}", self.handle, self.pd.context().label())
+        self.obj.label().to_owned()
     }
 
-    fn destroy_cmd(&self) -> std::result::Result<IbUverbsDestroySrqResp, Errno> {
-        let req = IbUverbsDestroySrq {
-            srq_handle: self.handle,
-            ..Default::default()
-        };
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_DESTROY_SRQ,
-            &req,
-            &[],
-            std::mem::size_of::<IbUverbsDestroySrqResp>(),
-            0,
-        );
-        self.pd.context().inner.channel.write(&mut cmd)?;
-        Ok(cmd.response_as())
-    }
-}
-
-impl Drop for SrqShared {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        if let Err(e) = self.destroy_cmd() {
-            crate::report_drop_error("destroy_srq", &self.label(), e);
-        }
+    pub(crate) fn handle(&self) -> u32 {
+        self.obj.handle()
     }
 }
 
@@ -268,13 +255,13 @@ impl Pd {
         })?;
         let resp: IbUverbsCreateSrqResp = cmd.response_as();
         let drv: RxeCreateSrqResp = cmd.driver_response_as();
+        let label = format!("srq {} on {}", resp.srq_handle, ctx.label());
         let shared = Arc::new(SrqShared {
+            obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, label),
             pd: self.clone(),
-            handle: resp.srq_handle,
             user_handle,
             _xrcd: xrcd,
             _cq: cq,
-            destroyed: false,
         });
         let label = || shared.label();
         let (map, q) = map_rxe_queue(ctx, &drv.mi, op, &label, "SRQ")?;
@@ -301,7 +288,7 @@ impl Srq {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.shared.handle
+        self.shared.handle()
     }
 
     /// The PD.
@@ -352,7 +339,7 @@ impl Srq {
             mmap_info_addr: (&mut mi as *mut Mminfo) as u64,
         };
         let req = IbUverbsModifySrq {
-            srq_handle: self.shared.handle,
+            srq_handle: self.shared.handle(),
             attr_mask: mask.bits(),
             max_wr: attr.max_wr,
             srq_limit: attr.srq_limit,
@@ -396,7 +383,7 @@ impl Srq {
     #[doc(alias = "ibv_query_srq")]
     pub fn query(&self) -> Result<SrqAttr> {
         let req = IbUverbsQuerySrq {
-            srq_handle: self.shared.handle,
+            srq_handle: self.shared.handle(),
             ..Default::default()
         };
         let mut cmd = legacy_cmd(
@@ -417,41 +404,38 @@ impl Srq {
         })
     }
 
-    /// Destroys the SRQ now (`ibv_destroy_srq`).
+    /// Destroys the SRQ now (`ibv_destroy_srq`) and returns the async event count the kernel
+    /// reports.
     ///
-    /// QPs that receive from the SRQ hold it, so while one exists this fails with `EBUSY`
-    /// (the kernel would refuse too) and the SRQ is destroyed with its last QP.
+    /// On failure the SRQ comes back in the error ([`DestroyError::into_inner`]), still
+    /// usable (receives can still be posted): while QPs receive from it this fails with
+    /// `EBUSY` (the kernel would refuse too); destroy them and call `destroy` again.
+    /// Dropping the SRQ instead leaves the kernel object to be destroyed with the last of them.
     #[doc(alias = "ibv_destroy_srq")]
-    pub fn destroy(self) -> Result<SrqDestroyed> {
-        // The ring view holds no resources; the mapping is released after the kernel object.
-        let Srq { shared, map, .. } = self;
-        let r = match Arc::try_unwrap(shared) {
-            Ok(mut shared) => {
-                let r = shared.destroy_cmd();
-                shared.destroyed = true;
-                r.map(|resp| SrqDestroyed {
-                    events_reported: resp.events_reported,
-                })
-                .map_err(|e| {
-                    let err = Error::os("destroy_srq", shared.label(), e);
-                    if e == Errno::BUSY {
-                        err.with_reason("the kernel reports QPs still attached to the SRQ")
-                    } else {
-                        err
-                    }
-                })
-            }
-            Err(shared) => Err(Error::invalid(
+    pub fn destroy(mut self) -> Result<SrqDestroyed, DestroyError<Srq>> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            let users = Arc::strong_count(&self.shared) - 1;
+            let e = Error::invalid(
                 "destroy_srq",
-                shared.label(),
+                self.shared.label(),
                 Errno::BUSY,
-                format!(
-                    "{} QP(s) still receive from this SRQ; it is destroyed with the last of them",
-                    Arc::strong_count(&shared) - 1
-                ),
-            )),
+                format!("{users} QP(s) still receive from this SRQ; destroy them first"),
+            );
+            return Err(DestroyError::new(self, e));
         };
-        drop(map);
-        r
+        // The kernel object goes first; the ring mapping is released after it, with `self`.
+        match shared.obj.destroy() {
+            Ok([events, _]) => Ok(SrqDestroyed {
+                events_reported: events,
+            }),
+            Err(e) => {
+                let e = if e.is(Errno::BUSY) {
+                    e.with_reason("the kernel reports QPs still attached to the SRQ")
+                } else {
+                    e
+                };
+                Err(DestroyError::new(self, e))
+            }
+        }
     }
 }
