@@ -59,6 +59,23 @@ impl CqShared {
     }
 }
 
+/// The CQs a QP completes into, each held once: a QP whose send and receive CQ are the same
+/// CQ holds it once, so [`Cq::destroy`] counts QPs, not references.
+pub(crate) struct QpCqs {
+    _send: Option<Arc<CqShared>>,
+    _recv: Option<Arc<CqShared>>,
+}
+
+impl QpCqs {
+    pub(crate) fn new(send: Option<&Cq>, recv: Option<&Cq>) -> Self {
+        let same = matches!((send, recv), (Some(s), Some(r)) if Arc::ptr_eq(&s.shared, &r.shared));
+        QpCqs {
+            _send: send.map(|c| c.shared.clone()),
+            _recv: recv.filter(|_| !same).map(|c| c.shared.clone()),
+        }
+    }
+}
+
 /// The provider's ring, dispatched by `match` (no indirect calls on poll).
 pub(crate) enum CqRing {
     Rxe {

@@ -151,3 +151,32 @@ fn pd_refused_by_the_kernel_comes_back_and_deallocates_after() {
     drop(mem);
     pd.dealloc().expect("dealloc_pd once its MRs are gone");
 }
+
+/// Finding 4 (issue 13): a QP whose send and receive CQ are the same CQ is one QP using it.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cq_destroy_refusal_counts_qps_not_references() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, qp_cap(4)))
+        .unwrap();
+    let e = cq.destroy().expect_err("destroy_cq with a QP on it");
+    assert!(e.is(Errno::BUSY), "{e}");
+    assert!(
+        e.error().reason().starts_with("1 QP(s)"),
+        "one QP uses the CQ twice: {e}"
+    );
+    let cq = e.into_inner();
+    let other = ctx.create_cq(16, None, 0).unwrap();
+    let qp2 = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &other, qp_cap(4)))
+        .unwrap();
+    let e = cq.destroy().expect_err("destroy_cq with two QPs on it");
+    assert!(e.error().reason().starts_with("2 QP(s)"), "{e}");
+    let cq = e.into_inner();
+    drop((qp, qp2));
+    cq.destroy().expect("destroy_cq after its QPs");
+    other.destroy().expect("destroy_cq");
+}
