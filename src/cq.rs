@@ -310,7 +310,7 @@ pub(crate) fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
         opcode: WcOpcode(c.opcode),
         vendor_err: c.vendor_err,
         byte_len: c.byte_len,
-        imm_data: c.ex,
+        imm_data: imm_from_kernel(c.ex, c.wc_flags),
         qp_num: c.qp_num,
         src_qp: c.src_qp,
         wc_flags: wc_flags_from_kernel(c.wc_flags),
@@ -597,17 +597,39 @@ const _: () = assert!(
         && std::mem::offset_of!(Wc, wc_flags) == FLAGS_WORD * 8 + 4
 );
 
+/// The 8-byte word of `Wc` (and of `ib_uverbs_wc`) that holds `imm_data` and `qp_num`.
+const IMM_WORD: usize = std::mem::offset_of!(Wc, imm_data) / 8;
+const _: () = assert!(
+    std::mem::offset_of!(Wc, imm_data) == IMM_WORD * 8
+        && std::mem::offset_of!(Wc, qp_num) == IMM_WORD * 8 + 4
+);
+
+/// The `ex` union of an rxe completion as `Wc::imm_data` holds it: immediate data (stored
+/// big-endian, as it travels) in host order, an invalidated rkey (stored host order) as it is.
+#[inline(always)]
+fn imm_from_kernel(ex: u32, kernel_flags: u32) -> u32 {
+    if kernel_flags & uverbs_uapi::verbs::IB_WC_WITH_IMM != 0 {
+        u32::from_be(ex)
+    } else {
+        ex
+    }
+}
+
 /// A `Wc` from the first 48 bytes of an rxe CQ slot, taken as six words so that each moves
-/// with one load and one store: every field but the flags is already what `struct ibv_wc`
-/// says (same layout, asserted above); the kernel's `IB_WC_*` flags are translated inside
-/// their word, next to `src_qp`, which is kept as it is.
+/// with one load and one store: every field but the flags and the immediate is already what
+/// `struct ibv_wc` says (same layout, asserted above); the kernel's `IB_WC_*` flags are
+/// translated inside their word, next to `src_qp`, which is kept as it is, and immediate data
+/// turned to host order inside its word, next to `qp_num`.
 #[inline(always)]
 fn wc_from_slot(mut words: [u64; 6]) -> Wc {
     let [q0, q1, q2, q3, f0, f1, f2, f3] = words[FLAGS_WORD].to_ne_bytes();
-    let [g0, g1, g2, g3] = wc_flags_from_kernel(u32::from_ne_bytes([f0, f1, f2, f3]))
-        .bits()
-        .to_ne_bytes();
+    let kflags = u32::from_ne_bytes([f0, f1, f2, f3]);
+    let [g0, g1, g2, g3] = wc_flags_from_kernel(kflags).bits().to_ne_bytes();
     words[FLAGS_WORD] = u64::from_ne_bytes([q0, q1, q2, q3, g0, g1, g2, g3]);
+    let [e0, e1, e2, e3, n0, n1, n2, n3] = words[IMM_WORD].to_ne_bytes();
+    let [i0, i1, i2, i3] =
+        imm_from_kernel(u32::from_ne_bytes([e0, e1, e2, e3]), kflags).to_ne_bytes();
+    words[IMM_WORD] = u64::from_ne_bytes([i0, i1, i2, i3, n0, n1, n2, n3]);
     zerocopy::transmute!(words)
 }
 
@@ -680,7 +702,13 @@ mod tests {
             };
             let w = wc_from_slot(<[u64; 6]>::read_from_bytes(k.as_bytes()).unwrap());
             assert_eq!(w, wc_from_rxe(&c), "kernel flags {flags:#x}");
-            assert_eq!(w.imm_data, 0x3344_5566);
+            // Immediate data (stored big-endian) in host order; an rkey as stored.
+            let want = if flags & IB_WC_WITH_IMM != 0 {
+                u32::from_be(0x3344_5566)
+            } else {
+                0x3344_5566
+            };
+            assert_eq!(w.imm_data, want, "kernel flags {flags:#x}");
             assert_eq!(w.wc_flags, wc_flags_from_kernel(flags));
         }
     }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::rc::{qp_cap, rc_connect, roce_gid, wait_completions};
 use uverbs::{
-    AccessFlags, Cq, Errno, Pd, Qp, QpInitAttr, QpType, RecvWr, SendWr, Srq, SrqAttr, Wc, WcStatus,
+    AccessFlags, Cq, Errno, Pd, Qp, QpInitAttr, QpType, RecvWr, SendWr, Srq, SrqAttr, Wc, WcFlags,
+    WcStatus, WrOp,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -179,4 +180,61 @@ fn cq_destroy_refusal_counts_qps_not_references() {
     drop((qp, qp2));
     cq.destroy().expect("destroy_cq after its QPs");
     other.destroy().expect("destroy_cq");
+}
+
+/// The immediate every provider test sends: its bytes differ, so a byte-order slip shows.
+const IMM: u32 = 0x1122_3344;
+
+/// Finding 8 (issue 13), rxe: the immediate arrives as the host-order value the sender passed,
+/// in `Wc::imm_data` as through `PollCq::read_imm_data` (the EFA model test
+/// `efa_send_imm_arrives_as_sent` checks the same value there).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn send_imm_arrives_as_sent() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut scq = ctx.create_cq(16, None, 0).unwrap();
+    let mut rcq = ctx.create_cq(16, None, 0).unwrap();
+    let mut srq = pd
+        .create_srq(&SrqAttr {
+            max_wr: 16,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let (mut a, _b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
+    let rsge = [mr.sge(1024, 64).unwrap()];
+    srq.post_recv(&[RecvWr::new(1, &rsge), RecvWr::new(2, &rsge)])
+        .unwrap();
+    let ssge = [mr.sge(0, 8).unwrap()];
+    let imm = |id| {
+        SendWr::new(id, WrOp::SendWithImm { imm_data: IMM })
+            .sge(&ssge)
+            .signaled()
+    };
+    a.post_send(&[imm(1)]).unwrap();
+    ok(&wait_completions::<4>(&mut scq, 1, WAIT));
+    let r = wait_completions::<4>(&mut rcq, 1, WAIT);
+    ok(&r);
+    assert!(r[0].wc_flags.contains(WcFlags::WITH_IMM), "{:?}", r[0]);
+    assert_eq!(r[0].imm_data, IMM);
+    assert_eq!(r[0].imm(), Some(IMM));
+    // The same through the extended poll.
+    a.post_send(&[imm(2)]).unwrap();
+    ok(&wait_completions::<4>(&mut scq, 1, WAIT));
+    let deadline = std::time::Instant::now() + WAIT;
+    let g = loop {
+        if let Some(g) = rcq.start_poll().unwrap() {
+            break g;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no receive completion"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(g.wr_id(), 2);
+    assert_eq!(g.read_imm_data(), IMM);
+    g.end_poll();
 }
