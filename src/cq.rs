@@ -394,32 +394,28 @@ impl Cq {
 
     /// Requests a completion event on the CQ's channel for the next completion
     /// (`ibv_req_notify_cq`); with `solicited_only`, only for solicited ones.
+    ///
+    /// As in rdma-core, a CQ created without a completion channel is armed too (the kernel
+    /// then has nowhere to deliver the event; nothing waits for it).
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&mut self, solicited_only: bool) -> Result<()> {
         let op = "req_notify_cq";
-        let Some(ch) = &self.shared.channel else {
-            return Err(Error::invalid(
-                op,
-                self.shared.label(),
-                Errno::INVAL,
-                "the CQ was created without a completion channel",
-            ));
-        };
         if let CqRing::Efa(r) = &mut self.ring {
-            // EFA arms through its CQ doorbell, not a kernel command.
+            // EFA arms through its CQ doorbell, not a kernel command (`efa_arm_cq`).
             r.req_notify(solicited_only, self.shared.label())?;
-            ch.note_armed();
-            return Ok(());
+        } else {
+            let req = IbUverbsReqNotifyCq {
+                cq_handle: self.shared.handle(),
+                solicited_only: u32::from(solicited_only),
+            };
+            let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
+            self.shared
+                .ctx
+                .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
         }
-        let req = IbUverbsReqNotifyCq {
-            cq_handle: self.shared.handle(),
-            solicited_only: u32::from(solicited_only),
-        };
-        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
-        self.shared
-            .ctx
-            .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
-        ch.note_armed();
+        if let Some(ch) = &self.shared.channel {
+            ch.note_armed();
+        }
         Ok(())
     }
 

@@ -174,3 +174,19 @@ fn efa_send_imm_arrives_as_sent() {
     g.end_poll();
     fab.assert_no_violations();
 }
+
+/// Finding 10 (issue 13): as rdma-core's `efa_arm_cq`, `req_notify` arms an EFA CQ created
+/// without a completion channel (it was refused with `EINVAL`); solicited-only stays
+/// unsupported, as there.
+#[test]
+fn efa_req_notify_arms_a_cq_without_a_channel() {
+    let fab = EfaFabric::new(9);
+    let mut h = host(&fab);
+    assert!(h.scq.channel().is_none());
+    h.scq
+        .req_notify(false)
+        .expect("req_notify_cq without a channel");
+    let e = h.scq.req_notify(true).unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    fab.assert_no_violations();
+}
