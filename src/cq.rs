@@ -25,7 +25,7 @@ use crate::channel::{IoctlCmd, MapKind, Mapping};
 use crate::context::{legacy_cmd, Context, ProviderInfo};
 use crate::error::{Errno, Error, Result};
 use crate::event::{next_user_handle, CompChannel};
-use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// The kernel CQ object, shared by the [`Cq`] and the QPs that complete into it.
@@ -35,6 +35,8 @@ pub(crate) struct CqShared {
     pub(crate) ctx: Context,
     pub(crate) user_handle: u64,
     pub(crate) channel: Option<CompChannel>,
+    /// The CQ's entry in the event table: its `cq_context`.
+    events: Registration,
 }
 
 /// `ibv_destroy_cq`: the `UVERBS_METHOD_CQ_DESTROY` ioctl, answering the two event counts.
@@ -99,6 +101,11 @@ pub struct CqInitAttr<'a> {
     pub comp_vector: u32,
     /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
     pub flags: u32,
+    /// The user's value for this CQ (`cq_context` of `ibv_create_cq`; a number, not a
+    /// pointer): read back with [`Cq::cq_context`] and returned with the CQ's completion
+    /// events ([`CqEvent::cq_context`](crate::CqEvent)) and async events
+    /// ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub cq_context: u64,
 }
 
 /// What the kernel reported when a CQ was destroyed (`struct ib_uverbs_destroy_cq_resp`).
@@ -138,7 +145,7 @@ impl Context {
             cqe,
             channel,
             comp_vector,
-            flags: 0,
+            ..CqInitAttr::default()
         })
     }
 
@@ -224,6 +231,7 @@ impl Context {
                 ctx: self.clone(),
                 user_handle,
                 channel: attr.channel.cloned(),
+                events: Registration::new(user_handle, attr.cq_context),
             }),
             resp_cqe,
         ))
@@ -493,6 +501,18 @@ impl Cq {
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
         self.shared.handle()
+    }
+
+    /// The user's value given at creation ([`CqInitAttr::cq_context`]) or last set.
+    pub fn cq_context(&self) -> u64 {
+        self.shared.events.context()
+    }
+
+    /// Replaces the user's value (`ibv_cq.cq_context = ...`); events read from now on carry
+    /// the new one.
+    #[doc(alias = "ibv_cq.cq_context")]
+    pub fn set_cq_context(&mut self, cq_context: u64) {
+        self.shared.events.set_context(cq_context);
     }
 
     /// The completion channel, if any.

@@ -23,7 +23,10 @@
 //!    `Err(DestroyError::new(self, e))`: the object, still alive, goes back to the caller.
 //!    The response words ([`DestroyResp`]) carry the kernel's event counts.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use uverbs_uapi::write::IbUverbsDestroySrq;
 
@@ -252,4 +255,86 @@ impl<T> From<DestroyError<T>> for Error {
     fn from(e: DestroyError<T>) -> Error {
         e.error
     }
+}
+
+/// What the events of one object (found by the `user_handle` the kernel returns in them)
+/// need from it: the user's context value (`cq_context`, `srq_context`, `qp_context`) and,
+/// for an SRQ, its armed limit, which the limit event disarms.
+///
+/// Registered in a process-wide table keyed by `user_handle` (process-unique, see
+/// `crate::event::next_user_handle`) for as long as the object lives; read only when an
+/// event is read (a syscall anyway), never on post or poll. A QP adopts it the same way as
+/// a CQ: `register(user_handle, qp_context)` into a field of its kernel half, and its
+/// events carry the value.
+#[derive(Debug)]
+pub(crate) struct EventTarget {
+    user_handle: u64,
+    context: AtomicU64,
+    srq_limit: AtomicU32,
+}
+
+impl EventTarget {
+    /// The user's context value.
+    pub(crate) fn context(&self) -> u64 {
+        self.context.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_context(&self, v: u64) {
+        self.context.store(v, Ordering::Relaxed);
+    }
+
+    /// The SRQ limit as last armed (0: not armed).
+    pub(crate) fn srq_limit(&self) -> u32 {
+        self.srq_limit.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_srq_limit(&self, v: u32) {
+        self.srq_limit.store(v, Ordering::Relaxed);
+    }
+}
+
+type Targets = BTreeMap<u64, Weak<EventTarget>>;
+
+static TARGETS: Mutex<Targets> = Mutex::new(BTreeMap::new());
+
+fn targets() -> std::sync::MutexGuard<'static, Targets> {
+    // The table stays consistent whatever a panicking holder did (each access is one
+    // insert, remove or lookup), so a poisoned lock is still usable.
+    TARGETS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An object's entry in the event table; removed when dropped.
+#[derive(Debug)]
+pub(crate) struct Registration(Arc<EventTarget>);
+
+impl Registration {
+    /// Registers the object whose events carry `user_handle`, with the user's `context`.
+    pub(crate) fn new(user_handle: u64, context: u64) -> Self {
+        let t = Arc::new(EventTarget {
+            user_handle,
+            context: AtomicU64::new(context),
+            srq_limit: AtomicU32::new(0),
+        });
+        targets().insert(user_handle, Arc::downgrade(&t));
+        Registration(t)
+    }
+}
+
+impl std::ops::Deref for Registration {
+    type Target = EventTarget;
+    fn deref(&self) -> &EventTarget {
+        &self.0
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        targets().remove(&self.0.user_handle);
+    }
+}
+
+/// The live object whose events carry `user_handle`, if any (`None`: never registered, or
+/// already destroyed).
+pub(crate) fn event_target(user_handle: u64) -> Option<Arc<EventTarget>> {
+    targets().get(&user_handle).and_then(Weak::upgrade)
 }

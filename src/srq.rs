@@ -24,7 +24,7 @@ use crate::context::legacy_cmd;
 use crate::cq::{Cq, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
-use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
 use crate::qp::{map_rxe_queue, post_recv_list};
 use crate::wr::{post_errno, PostError, RecvWr};
@@ -84,6 +84,10 @@ pub struct SrqInitAttrEx<'a> {
     pub cq: Option<&'a Cq>,
     /// Tag list size (TM SRQs).
     pub max_num_tags: u32,
+    /// The user's value for this SRQ (`srq_context` of `struct ibv_srq_init_attr`; a
+    /// number, not a pointer): read back with [`Srq::srq_context`] and returned with the
+    /// SRQ's async events ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub srq_context: u64,
 }
 
 /// The kernel SRQ, shared by the [`Srq`] and the QPs that receive from it.
@@ -92,6 +96,8 @@ pub(crate) struct SrqShared {
     obj: KernelObject,
     pd: Pd,
     user_handle: u64,
+    /// The SRQ's entry in the event table: its `srq_context` and armed limit.
+    events: Registration,
     _xrcd: Option<Xrcd>,
     _cq: Option<Arc<CqShared>>,
 }
@@ -128,7 +134,7 @@ pub struct Srq {
 
 impl std::fmt::Debug for Srq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Srq({}, {:?})", self.shared.label(), self.attr)
+        write!(f, "Srq({}, {:?})", self.shared.label(), self.attr())
     }
 }
 
@@ -159,7 +165,7 @@ impl Pd {
             std::mem::size_of::<IbUverbsCreateSrqResp>(),
             std::mem::size_of::<RxeCreateSrqResp>(),
         );
-        self.finish_create_srq(cmd, req.user_handle, attr, None, None)
+        self.finish_create_srq(cmd, req.user_handle, attr, 0, None, None)
     }
 
     /// Creates an SRQ of any type (`ibv_create_srq_ex`, `IB_USER_VERBS_CMD_CREATE_XSRQ`).
@@ -227,6 +233,7 @@ impl Pd {
             cmd,
             req.user_handle,
             &init.attr,
+            init.srq_context,
             xrcd.cloned(),
             cq.map(|c| c.shared().clone()),
         )
@@ -237,6 +244,7 @@ impl Pd {
         mut cmd: WriteCmd,
         user_handle: u64,
         attr: &SrqAttr,
+        srq_context: u64,
         xrcd: Option<Xrcd>,
         cq: Option<Arc<CqShared>>,
     ) -> Result<Srq> {
@@ -260,6 +268,7 @@ impl Pd {
             obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, label),
             pd: self.clone(),
             user_handle,
+            events: Registration::new(user_handle, srq_context),
             _xrcd: xrcd,
             _cq: cq,
         });
@@ -267,17 +276,26 @@ impl Pd {
         let (map, q) = map_rxe_queue(ctx, &drv.mi, op, &label, "SRQ")?;
         let rq = RecvQueue::new(q, resp.max_sge)
             .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
-        Ok(Srq {
+        let mut srq = Srq {
             rq,
             attr: SrqAttr {
                 max_wr: resp.max_wr,
                 max_sge: resp.max_sge,
-                srq_limit: attr.srq_limit,
+                srq_limit: 0,
             },
             srq_num: drv.srq_num,
             shared,
             map,
-        })
+        };
+        // What the kernel made, as `ibv_query_srq` reports it: the create response is not
+        // always that (6.1's rxe answers the max_wr asked for, 12, while its ring holds 15:
+        // rxe_queue_init rounds the ring up to a power of two and query reports its
+        // index mask).
+        let q = srq.query()?;
+        srq.attr.max_wr = q.max_wr;
+        srq.attr.max_sge = q.max_sge;
+        srq.shared.events.set_srq_limit(q.srq_limit);
+        Ok(srq)
     }
 }
 
@@ -301,9 +319,27 @@ impl Srq {
         self.shared.user_handle
     }
 
-    /// Sizes as the kernel made them (`max_wr`, `max_sge` written back at create/resize).
+    /// Sizes as the kernel made them (what `ibv_query_srq` reported at create and resize)
+    /// and the limit as armed: by `modify` with `LIMIT`, and disarmed (0) once the
+    /// `SRQ_LIMIT_REACHED` event for this SRQ has been read (`Context::get_async_event`).
+    /// The kernel disarms it when the event fires; [`Srq::query`] asks it directly.
     pub fn attr(&self) -> SrqAttr {
-        self.attr
+        SrqAttr {
+            srq_limit: self.shared.events.srq_limit(),
+            ..self.attr
+        }
+    }
+
+    /// The user's value given at creation ([`SrqInitAttrEx::srq_context`]) or last set.
+    pub fn srq_context(&self) -> u64 {
+        self.shared.events.context()
+    }
+
+    /// Replaces the user's value (`ibv_srq.srq_context = ...`); events read from now on carry
+    /// the new one.
+    #[doc(alias = "ibv_srq.srq_context")]
+    pub fn set_srq_context(&mut self, srq_context: u64) {
+        self.shared.events.set_context(srq_context);
     }
 
     /// The SRQ number (`ibv_get_srq_num`).
@@ -361,7 +397,7 @@ impl Srq {
                 }
             })?;
         if mask.contains(SrqAttrMask::LIMIT) {
-            self.attr.srq_limit = attr.srq_limit;
+            self.shared.events.set_srq_limit(attr.srq_limit);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
             // SAFETY: `mi` is a live, aligned local; the kernel wrote it during the write()
@@ -374,7 +410,9 @@ impl Srq {
             // Replace the view first, then the mapping it pointed into (unmapped last).
             self.rq = rq;
             self.map = map;
-            self.attr.max_wr = self.query()?.max_wr;
+            let q = self.query()?;
+            self.attr.max_wr = q.max_wr;
+            self.attr.max_sge = q.max_sge;
         }
         Ok(())
     }

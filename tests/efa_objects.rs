@@ -190,3 +190,26 @@ fn efa_req_notify_arms_a_cq_without_a_channel() {
     assert!(e.is(Errno::OPNOTSUPP), "{e}");
     fab.assert_no_violations();
 }
+
+/// Build item 5 on EFA: `cq_context` given to `efadv_create_cq` (and `create_cq_ex`'s
+/// attributes in general) is readable from the CQ, and can be replaced.
+#[test]
+fn efa_cq_context_is_kept() {
+    let fab = EfaFabric::new(10);
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let mut cq = ctx
+        .efadv_create_cq(
+            &CqInitAttr {
+                cqe: 8,
+                cq_context: 0xEFA0,
+                ..Default::default()
+            },
+            &EfaCqInitAttr::default(),
+        )
+        .unwrap();
+    assert_eq!(cq.cq_context(), 0xEFA0);
+    cq.set_cq_context(7);
+    assert_eq!(cq.cq_context(), 7);
+    assert_eq!(efa_cq(&ctx).cq_context(), 0, "not given: 0");
+}

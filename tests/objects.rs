@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::rc::{qp_cap, rc_connect, roce_gid, wait_completions};
 use uverbs::{
-    AccessFlags, Cq, Errno, Pd, Qp, QpInitAttr, QpType, RecvWr, SendWr, Srq, SrqAttr, Wc, WcFlags,
-    WcStatus, WrOp,
+    AccessFlags, AsyncElement, AsyncEventType, Cq, CqInitAttr, Errno, Pd, Qp, QpInitAttr, QpType,
+    RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, SrqInitAttrEx, Wc, WcFlags, WcStatus, WrOp,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -237,4 +237,128 @@ fn send_imm_arrives_as_sent() {
     assert_eq!(g.wr_id(), 2);
     assert_eq!(g.read_imm_data(), IMM);
     g.end_poll();
+}
+
+/// Finding 7 (issue 13): `Srq::attr` says what `ibv_query_srq` says (on 6.1 the create
+/// response echoed the 12 asked for while the ring holds 15), and the limit reads disarmed
+/// once its event has been read, as the kernel disarmed it. The event carries the SRQ's
+/// `srq_context` (build item 5).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn srq_attr_agrees_with_query_and_the_limit_event_disarms_it() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut scq = ctx.create_cq(16, None, 0).unwrap();
+    let mut rcq = ctx.create_cq(16, None, 0).unwrap();
+    let mut srq = pd
+        .create_srq_ex(&SrqInitAttrEx {
+            attr: SrqAttr {
+                max_wr: 12,
+                max_sge: 1,
+                srq_limit: 0,
+            },
+            srq_context: 0x5151,
+            ..SrqInitAttrEx::default()
+        })
+        .unwrap();
+    assert_eq!(srq.srq_context(), 0x5151);
+    let q = srq.query().unwrap();
+    assert!(q.max_wr >= 12, "{q:?}");
+    assert_eq!(srq.attr(), q, "attr() against query() after create");
+
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let (mut a, _b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
+    let rsge = [mr.sge(1024, 64).unwrap()];
+    let recvs: Vec<RecvWr> = (0..8).map(|i| RecvWr::new(i, &rsge)).collect();
+    srq.post_recv(&recvs).unwrap();
+    srq.modify(
+        &SrqAttr {
+            srq_limit: 4,
+            ..SrqAttr::default()
+        },
+        SrqAttrMask::LIMIT,
+    )
+    .unwrap();
+    assert_eq!(srq.attr().srq_limit, 4);
+    assert_eq!(
+        srq.attr(),
+        srq.query().unwrap(),
+        "attr() against query() when armed"
+    );
+
+    // 5 of the 8 receives consumed: 3 left, below the limit of 4.
+    let ssge = [mr.sge(0, 8).unwrap()];
+    for i in 0..5 {
+        a.post_send(&[SendWr::send(i).sge(&ssge).signaled()])
+            .unwrap();
+    }
+    ok(&wait_completions::<8>(&mut scq, 5, WAIT));
+    ok(&wait_completions::<8>(&mut rcq, 5, WAIT));
+    let ev = ctx.get_async_event(Some(WAIT)).expect("SRQ limit event");
+    assert_eq!(ev.event_type, AsyncEventType::SRQ_LIMIT_REACHED);
+    assert_eq!(ev.element, AsyncElement::Srq(srq.user_handle()));
+    assert_eq!(ev.context, Some(0x5151), "the event carries srq_context");
+    assert_eq!(srq.query().unwrap().srq_limit, 0, "the kernel disarmed it");
+    assert_eq!(
+        srq.attr(),
+        srq.query().unwrap(),
+        "attr() against query() after the event"
+    );
+}
+
+/// Build item 5: a CQ's `cq_context` is readable from it and comes back with its completion
+/// events and its async events (a CQ overrun raises `CQ_ERR`).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cq_context_comes_back_with_completion_and_async_events() {
+    let ctx = common::rxe_context();
+    let ch = ctx.create_comp_channel().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut scq = ctx
+        .create_cq_ex(&CqInitAttr {
+            cqe: 1,
+            channel: Some(&ch),
+            cq_context: 0xC0FFEE,
+            ..CqInitAttr::default()
+        })
+        .unwrap();
+    let rcq = ctx.create_cq(16, None, 0).unwrap();
+    let srq = pd
+        .create_srq(&SrqAttr {
+            max_wr: 16,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    assert_eq!(scq.cq_context(), 0xC0FFEE);
+    assert_eq!(rcq.cq_context(), 0, "not given: 0");
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let (mut a, _b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
+    let mut srq = srq;
+    let rsge = [mr.sge(1024, 64).unwrap()];
+    let recvs: Vec<RecvWr> = (0..8).map(|i| RecvWr::new(i, &rsge)).collect();
+    srq.post_recv(&recvs).unwrap();
+
+    scq.req_notify(false).unwrap();
+    let ssge = [mr.sge(0, 8).unwrap()];
+    a.post_send(&[SendWr::send(1).sge(&ssge).signaled()])
+        .unwrap();
+    let ev = ch.get_cq_event(Some(WAIT)).expect("completion event");
+    assert_eq!(ev.cq_user_handle, scq.user_handle());
+    assert_eq!(ev.cq_context, 0xC0FFEE);
+    ok(&wait_completions::<4>(&mut scq, 1, WAIT));
+
+    // A new value is what the next events carry. Overrun the CQ: more completions than
+    // it holds raise CQ_ERR.
+    scq.set_cq_context(0xBEEF);
+    assert_eq!(scq.cq_context(), 0xBEEF);
+    let cap = scq.cqe() as u64;
+    for i in 0..cap + 2 {
+        a.post_send(&[SendWr::send(10 + i).sge(&ssge).signaled()])
+            .unwrap();
+    }
+    let ev = ctx.get_async_event(Some(WAIT)).expect("CQ overrun event");
+    assert_eq!(ev.event_type, AsyncEventType::CQ_ERR, "{ev:?}");
+    assert_eq!(ev.element, AsyncElement::Cq(scq.user_handle()));
+    assert_eq!(ev.context, Some(0xBEEF), "the event carries cq_context");
 }
