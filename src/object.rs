@@ -203,13 +203,17 @@ impl Drop for KernelObject {
 /// object is not wanted back; the object is then dropped, which tries once more and reports a
 /// failure on standard error.
 pub struct DestroyError<T> {
-    object: T,
+    // Boxed (one allocation, on failure only) so that a `Result` of a destroy stays small.
+    object: Box<T>,
     error: Error,
 }
 
 impl<T> DestroyError<T> {
     pub(crate) fn new(object: T, error: Error) -> Self {
-        DestroyError { object, error }
+        DestroyError {
+            object: Box::new(object),
+            error,
+        }
     }
 
     /// Why the destroy failed.
@@ -219,12 +223,12 @@ impl<T> DestroyError<T> {
 
     /// The object, still alive and usable.
     pub fn into_inner(self) -> T {
-        self.object
+        *self.object
     }
 
     /// The object and the error.
     pub fn into_parts(self) -> (T, Error) {
-        (self.object, self.error)
+        (*self.object, self.error)
     }
 
     /// Whether the error carries `errno` (shorthand for `error().is(errno)`).
