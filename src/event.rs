@@ -61,6 +61,9 @@ impl std::fmt::Debug for CompChannel {
 pub struct CqEvent {
     /// The `user_handle` of the CQ ([`crate::Cq::user_handle`]).
     pub cq_user_handle: u64,
+    /// The CQ's `cq_context` ([`crate::Cq::cq_context`]) when the event was read; 0 if the
+    /// CQ is already gone. (`ibv_get_cq_event` returns it through its `cq_context` argument.)
+    pub cq_context: u64,
 }
 
 impl Context {
@@ -144,6 +147,7 @@ impl CompChannel {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         Ok(CqEvent {
             cq_user_handle: desc.cq_handle,
+            cq_context: crate::object::event_target(desc.cq_handle).map_or(0, |t| t.context()),
         })
     }
 
@@ -249,6 +253,10 @@ pub struct AsyncEvent {
     pub event_type: AsyncEventType,
     /// The object it concerns.
     pub element: AsyncElement,
+    /// The user's context value of that object (`cq_context`, `srq_context`, `qp_context`
+    /// given at its creation, as `ibv_async_event.element.cq->cq_context` reaches it in C);
+    /// `None` for port and device events, or if the object is already gone.
+    pub context: Option<u64>,
 }
 
 impl AsyncEvent {
@@ -271,9 +279,17 @@ impl AsyncEvent {
             | AsyncEventType::GID_CHANGE => AsyncElement::Port(d.element as u32),
             _ => AsyncElement::Qp(d.element),
         };
+        let context = match element {
+            AsyncElement::Cq(h)
+            | AsyncElement::Qp(h)
+            | AsyncElement::Srq(h)
+            | AsyncElement::Wq(h) => crate::object::event_target(h).map(|t| t.context()),
+            AsyncElement::Port(_) | AsyncElement::Device => None,
+        };
         AsyncEvent {
             event_type: t,
             element,
+            context,
         }
     }
 }
@@ -293,7 +309,16 @@ impl Context {
             ));
         }
         let d: IbUverbsAsyncEventDesc = read_record(self.async_fd(), op, self.label())?;
-        Ok(AsyncEvent::from_desc(&d))
+        let ev = AsyncEvent::from_desc(&d);
+        if let (AsyncEventType::SRQ_LIMIT_REACHED, AsyncElement::Srq(h)) =
+            (ev.event_type, ev.element)
+        {
+            // The kernel disarmed the limit when it fired: so does `Srq::attr`.
+            if let Some(t) = crate::object::event_target(h) {
+                t.set_srq_limit(0);
+            }
+        }
+        Ok(ev)
     }
 }
 

@@ -34,6 +34,7 @@ mod error;
 mod event;
 mod mr;
 mod mw;
+mod object;
 mod pd;
 mod qp;
 mod query;
@@ -57,6 +58,7 @@ pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use mw::{Mw, MwType};
+pub use object::DestroyError;
 pub use pd::Pd;
 pub use qp::{
     Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
