@@ -38,6 +38,7 @@ mod pd;
 mod qp;
 mod query;
 pub mod raw;
+mod removal;
 mod srq;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -53,7 +54,7 @@ pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
 pub use efa::*;
-pub use error::{errno_name, Errno, Error, Result};
+pub use error::{errno_name, Errno, Error, ErrorKind, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use mw::{Mw, MwType};
@@ -63,6 +64,7 @@ pub use qp::{
     WrBatch,
 };
 pub use query::*;
+pub use removal::{RemovalSource, RemovalWatch};
 pub use srq::{Srq, SrqAttr, SrqAttrMask, SrqDestroyed, SrqInitAttrEx, SrqType};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrData, WrOp};
