@@ -133,7 +133,7 @@ impl Context {
         Context::build(device, channel, State::new(false), None)
     }
 
-    fn build(
+    pub(crate) fn build(
         device: Device,
         channel: Box<dyn Channel>,
         state: std::sync::Arc<State>,

@@ -1006,4 +1006,124 @@ mod tests {
         let c = WriteCmd::legacy(IB_USER_VERBS_CMD_ALLOC_PD, &[0u32; 2], &[], 8, 0).unwrap();
         assert!(!is_destroy_write(&c));
     }
+
+    /// A channel that answers GET_CONTEXT and CREATE_COMP_CHANNEL with fresh eventfds (quiet
+    /// async and completion fds) and nothing else: enough for the waits.
+    #[derive(Debug)]
+    struct Quiet;
+
+    impl Channel for Quiet {
+        fn ioctl(&self, _: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+            Err(Errno::PROTONOSUPPORT)
+        }
+        fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
+            use std::os::fd::IntoRawFd;
+            let fd = eventfd(0, EventfdFlags::CLOEXEC)?.into_raw_fd() as u32;
+            match cmd.command() {
+                IB_USER_VERBS_CMD_GET_CONTEXT => {
+                    cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
+                    cmd.response_mut()[4..8].copy_from_slice(&1u32.to_ne_bytes());
+                }
+                IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
+                    cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
+                }
+                _ => return Err(Errno::PROTONOSUPPORT),
+            }
+            Ok(())
+        }
+        fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
+            Err(Errno::INVAL)
+        }
+        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+            None
+        }
+        fn driver_id(&self) -> u32 {
+            uverbs_uapi::ioctl::RDMA_DRIVER_RXE
+        }
+    }
+
+    /// A context as `Context::open` makes one (with a wake fd), over [`Quiet`]; the test marks
+    /// the removal itself, as the watcher would.
+    fn watched_context() -> (crate::Context, Arc<State>) {
+        let state = State::new(true);
+        let dev = crate::Device::synthetic("rxe9", crate::Driver::Rxe, 1);
+        let ctx = crate::Context::build(dev, Box::new(Quiet), state.clone(), None).unwrap();
+        (ctx, state)
+    }
+
+    #[test]
+    fn blocking_waits_wake_for_the_removal() {
+        use crate::{AsyncElement, AsyncEventType};
+        let (ctx, state) = watched_context();
+        let ch = ctx.create_comp_channel().unwrap();
+        ch.note_armed(); // as req_notify on a CQ of this channel would
+        let e = ctx
+            .get_async_event(Some(Duration::from_millis(20)))
+            .unwrap_err();
+        assert!(e.is(Errno::TIMEDOUT), "{e}");
+        let (events, cq_events) = {
+            let (c1, c2) = (ctx.clone(), ch.clone());
+            (
+                std::thread::spawn(move || c1.get_async_event(Some(Duration::from_secs(20)))),
+                std::thread::spawn(move || c2.get_cq_event(Some(Duration::from_secs(20)))),
+            )
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let t = std::time::Instant::now();
+        assert!(!ctx.is_device_removed());
+        state.mark(RemovalSource::Uevent);
+        assert!(ctx.is_device_removed());
+        let ev = events.join().unwrap().expect("the async event wait wakes");
+        assert_eq!(ev.event_type, AsyncEventType::DEVICE_REMOVED);
+        assert_eq!(ev.element, AsyncElement::Device);
+        let e = cq_events.join().unwrap().unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(e.is_device_removed() && e.is(Errno::NODEV), "{e}");
+        assert!(e.to_string().contains("device rxe9 was removed"), "{e}");
+        assert_eq!(ctx.removal_source(), Some(RemovalSource::Uevent));
+        // Once: the next wait times out instead of spinning on the readable wake fd.
+        let e = ctx
+            .get_async_event(Some(Duration::from_millis(20)))
+            .unwrap_err();
+        assert!(e.is(Errno::TIMEDOUT), "{e}");
+        // A completion wait after the removal fails at once.
+        let e = ch.get_cq_event(Some(Duration::from_secs(20))).unwrap_err();
+        assert!(e.is_device_removed(), "{e}");
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn the_tokio_stream_and_channel_wake_for_the_removal() {
+        use crate::AsyncEventType;
+        let rt = ::tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (ctx, state) = watched_context();
+            let mut events = ctx.async_events().unwrap();
+            let ch = ctx.create_comp_channel().unwrap();
+            ch.note_armed();
+            let ch = ch.into_async().unwrap();
+            let marker = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                state.mark(RemovalSource::DevNode);
+            });
+            let ev = ::tokio::time::timeout(Duration::from_secs(20), events.next())
+                .await
+                .expect("the stream wakes")
+                .unwrap();
+            assert_eq!(ev.event_type, AsyncEventType::DEVICE_REMOVED);
+            let e = ::tokio::time::timeout(Duration::from_secs(20), ch.get_cq_event())
+                .await
+                .expect("the channel wakes")
+                .unwrap_err();
+            assert!(e.is_device_removed(), "{e}");
+            marker.join().unwrap();
+            // Given once: the stream then waits for the kernel's events only.
+            let r = ::tokio::time::timeout(Duration::from_millis(100), events.next()).await;
+            assert!(r.is_err(), "DEVICE_REMOVED twice: {r:?}");
+        });
+    }
 }
