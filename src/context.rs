@@ -129,6 +129,9 @@ impl Context {
     ///
     /// Such a context is not watched for removal (there is no device node to watch); it
     /// still learns of one from `DEVICE_FATAL` and from commands failing with `EIO`.
+    ///
+    /// With `UVERBS_TRACE=1` in the environment, every command the context sends is printed on
+    /// standard error ([`TraceChannel`](crate::channel::TraceChannel)).
     pub fn with_channel(device: Device, channel: Box<dyn Channel>) -> Result<Context> {
         Context::build(device, channel, State::new(false), None)
     }
@@ -139,6 +142,11 @@ impl Context {
         state: std::sync::Arc<State>,
         registration: Option<Registration>,
     ) -> Result<Context> {
+        let channel: Box<dyn Channel> = if crate::channel::trace_enabled() {
+            Box::new(crate::channel::TraceChannel::new(channel, device.name()))
+        } else {
+            channel
+        };
         let label = format!("device {}", device.name());
         let op = "get_context";
         let (mut cmd, efa) = match device.driver() {
