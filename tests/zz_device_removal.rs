@@ -388,3 +388,203 @@ fn removal_with_two_contexts_a_stale_device_and_a_reused_uverbs_number() {
     recreate_rxe0();
     assert!(common::rxe_context().alloc_pd().is_ok());
 }
+
+/// The uverbs CLI: `UVERBS_BIN`, else `/usr/bin/uverbs` (where the VM harness installs it).
+fn uverbs_bin() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("UVERBS_BIN") {
+        return p.into();
+    }
+    let p = std::path::PathBuf::from("/usr/bin/uverbs");
+    assert!(p.exists(), "the uverbs CLI is not at {}", p.display());
+    p
+}
+
+/// Starts `uverbs args...` with its output collected.
+fn spawn_cli(args: &[String]) -> Child {
+    Command::new(uverbs_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn uverbs {args:?}: {e}"))
+}
+
+fn output_of(mut c: Child) -> (String, String) {
+    use std::io::Read;
+    let (mut out, mut err) = (String::new(), String::new());
+    let _ = c.stdout.take().unwrap().read_to_string(&mut out);
+    let _ = c.stderr.take().unwrap().read_to_string(&mut err);
+    (out, err)
+}
+
+/// A server and a client of a long-running CLI command on rxe0; `rdma link delete rxe0`
+/// while they run: both exit non-zero within 10 s naming the device, and the deletion then
+/// completes. rxe0 is re-created afterwards.
+fn cli_pair_exits_on_removal(what: &str, server: &[&str], client: &[&str]) {
+    let gid = {
+        let ctx = common::rxe_context();
+        common::rc::roce_gid(&ctx).0.to_string()
+    };
+    let fill = |a: &[&str]| -> Vec<String> {
+        a.iter()
+            .map(|s| {
+                if *s == "GID" {
+                    gid.clone()
+                } else {
+                    s.to_string()
+                }
+            })
+            .collect()
+    };
+    let mut sides = vec![("server", spawn_cli(&fill(server)))];
+    std::thread::sleep(Duration::from_millis(1500));
+    sides.push(("client", spawn_cli(&fill(client))));
+    // Let them get into their loop (a few seconds under TCG), then check both still run.
+    std::thread::sleep(Duration::from_secs(4));
+    if sides
+        .iter_mut()
+        .any(|(_, c)| c.try_wait().unwrap().is_some())
+    {
+        let mut report = String::new();
+        for (name, mut c) in sides {
+            let _ = c.kill();
+            let s = c.wait().unwrap();
+            let (o, e) = output_of(c);
+            report += &format!("{name} ({s}):\n{o}\n{e}\n");
+        }
+        panic!("{what}: a side ended before the removal\n{report}");
+    }
+    let asked = Instant::now();
+    let mut del = rdma(&["link", "delete", "rxe0"]);
+    for (name, mut c) in sides {
+        let s = wait_for(&mut c, Duration::from_secs(10));
+        let t = asked.elapsed();
+        if s.is_none() {
+            let _ = c.kill();
+        }
+        let (o, e) = output_of(c);
+        let s = s.unwrap_or_else(|| {
+            panic!("{what}: the {name} still runs 10 s after rdma link delete\n{o}\n{e}")
+        });
+        eprintln!(
+            "{what}: {name} exited ({s}) {:.3} s after rdma link delete: {}",
+            t.as_secs_f64(),
+            e.trim()
+        );
+        assert!(!s.success(), "{what}: the {name} exited 0\n{o}\n{e}");
+        assert!(
+            e.contains("device rxe0 was removed"),
+            "{what}: the {name} does not say why\n{o}\n{e}"
+        );
+    }
+    let s = wait_for(&mut del, Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("{what}: rdma link delete still blocked after both exited"));
+    assert!(s.success(), "{what}: rdma link delete failed: {s}");
+    eprintln!(
+        "{what}: removal done {:.3} s after it was started",
+        asked.elapsed().as_secs_f64()
+    );
+    drop(del);
+    recreate_rxe0();
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cli_pingpong_rc_pair_exits_when_the_device_is_removed() {
+    cli_pair_exits_on_removal(
+        "pingpong rc",
+        &[
+            "pingpong",
+            "rc",
+            "-d",
+            "rxe0",
+            "-g",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18601",
+        ],
+        &[
+            "pingpong",
+            "rc",
+            "-d",
+            "rxe0",
+            "-g",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18601",
+            "127.0.0.1",
+        ],
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cli_pingpong_ud_pair_with_events_exits_when_the_device_is_removed() {
+    cli_pair_exits_on_removal(
+        "pingpong ud -e",
+        &[
+            "pingpong",
+            "ud",
+            "-e",
+            "-d",
+            "rxe0",
+            "-g",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18602",
+        ],
+        &[
+            "pingpong",
+            "ud",
+            "-e",
+            "-d",
+            "rxe0",
+            "-g",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18602",
+            "127.0.0.1",
+        ],
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cli_perf_write_bw_pair_exits_when_the_device_is_removed() {
+    cli_pair_exits_on_removal(
+        "perf write-bw",
+        &[
+            "perf",
+            "write-bw",
+            "-d",
+            "rxe0",
+            "-x",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18603",
+        ],
+        &[
+            "perf",
+            "write-bw",
+            "-d",
+            "rxe0",
+            "-x",
+            "GID",
+            "-n",
+            "100000000",
+            "-p",
+            "18603",
+            "127.0.0.1",
+        ],
+    );
+}
