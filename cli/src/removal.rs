@@ -33,6 +33,9 @@ pub fn explain<T>(r: Result<T, Failure>, ctx: &Context) -> Result<T, Failure> {
     match r {
         Err(Failure(msg)) if ctx.is_device_removed() => {
             let Failure(head) = removed(ctx);
+            if msg == head {
+                return Err(Failure(msg));
+            }
             Err(Failure(format!("{head} ({msg})")))
         }
         r => r,
