@@ -1,3 +1,6 @@
+#![doc = include_str!("../README.md")]
+//! # How the model works
+//!
 //! A strict model of EFA devices on one fabric, behind uverbs' [`Channel`] seam.
 //!
 //! Each [`EfaDevice`] answers the commands the kernel's EFA driver answers (get context,
@@ -47,6 +50,7 @@
 //! `mr` and `query` (port and GID); `sq` the LLQ and doorbell checks; `exec` the data path;
 //! `trap` the doorbell trap.
 #![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod trap;
@@ -141,6 +145,147 @@ pub struct ModelConfig {
     pub mtu: u32,
 }
 
+/// A [`ModelConfig`] value no EFA device reports: the field, its value and the rule it breaks.
+///
+/// Returned by [`ModelConfig::validate`] and [`EfaFabric::try_add_device`]; the same text is
+/// the reason of the error [`EfaDevice::open`] returns for such a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The [`ModelConfig`] field.
+    pub field: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// What a real device guarantees about it.
+    pub rule: &'static str,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "impossible EFA model device: {} = {}: {}",
+            self.field, self.value, self.rule
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ModelConfig {
+    /// Checks that a real EFA device could report these values.
+    ///
+    /// Refused: a zero queue depth, SGE count, CQ size, LLQ size, MTU or sub-CQ count (no
+    /// device has a queue that holds nothing); more inline bytes than the WQE has room for
+    /// (32 in a 64-byte WQE, 80 in a 128-byte one: `efa_io_defs.h`); more send SGEs than a
+    /// WQE has buffer descriptors (2); more than 64 sub-CQs (what uverbs' EFA CQ tracks);
+    /// `min_sq_wr` above `max_sq_wr`; a `max_tx_batch` of one 64-byte line on a device with
+    /// 128-byte WQEs (such a WQE could never be rung); RDMA capabilities with a
+    /// `max_rdma_size` of 0.
+    ///
+    /// ```
+    /// use uverbs_efa_model::ModelConfig;
+    ///
+    /// assert!(ModelConfig::default().validate().is_ok());
+    /// let e = ModelConfig { inline_buf_size: 64, ..Default::default() }.validate().unwrap_err();
+    /// assert_eq!(e.field, "inline_buf_size");
+    /// println!("{e}"); // impossible EFA model device: inline_buf_size = 64: ...
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let rdma = EFA_QUERY_DEVICE_CAPS_RDMA_READ | EFA_QUERY_DEVICE_CAPS_RDMA_WRITE;
+        let checks: [(&'static str, u64, bool, &'static str); 14] = [
+            (
+                "sub_cqs_per_cq",
+                self.sub_cqs_per_cq.into(),
+                (1..=64).contains(&self.sub_cqs_per_cq),
+                "a CQ has 1 to 64 sub-CQs",
+            ),
+            (
+                "inline_buf_size",
+                self.inline_buf_size.into(),
+                usize::from(self.inline_buf_size) <= EFA_IO_TX_DESC_INLINE_MAX_SIZE,
+                "a 64-byte WQE has room for at most 32 inline bytes",
+            ),
+            (
+                "inline_buf_size_ex",
+                self.inline_buf_size_ex.into(),
+                usize::from(self.inline_buf_size_ex) <= EFA_IO_TX_DESC_INLINE_MAX_SIZE_128,
+                "a 128-byte WQE has room for at most 80 inline bytes",
+            ),
+            (
+                "max_llq_size",
+                self.max_llq_size.into(),
+                self.max_llq_size >= 64,
+                "the LLQ holds at least one 64-byte WQE",
+            ),
+            (
+                "max_tx_batch",
+                self.max_tx_batch.into(),
+                !(self.max_tx_batch == 1 && self.inline_buf_size_ex != 0),
+                "with 128-byte WQEs (inline_buf_size_ex > 0) a batch must hold 2 lines \
+                 (0 means no limit)",
+            ),
+            (
+                "min_sq_wr",
+                self.min_sq_wr.into(),
+                u32::from(self.min_sq_wr) <= self.max_sq_wr,
+                "min_sq_wr cannot exceed max_sq_wr",
+            ),
+            (
+                "max_sq_wr",
+                self.max_sq_wr.into(),
+                self.max_sq_wr >= 1,
+                "an SQ holds at least one WR",
+            ),
+            (
+                "max_rq_wr",
+                self.max_rq_wr.into(),
+                self.max_rq_wr >= 1,
+                "an RQ holds at least one WR",
+            ),
+            (
+                "max_sq_sge",
+                self.max_sq_sge.into(),
+                (1..=EFA_IO_TX_DESC_NUM_BUFS).contains(&usize::from(self.max_sq_sge)),
+                "a send WQE has 1 to 2 buffer descriptors",
+            ),
+            (
+                "max_rq_sge",
+                self.max_rq_sge.into(),
+                self.max_rq_sge >= 1,
+                "a receive takes at least one SGE",
+            ),
+            (
+                "max_cqe",
+                self.max_cqe.into(),
+                self.max_cqe >= 1,
+                "a CQ holds at least one entry",
+            ),
+            (
+                "mtu",
+                self.mtu.into(),
+                self.mtu >= 256,
+                "the smallest MTU a port reports is 256 bytes",
+            ),
+            (
+                "max_rdma_size",
+                self.max_rdma_size.into(),
+                self.device_caps & rdma == 0 || self.max_rdma_size >= 1,
+                "a device with RDMA read or write capabilities moves at least one byte",
+            ),
+            (
+                "max_llq_size",
+                self.max_llq_size.into(),
+                u64::from(self.max_llq_size) >= 64 * u64::from(self.min_sq_wr),
+                "the LLQ holds min_sq_wr 64-byte WQEs",
+            ),
+        ];
+        match checks.into_iter().find(|c| !c.2) {
+            Some((field, value, _, rule)) => Err(ConfigError { field, value, rule }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
@@ -218,7 +363,28 @@ impl EfaFabric {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds a device (GID `fe80::<n>`).
+    /// Adds a device reporting `cfg` (GID `fe80::<n>` for the `n`-th device, from 1), or says
+    /// why no real EFA device could report it ([`ModelConfig::validate`]).
+    ///
+    /// ```
+    /// use uverbs_efa_model::{EfaFabric, ModelConfig};
+    ///
+    /// let fab = EfaFabric::new(1);
+    /// let dev = fab.try_add_device(ModelConfig { min_sq_wr: 32, ..Default::default() })?;
+    /// assert_eq!(dev.gid()[15], 1);
+    /// let bad = ModelConfig { max_sq_wr: 0, ..Default::default() };
+    /// assert_eq!(fab.try_add_device(bad).unwrap_err().field, "max_sq_wr");
+    /// # Ok::<(), uverbs_efa_model::ConfigError>(())
+    /// ```
+    pub fn try_add_device(&self, cfg: ModelConfig) -> Result<EfaDevice, ConfigError> {
+        cfg.validate()?;
+        Ok(self.add_device(cfg))
+    }
+
+    /// Adds a device reporting `cfg` (GID `fe80::<n>` for the `n`-th device, from 1).
+    ///
+    /// A `cfg` no real device reports is kept, and [`EfaDevice::open`] then fails with the
+    /// reason; [`try_add_device`](Self::try_add_device) says so at once.
     pub fn add_device(&self, cfg: ModelConfig) -> EfaDevice {
         let mut f = self.lock();
         let n = f.devs.len();
@@ -424,8 +590,19 @@ impl EfaDevice {
         f.devs[self.dev].gid
     }
 
-    /// Opens a uverbs context over this device.
+    /// Opens a uverbs [`Context`] over this device, as [`Context::open`] opens a real one.
+    ///
+    /// Fails with `EINVAL` and the [`ConfigError`] as the reason if the device was added with
+    /// a [`ModelConfig`] no real EFA device reports.
     pub fn open(&self) -> uverbs::Result<Context> {
+        if let Err(e) = self.with(|f, d| f.devs[d].cfg.validate()) {
+            return Err(uverbs::Error::invalid(
+                "open_device",
+                format!("EFA model device {}", self.name),
+                Errno::INVAL,
+                e.to_string(),
+            ));
+        }
         let dev = Device::synthetic(
             &self.name,
             Driver::Efa,

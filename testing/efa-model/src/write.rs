@@ -41,6 +41,10 @@ pub(crate) fn write_cmd(f: &mut Fabric, d: usize, cmd: &mut WriteCmd) -> Result<
     match (cmd.command(), cmd.is_extended()) {
         (IB_USER_VERBS_CMD_GET_CONTEXT, false) => {
             let c: EfaIbvAllocUcontextCmd = drv(cmd)?;
+            // A device that reports impossible values never gets this far on a real host.
+            if cfg.validate().is_err() {
+                return Err(Errno::INVAL);
+            }
             if c.reserved_20 != [0; 4] {
                 return Err(Errno::INVAL);
             }
