@@ -57,6 +57,25 @@ pub(crate) struct ContextInner {
 
 /// An open RDMA device (`struct ibv_context`). Cheap to clone; the device closes when the
 /// last clone and the last object made from it are dropped.
+///
+/// Open one from a [`Device`] with [`Context::open`]; then ask the device what it offers and
+/// make the objects everything else hangs off (this one runs on the EFA device model of
+/// `uverbs-efa-model`, which stands in for the `Context::open` line):
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// // let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// let dev = ctx.query_device()?;                  // ibv_query_device
+/// let port = ctx.query_port(1)?;                  // ibv_query_port
+/// let gid = ctx.query_gid(1, 0)?;                 // ibv_query_gid
+/// println!("{}: max_qp {}, port 1 {} {:?}, GID {gid}",
+///          ctx.device().name(), dev.max_qp, port.state.as_str(), port.active_mtu);
+/// assert!(port.gid_tbl_len >= 1 && !gid.is_zero());
+/// let pd = ctx.alloc_pd()?;                       // ibv_alloc_pd
+/// # drop(pd);
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 #[doc(alias = "ibv_context")]
 #[derive(Clone)]
 pub struct Context {
@@ -74,6 +93,15 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     /// Opens `device` and creates a user context on it (`ibv_open_device`).
+    ///
+    /// ```no_run
+    /// // Runs in the VM tests (tests/efa_hw.rs, tests/query.rs) and in `uverbs devices`.
+    /// let devices = uverbs::devices()?;
+    /// let dev = devices.iter().find(|d| d.is_supported()).expect("an rxe or EFA device");
+    /// let ctx = uverbs::Context::open(dev)?;
+    /// println!("{} ({}): {} completion vectors", dev.name(), dev.driver(), ctx.num_comp_vectors());
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     #[doc(alias = "ibv_open_device")]
     pub fn open(device: &Device) -> Result<Context> {
         let label = format!("device {}", device.name());

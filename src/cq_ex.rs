@@ -21,6 +21,29 @@ use crate::efa::{cursor_error, EfaCursor};
 use crate::error::{Errno, Error, Result};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
+///
+/// Reads only the fields asked for, straight from the ring slot:
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let attr = uverbs::CqInitAttr { cqe: 16, ..Default::default() };
+/// # let mut cq = ctx.efadv_create_cq(&attr, &Default::default())?;
+/// use uverbs::WcStatus;
+///
+/// if let Some(mut p) = cq.start_poll()? {     // ibv_start_poll; None: the CQ is empty
+///     loop {
+///         match p.status() {
+///             WcStatus::SUCCESS => println!("wr {}: {} bytes", p.wr_id(), p.read_byte_len()),
+///             s => eprintln!("wr {} failed: {s}", p.wr_id()),
+///         }
+///         if !p.next_poll()? {                // ibv_next_poll; false: no more
+///             break;
+///         }
+///     }
+/// }                                           // ibv_end_poll when the guard drops
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 /// An open extended poll on a CQ, positioned on one completion.
 #[doc(alias = "ibv_cq_ex")]
 pub struct PollCq<'a> {

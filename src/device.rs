@@ -112,6 +112,21 @@ impl NodeType {
 }
 
 /// An RDMA device found on this host (`struct ibv_device`).
+///
+/// Listed by [`devices`], found by [`device_by_name`], opened with
+/// [`Context::open`](crate::Context::open):
+///
+/// ```no_run
+/// // Runs in the VM (tests/efa_hw.rs lists devices the same way; `uverbs devices` prints this).
+/// for dev in uverbs::devices()? {
+///     println!("{:10} {:6} {:16} node GUID {}", dev.name(), dev.driver().to_string(),
+///              dev.uverbs_name(), uverbs::format_guid(dev.node_guid()));
+/// }
+/// let rxe = uverbs::device_by_name("rxe0")?;
+/// let ctx = uverbs::Context::open(&rxe)?;
+/// # drop(ctx);
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 #[doc(alias = "ibv_device")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {

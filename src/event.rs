@@ -38,6 +38,41 @@ pub(crate) struct CompChannelInner {
     pub(crate) armed: AtomicUsize,
 }
 
+///
+/// Wait for completions instead of spinning on [`Cq::poll`](crate::Cq::poll): arm the CQ,
+/// wait for its event, poll everything, re-arm. The kernel answers one event per
+/// [`req_notify`](crate::Cq::req_notify); the event is acknowledged as it is read.
+/// (`examples/comp_channel.rs` runs this loop with real completions in the VM tests.)
+///
+/// ```
+/// # use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS as NOTIFY;
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let mut cfg = uverbs_efa_model::ModelConfig::default();
+/// # cfg.device_caps |= NOTIFY;
+/// # let ctx = fabric.add_device(cfg).open()?;
+/// use std::time::Duration;
+/// use uverbs::{CqInitAttr, EfaCqInitAttr, Wc};
+///
+/// let channel = ctx.create_comp_channel()?;
+/// let attr = CqInitAttr { cqe: 64, channel: Some(&channel), cq_context: 42, ..Default::default() };
+/// // rxe: ctx.create_cq(64, Some(&channel), 0)?
+/// let mut cq = ctx.efadv_create_cq(&attr, &EfaCqInitAttr::default())?;
+/// cq.req_notify(false)?;                                   // 1. arm
+/// // 2. wait (here: just look; `get_cq_event(None)` blocks until a completion arrives)
+/// match channel.try_get_cq_event()? {
+///     Some(ev) => {
+///         assert_eq!(ev.cq_context, 42);                   // which CQ
+///         cq.req_notify(false)?;                           // 3. re-arm before polling
+///         let mut wcs = [Wc::default(); 16];
+///         while cq.poll(&mut wcs)? > 0 { /* 4. handle them */ }
+///     }
+///     None => println!("no completion yet"),
+/// }
+/// // A bounded wait times out with a clear error.
+/// let e = channel.get_cq_event(Some(Duration::from_millis(1))).unwrap_err();
+/// assert!(e.is(uverbs::Errno::TIMEDOUT));
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 /// A completion event channel (`struct ibv_comp_channel`). Cheap to clone.
 #[doc(alias = "ibv_comp_channel")]
 #[derive(Clone)]
@@ -273,6 +308,28 @@ pub enum AsyncElement {
 }
 
 /// An asynchronous event (`struct ibv_async_event`).
+///
+/// Read from the context with [`Context::get_async_event`]: port state changes, a CQ overrun,
+/// an SRQ limit, a fatal QP error, the device going away. A program usually reads them on a
+/// thread of its own (or with `uverbs::tokio`):
+///
+/// ```no_run
+/// // The VM tests raise real events: tests/core_objects.rs (port down/up),
+/// // tests/rxe_verbs.rs (CQ overrun), tests/objects.rs (SRQ limit).
+/// use uverbs::{AsyncElement, AsyncEventType};
+///
+/// let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// loop {
+///     let ev = ctx.get_async_event(None)?;                // ibv_get_async_event
+///     match (ev.event_type, ev.element) {
+///         (AsyncEventType::PORT_ERR, AsyncElement::Port(p)) => eprintln!("port {p} went down"),
+///         (AsyncEventType::CQ_ERR, AsyncElement::Cq(_)) => eprintln!("CQ {:?} overran", ev.context),
+///         (AsyncEventType::DEVICE_REMOVED, _) => break,   // free everything and close
+///         (t, e) => eprintln!("{}: {e:?}", t.as_str()),
+///     }
+/// }
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 #[doc(alias = "ibv_async_event")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AsyncEvent {

@@ -102,6 +102,30 @@ enum Memory {
     Dmabuf,
 }
 
+///
+/// [`Pd::reg_mr`] allocates page-aligned memory and registers it; the MR owns the memory,
+/// so no device can write to freed memory. Fill and read it with [`Mr::write`] and
+/// [`Mr::read`], and describe parts of it to work requests with [`Mr::sge`]:
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// use uverbs::AccessFlags;
+///
+/// let pd = ctx.alloc_pd()?;
+/// let mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// mr.write(0, b"hello")?;
+/// let mut back = [0u8; 5];
+/// mr.read(0, &mut back)?;
+/// assert_eq!(&back, b"hello");
+/// // The first 5 bytes, as a scatter/gather element for a send or receive.
+/// let sge = mr.sge(0, 5)?;
+/// assert_eq!((sge.addr, sge.length, sge.lkey), (mr.addr(), 5, mr.lkey()));
+/// // A peer writes into it with this rkey at this address.
+/// println!("rkey {:#x} addr {:#x}", mr.rkey(), mr.addr());
+/// assert!(mr.sge(8190, 5).is_err()); // past the end: a clear error, not a fault
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 /// A registered memory region (`struct ibv_mr`).
 #[doc(alias = "ibv_mr")]
 pub struct Mr {

@@ -23,6 +23,20 @@ pub enum MwType {
 }
 
 /// A memory window (`struct ibv_mw`).
+///
+/// ```no_run
+/// // Runs in the VM: tests/rxe_verbs.rs allocates, binds and deallocates a type 2 window.
+/// use uverbs::MwType;
+///
+/// let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;
+/// let pd = ctx.alloc_pd()?;
+/// let mw = pd.alloc_mw(MwType::Type2)?;       // ibv_alloc_mw
+/// // Bind it to part of an MR with a BIND_MW work request on a QP of this PD; then give
+/// // the peer mw.rkey() instead of the MR's rkey.
+/// println!("rkey {:#x}", mw.rkey());
+/// mw.dealloc()?;                                // ibv_dealloc_mw
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 #[doc(alias = "ibv_mw")]
 pub struct Mw {
     // Deallocated before the PD is released.

@@ -197,6 +197,23 @@ impl Drop for KernelObject {
 /// the object, handed back alive so the caller can remove the cause (destroy the QP still
 /// using a CQ, say) and destroy it again.
 ///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// use uverbs::{AccessFlags, Errno};
+///
+/// let pd = ctx.alloc_pd()?;
+/// let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// // The MR still holds the PD: the dealloc is refused and the PD handed back, alive.
+/// let e = pd.dealloc().unwrap_err();
+/// assert!(e.is(Errno::BUSY));
+/// eprintln!("{e}"); // dealloc_pd on pd 0 on device efa_0: EBUSY ... 1 object(s) ... hold it
+/// let pd = e.into_inner();
+/// drop(mr);                 // remove the cause,
+/// pd.dealloc().map_err(|e| e.into_parts().1)?; // and retry
+/// # Ok::<(), uverbs::Error>(())
+/// ```
+///
 /// Like [`std::io::IntoInnerError`] (what `BufWriter::into_inner` returns) or the `Arc` that
 /// `Arc::try_unwrap` gives back: [`DestroyError::into_inner`] recovers the object,
 /// [`DestroyError::error`] says why. It converts into [`Error`], so `?` still works where the

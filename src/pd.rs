@@ -24,6 +24,16 @@ static DEALLOC_PD: Destroy = Destroy {
 
 /// A protection domain (`struct ibv_pd`). Cheap to clone; deallocated when the last clone and
 /// the last MR, QP, SRQ and AH made in it are gone.
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// let pd = ctx.alloc_pd()?;
+/// let mr = pd.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?; // holds the PD
+/// drop(mr);
+/// pd.dealloc().map_err(uverbs::Error::from)?;   // or just drop it
+/// # Ok::<(), uverbs::Error>(())
+/// ```
 #[doc(alias = "ibv_pd")]
 #[derive(Clone)]
 pub struct Pd {

@@ -122,6 +122,29 @@ impl SrqShared {
 }
 
 /// A shared receive queue (`struct ibv_srq`): the ring and the right to post to it.
+///
+/// One pool of receive buffers for many QPs (rxe; EFA has no SRQ):
+///
+/// ```no_run
+/// // Runs in the VM: tests/rxe_verbs.rs (srq_destroy_and_query, srq_shared_by_64_rc_qps...)
+/// // and examples/srq_server.rs (tests/examples.rs).
+/// use uverbs::{AccessFlags, RecvWr, SrqAttr, SrqAttrMask};
+///
+/// let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;
+/// let pd = ctx.alloc_pd()?;
+/// let mut srq = pd.create_srq(&SrqAttr { max_wr: 128, max_sge: 1, srq_limit: 0 })?;
+/// let mr = pd.reg_mr(128 * 1024, AccessFlags::LOCAL_WRITE)?;
+/// let sges = (0..128).map(|i| mr.sge(i * 1024, 1024)).collect::<uverbs::Result<Vec<_>>>()?;
+/// let wrs: Vec<RecvWr<'_>> = sges.iter().enumerate()
+///     .map(|(i, s)| RecvWr::new(i as u64, std::slice::from_ref(s)))
+///     .collect();
+/// srq.post_recv(&wrs)?;
+/// // An SRQ_LIMIT_REACHED async event when fewer than 16 receives are left.
+/// srq.modify(&SrqAttr { srq_limit: 16, ..srq.attr() }, SrqAttrMask::LIMIT)?;
+/// assert_eq!(srq.query()?.srq_limit, 16);
+/// // Create QPs with `srq: Some(&srq)` in their QpInitAttr: their receives come from it.
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_srq")]
 pub struct Srq {
     // Drop order: the ring view, the kernel object (if this was its last holder), the mapping.

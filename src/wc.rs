@@ -157,6 +157,26 @@ impl std::fmt::Debug for WcFlags {
 
 /// A work completion (`struct ibv_wc`).
 ///
+/// What [`Cq::poll`](crate::Cq::poll) fills in:
+///
+/// ```
+/// use uverbs::{Wc, WcOpcode, WcStatus};
+///
+/// fn handle(wc: &Wc) -> Result<(), String> {
+///     if !wc.status.is_success() {
+///         return Err(format!("wr {}: {} (vendor error {})", wc.wr_id, wc.status, wc.vendor_err));
+///     }
+///     if wc.opcode == WcOpcode::RECV {
+///         println!("received {} bytes from QP {}, immediate {:?}", wc.byte_len, wc.src_qp, wc.imm());
+///     }
+///     Ok(())
+/// }
+/// let wc = Wc { wr_id: 7, status: WcStatus::SUCCESS, opcode: WcOpcode::RECV, byte_len: 5,
+///               ..Default::default() };
+/// assert!(handle(&wc).is_ok());
+/// assert!(handle(&Wc { status: WcStatus::REM_ACCESS_ERR, ..wc }).is_err());
+/// ```
+///
 /// Laid out like `struct ibv_wc` (and the kernel's `struct ib_uverbs_wc`, which rxe writes into
 /// its CQ ring), so one is filled from a ring slot with wide copies plus the flag translation.
 ///

@@ -29,6 +29,21 @@ static CLOSE_XRCD: Destroy = Destroy {
 };
 
 /// An XRC domain (`struct ibv_xrcd`). Cheap to clone; closed with its last user.
+///
+/// ```no_run
+/// // The VM test tests/rxe_verbs.rs (srq_destroy_and_query) calls open_xrcd on rxe, which
+/// // has no XRC and answers EOPNOTSUPP; on a device with XRC this is the common use.
+/// use uverbs::XRCD_O_CREAT;
+///
+/// let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// let file = std::fs::File::create("/tmp/my-xrc-domain")?;
+/// use std::os::fd::AsFd;
+/// // Processes opening the same file share the domain.
+/// let xrcd = ctx.open_xrcd(Some(file.as_fd()), XRCD_O_CREAT)?;
+/// println!("xrcd handle {}", xrcd.handle());
+/// xrcd.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_xrcd")]
 #[derive(Clone)]
 pub struct Xrcd {

@@ -315,6 +315,21 @@ impl Cq {
 impl Context {
     /// Creates an EFA CQ (`efadv_create_cq`): 32-byte CQEs in `sub_cqs_per_cq` sub-CQs,
     /// optionally with source GIDs, a completion channel or external (dmabuf) memory.
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// use uverbs::{CqInitAttr, EfaCqInitAttr, EfaWcFlags};
+    ///
+    /// let attr = CqInitAttr { cqe: 1024, ..Default::default() };
+    /// // Completions carry the sender's GID (for receives from an unknown peer).
+    /// let efa = EfaCqInitAttr { wc_flags: EfaWcFlags::WITH_SGID, ..Default::default() };
+    /// let mut cq = ctx.efadv_create_cq(&attr, &efa)?;
+    /// assert!(cq.cqe() >= 1024);
+    /// // Poll with `poll`, or `start_poll` and `PollCq::read_sgid` for the GID.
+    /// assert!(cq.start_poll()?.is_none());
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     pub fn efadv_create_cq(&self, attr: &CqInitAttr<'_>, efa: &EfaCqInitAttr<'_>) -> Result<Cq> {
         let op = "efadv_create_cq";
         let label = || self.label().to_string();

@@ -117,6 +117,21 @@ impl Context {
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended
     /// QUERY_DEVICE command plus the context's inline buffer size.
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// use uverbs::EfaDeviceCaps;
+    ///
+    /// let efa = ctx.efadv_query_device()?;
+    /// println!("SQ depth {}, {} send SGEs, {} inline bytes, RDMA up to {} bytes",
+    ///          efa.max_sq_wr, efa.max_sq_sge, efa.inline_buf_size, efa.max_rdma_size);
+    /// if efa.device_caps.contains(EfaDeviceCaps::RDMA_READ) {
+    ///     // post RDMA reads; otherwise fall back to sends
+    /// }
+    /// // Not an EFA device (rxe): EOPNOTSUPP, naming the call.
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     pub fn efadv_query_device(&self) -> Result<EfaDeviceAttr> {
         let op = "efadv_query_device";
         let uctx = self.efa_ucontext(op)?;

@@ -32,6 +32,18 @@ pub struct EfaMrAttr {
 impl Mr {
     /// Queries which interconnects the device uses for this MR (`efadv_query_mr`). `EOPNOTSUPP`
     /// for a device that is not EFA, and from kernels without the method.
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// let pd = ctx.alloc_pd()?;
+    /// let mr = pd.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?;
+    /// let ic = mr.efadv_query_mr()?;
+    /// if let Some(id) = ic.recv_ic_id {
+    ///     println!("receives into this MR use interconnect {id}");
+    /// }
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     #[doc(alias = "EFA_IB_METHOD_MR_QUERY")]
     pub fn efadv_query_mr(&self) -> Result<EfaMrAttr> {
         let op = "efadv_query_mr";
