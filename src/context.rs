@@ -95,7 +95,7 @@ impl Context {
     /// Opens `device` and creates a user context on it (`ibv_open_device`).
     ///
     /// ```no_run
-    /// // Runs in the VM tests (tests/efa_hw.rs, tests/query.rs) and in `uverbs devices`.
+    /// // Every VM test opens its device this way (tests/common/mod.rs, tests/efa_hw.rs).
     /// let devices = uverbs::devices()?;
     /// let dev = devices.iter().find(|d| d.is_supported()).expect("an rxe or EFA device");
     /// let ctx = uverbs::Context::open(dev)?;
