@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::guest::{BaseContents, Net, Payload};
-use crate::kernel::{Kernel, Series};
+use crate::kernel::{Arch, Kernel, Series};
 use crate::util::{err, Context, Result};
 use crate::vm::{self, Echo, LinkAction, Nic, Run, VmConfig};
 
@@ -16,14 +16,22 @@ use crate::vm::{self, Echo, LinkAction, Nic, Run, VmConfig};
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 
 pub struct Harness {
+    /// The architecture of every VM this harness boots.
+    pub arch: Arch,
     kernels: BTreeMap<&'static str, Kernel>,
     bases: BTreeMap<&'static str, PathBuf>,
     contents: BaseContents,
     run_counter: u32,
 }
 
-/// Build the static `uverbs` CLI for the VM.
+/// Build the static `uverbs` CLI for the x86-64 VM.
 pub fn build_uverbs_cli() -> Result<PathBuf> {
+    build_uverbs_cli_for(Arch::X86_64)
+}
+
+/// Build the static `uverbs` CLI for a VM of `arch` (`.cargo/config.toml` links the
+/// aarch64 one with rust-lld).
+pub fn build_uverbs_cli_for(arch: Arch) -> Result<PathBuf> {
     let root = crate::util::workspace_root();
     crate::util::run(
         Command::new(crate::util::cargo())
@@ -31,7 +39,7 @@ pub fn build_uverbs_cli() -> Result<PathBuf> {
                 "build",
                 "--release",
                 "--target",
-                MUSL_TARGET,
+                arch.musl_target(),
                 "--bin",
                 "uverbs",
             ])
@@ -40,14 +48,20 @@ pub fn build_uverbs_cli() -> Result<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let bin = target.join(MUSL_TARGET).join("release/uverbs");
-    crate::elf::ensure_static(&bin, "the uverbs CLI")?;
+    let bin = target.join(arch.musl_target()).join("release/uverbs");
+    crate::elf::ensure_static_for(&bin, "the uverbs CLI", arch)?;
     Ok(bin)
 }
 
 impl Harness {
     pub fn new(uverbs_cli: Option<PathBuf>) -> Harness {
+        Harness::for_arch(Arch::X86_64, uverbs_cli)
+    }
+
+    /// A harness whose VMs are `arch` machines (`uverbs_cli` built for it).
+    pub fn for_arch(arch: Arch, uverbs_cli: Option<PathBuf>) -> Harness {
         Harness {
+            arch,
             kernels: BTreeMap::new(),
             bases: BTreeMap::new(),
             contents: BaseContents { uverbs_cli },
@@ -59,9 +73,10 @@ impl Harness {
         if let Some(k) = self.kernels.get(series.label()) {
             return Ok(k.clone());
         }
-        let k = crate::kernel::fetch(series)?;
+        let k = crate::kernel::fetch(series, self.arch)?;
         println!(
-            "xtask: kernel {}: {} ({})",
+            "xtask: kernel {} {}: {} ({})",
+            self.arch.label(),
             series.label(),
             k.release,
             k.package

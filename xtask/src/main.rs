@@ -16,13 +16,14 @@ mod miri;
 mod prereq;
 mod selftest;
 mod testrun;
+mod userland;
 mod util;
 mod vm;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kernel::Series;
+use kernel::{Arch, Series};
 use util::{err, Result};
 
 const USAGE: &str = "\
@@ -36,10 +37,13 @@ commands:
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
                        failing or hanging command is reported as such)
-  vm [--kernel K] [--timeout S] [--boot-log] [--test-exe PATH]... -- <shell command>
+  vm [--kernel K] [--arch A] [--timeout S] [--boot-log] [--test-exe PATH]... -- <shell command>
                        run a shell command in the VM (default kernel 6.12, timeout 600 s);
                        exits with the command's status. --test-exe copies a static
-                       executable in as /tests/<name> (cargo's -<hash> suffix dropped)
+                       executable in as /tests/<name> (cargo's -<hash> suffix dropped).
+                       --arch aarch64 boots Debian's arm64 kernel under
+                       qemu-system-aarch64 (TCG, -M virt) with arm64 rdma-core tools
+                       and the aarch64 uverbs CLI; A is x86_64 (default) or aarch64
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
                        the link cut under an RC stream (tests/faults_two_vm.rs)
                        (rdma-core both sides, then uverbs server, then uverbs client)
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
 /// Options shared by the VM commands.
 struct VmArgs {
     kernels: Vec<Series>,
+    arch: Arch,
     test_exes: Vec<std::path::PathBuf>,
     timeout: Option<Duration>,
     boot_log: bool,
@@ -81,6 +86,7 @@ struct VmArgs {
 fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
     let mut out = VmArgs {
         kernels: Vec::new(),
+        arch: Arch::X86_64,
         test_exes: Vec::new(),
         timeout: None,
         boot_log: false,
@@ -94,6 +100,12 @@ fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
                     .next()
                     .ok_or_else(|| err!("--kernel needs a value (6.1 or 6.12)"))?;
                 out.kernels.push(Series::parse(v)?);
+            }
+            "--arch" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| err!("--arch needs a value (x86_64 or aarch64)"))?;
+                out.arch = Arch::parse(v)?;
             }
             "--timeout" => {
                 let v = it
@@ -140,6 +152,12 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "selftest" => {
             let a = parse_vm_args(rest)?;
+            if a.arch != Arch::X86_64 {
+                return Err(err!(
+                    "`cargo xtask selftest` runs on x86_64 VMs; the aarch64 VM runs its self-test \
+                     as part of `cargo xtask test` (or `cargo xtask vm --arch aarch64 -- ...`)"
+                ));
+            }
             prereq::ensure()?;
             let kernels = if a.kernels.is_empty() {
                 Series::ALL.to_vec()
@@ -156,10 +174,11 @@ fn dispatch(args: &[String]) -> Result<bool> {
             if a.kernels.len() > 1 {
                 return Err(err!("`cargo xtask vm` runs one kernel; give --kernel once"));
             }
-            prereq::ensure()?;
+            prereq::ensure_arch(a.arch)?;
             let series = a.kernels.first().copied().unwrap_or(Series::V6_12);
             testrun::vm_command(
                 series,
+                a.arch,
                 &a.command.join(" "),
                 a.timeout.unwrap_or(Duration::from_secs(600)),
                 a.boot_log,
@@ -176,7 +195,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "kernels" => {
             for s in Series::ALL {
-                let k = kernel::fetch(s)?;
+                let k = kernel::fetch(s, Arch::X86_64)?;
                 println!(
                     "{}: {} -> {} ({})",
                     s.label(),

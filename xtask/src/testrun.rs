@@ -9,8 +9,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::guest::{safe_name, Net, Payload};
-use crate::harness::{build_uverbs_cli, command_payload, Harness, MUSL_TARGET};
-use crate::kernel::Series;
+use crate::harness::{
+    build_uverbs_cli, build_uverbs_cli_for, command_payload, Harness, MUSL_TARGET,
+};
+use crate::kernel::{Arch, Series};
 use crate::libtest::{self, Verdict};
 use crate::util::{err, Context, Result};
 use crate::vm::{Echo, Run};
@@ -741,6 +743,7 @@ fn exe_guest_name(path: &std::path::Path) -> String {
 /// `cargo xtask vm -- <command>`.
 pub fn vm_command(
     series: Series,
+    arch: Arch,
     command: &str,
     timeout: Duration,
     boot_log: bool,
@@ -748,26 +751,30 @@ pub fn vm_command(
 ) -> Result<bool> {
     let mut files = Vec::new();
     for exe in test_exes {
-        crate::elf::ensure_static(exe, "--test-exe")?;
+        crate::elf::ensure_static_for(exe, "--test-exe", arch)?;
         let name = exe_guest_name(exe);
         println!("xtask: {} -> /tests/{name}", exe.display());
         files.push((format!("tests/{name}"), exe.clone()));
     }
     // Our CLI is in the VM as /usr/bin/uverbs when it builds; a VM without it is still useful.
-    let cli = match build_uverbs_cli() {
+    let cli = match build_uverbs_cli_for(arch) {
         Ok(p) => Some(p),
         Err(e) => {
             println!("xtask: note: the uverbs CLI is not in this VM: {e}");
             None
         }
     };
-    let mut h = Harness::new(cli);
+    let mut h = Harness::for_arch(arch, cli);
     let echo = Echo {
         prefix: String::new(),
         step_banners: false,
         boot_messages: boot_log,
     };
-    println!("xtask: running in the {} VM: {command}", series.label());
+    println!(
+        "xtask: running in the {} {} VM: {command}",
+        arch.label(),
+        series.label()
+    );
     let payload = command_payload(command, files);
     let run = h.run(series, &payload, timeout, echo)?;
     println!("xtask: {}", run.describe());
