@@ -3,6 +3,7 @@
 //! The VM is a Debian kernel (6.1 and 6.12 series) under qemu TCG with a busybox initramfs;
 //! see docs/testing.md for how it works and how to use it.
 
+mod aarch64;
 mod bench;
 mod cpio;
 mod demo;
@@ -32,7 +33,8 @@ usage: cargo xtask <command>
 commands:
   test                 everything CI runs: prerequisites, fmt, clippy, host tests, then the
                        test executables and the harness self-test in a VM on each kernel
-                       (6.1 and 6.12) and a two-VM ibv_rc_pingpong; prints a summary
+                       (6.1 and 6.12), the aarch64 steps (providers' tests under qemu-user,
+                       the arm64 6.12 VM), and a two-VM ibv_rc_pingpong; prints a summary
   demo                 boot the 6.12 VM and show rdma-core's and our view of its rxe device
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
@@ -47,6 +49,12 @@ commands:
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
                        the link cut under an RC stream (tests/faults_two_vm.rs)
                        (rdma-core both sides, then uverbs server, then uverbs client)
+  aarch64 [--qemu-user | --vm | --pair]
+                       the aarch64 steps of `test` alone (default all three): the
+                       providers' and EFA-model tests for aarch64 under qemu-aarch64-static;
+                       the arm64 6.12 VM with the self-test and every aarch64 test
+                       executable; an x86-64 and an arm64 VM (6.12) joined by a link, our
+                       aarch64 pingpong against rdma-core on x86-64 (rc, ud, both roles)
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -184,6 +192,22 @@ fn dispatch(args: &[String]) -> Result<bool> {
                 a.boot_log,
                 &a.test_exes,
             )
+        }
+        "aarch64" => {
+            let (user, vm, pair) = match rest.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                [] => (true, true, true),
+                ["--qemu-user"] => (true, false, false),
+                ["--vm"] => (false, true, false),
+                ["--pair"] => (false, false, true),
+                _ => {
+                    return Err(err!(
+                        "`cargo xtask aarch64` takes one of --qemu-user, --vm, --pair (or nothing: \
+                         all three); got {rest:?}"
+                    ))
+                }
+            };
+            prereq::ensure_arch(Arch::Aarch64)?;
+            aarch64::command(user, vm, pair)
         }
         "pingpong2" => {
             prereq::ensure()?;

@@ -191,6 +191,12 @@ pub struct TestBuild {
 /// `--no-fail-fast` cargo keeps building the other targets when one fails to compile, so
 /// what did build still runs in the VM while the failure is reported.
 pub fn build_test_exes() -> Result<TestBuild> {
+    build_test_exes_for(Arch::X86_64)
+}
+
+/// [`build_test_exes`] for a VM of `arch`; a foreign architecture's executables are listed
+/// through `qemu-<arch>-static`.
+pub fn build_test_exes_for(arch: Arch) -> Result<TestBuild> {
     let root = crate::util::workspace_root();
     let mut cmd = Command::new(crate::util::cargo());
     // xtask is host tooling (it drives qemu); its own tests run on the host.
@@ -207,7 +213,7 @@ pub fn build_test_exes() -> Result<TestBuild> {
     ])
     .args([
         "--target",
-        MUSL_TARGET,
+        arch.musl_target(),
         "--message-format=json-render-diagnostics",
     ])
     .current_dir(&root)
@@ -237,8 +243,15 @@ pub fn build_test_exes() -> Result<TestBuild> {
         let (pkg_name, target, kind) = artifact_names(&v);
         let display = format!("{pkg_name}::{target} ({kind})");
         let path = PathBuf::from(exe);
-        crate::elf::ensure_static(&path, &format!("test executable {display}"))?;
-        let list = crate::util::output(Command::new(&path).arg("--list"))
+        crate::elf::ensure_static_for(&path, &format!("test executable {display}"), arch)?;
+        let mut list_cmd = if arch.is_host() {
+            Command::new(&path)
+        } else {
+            let mut c = Command::new(format!("qemu-{}-static", arch.label()));
+            c.arg(&path);
+            c
+        };
+        let list = crate::util::output(list_cmd.arg("--list"))
             .map_err(|e| err!("listing the tests of {display}: {e}"))?;
         exes.push(TestExe {
             guest_name: safe_name(&format!("{pkg_name}-{kind}-{target}"), &mut taken),
@@ -433,7 +446,7 @@ pub fn build_one_test_exe(target: &str) -> Result<PathBuf> {
 }
 
 /// Payload lines running every test executable as its own step.
-fn test_steps(exes: &[TestExe]) -> String {
+pub(crate) fn test_steps(exes: &[TestExe]) -> String {
     let mut s = String::new();
     for e in exes {
         if e.host_only_target || e.two_vm_target {
@@ -465,7 +478,7 @@ fn test_steps(exes: &[TestExe]) -> String {
 }
 
 /// Turn the test steps of a run into per-test items.
-fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
+pub(crate) fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
     for e in exes.iter().filter(|e| !e.two_vm_target) {
         for n in e
             .names
@@ -679,6 +692,26 @@ pub fn full() -> Result<bool> {
         r.print();
         reports.push(r);
     }
+
+    // aarch64: the host tests under qemu-user, then the arm64 VM (xtask/src/aarch64.rs).
+    let t = Instant::now();
+    let mut arm = Report::new("aarch64 host (qemu-user)");
+    match crate::prereq::ensure_arch(Arch::Aarch64) {
+        Ok(()) => crate::aarch64::qemu_user_tests(&mut arm),
+        Err(e) => arm.push(Item::fail("aarch64 prerequisites", e.to_string())),
+    }
+    timings.push(format!(
+        "aarch64 qemu-user tests: {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
+    let r = crate::aarch64::vm_section(&mut arm, &mut timings);
+    let pair = crate::aarch64::mixed_pair(&mut arm, &mut timings);
+    arm.print();
+    r.print();
+    pair.print();
+    reports.push(arm);
+    reports.push(r);
+    reports.push(pair);
 
     let t = Instant::now();
     let two_vm_exe = exes
