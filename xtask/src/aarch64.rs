@@ -277,7 +277,7 @@ pub fn command(user: bool, vm: bool, pair: bool) -> crate::util::Result<bool> {
         r.print();
         reports.push(host);
         reports.push(r);
-    } else {
+    } else if user {
         host.print();
         reports.push(host);
     }
