@@ -361,6 +361,46 @@ pub fn ensure_toolchain_components() {
     }
 }
 
+/// The workspace's `rust-version` (the MSRV every published crate declares), read from the
+/// root Cargo.toml's `[workspace.package]`.
+pub fn msrv() -> Result<String> {
+    let toml = std::fs::read_to_string(crate::util::workspace_root().join("Cargo.toml"))
+        .map_err(|e| err!("reading Cargo.toml: {e}"))?;
+    parse_msrv(&toml).ok_or_else(|| err!("Cargo.toml has no rust-version = \"X.Y\" line"))
+}
+
+fn parse_msrv(toml: &str) -> Option<String> {
+    toml.lines().find_map(|l| {
+        let v = l
+            .trim()
+            .strip_prefix("rust-version")?
+            .trim()
+            .strip_prefix('=')?;
+        Some(v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// Installs the MSRV toolchain (minimal profile) when rustup lacks it, saying why. Returns
+/// its name, or why it cannot be had.
+pub fn ensure_msrv_toolchain() -> Result<String> {
+    let v = msrv()?;
+    let list = output(Command::new("rustup").args(["toolchain", "list"]))
+        .map_err(|e| err!("the rust-version check needs rustup ({e})"))?;
+    if !list
+        .lines()
+        .any(|l| l.starts_with(&format!("{v}-")) || l.starts_with(&format!("{v}.")))
+    {
+        println!(
+            "xtask: installing Rust {v} (the workspace's rust-version: the MSRV check builds with it)"
+        );
+        let mut cmd = Command::new("rustup");
+        cmd.args(["toolchain", "install", &v, "--profile", "minimal"]);
+        crate::util::run(&mut cmd)
+            .map_err(|e| err!("could not install Rust {v} ({e}); run `{}`", show(&cmd)))?;
+    }
+    Ok(v)
+}
+
 /// Add the rustup target `target` if it is missing; `why` says what it is for.
 pub fn ensure_rust_target(target: &str, why: &str) -> Result<()> {
     let installed = match output(Command::new("rustup").args(["target", "list", "--installed"])) {
@@ -390,7 +430,16 @@ pub fn ensure_rust_target(target: &str, why: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::has_component;
+    use super::{has_component, parse_msrv};
+
+    #[test]
+    fn msrv_is_read_from_the_workspace_package() {
+        let toml = "[workspace.package]\nversion = \"0.1.0\"\nrust-version = \"1.85\"\n";
+        assert_eq!(parse_msrv(toml).as_deref(), Some("1.85"));
+        assert_eq!(parse_msrv("[package]\nname = \"x\"\n"), None);
+        // The real file has one.
+        assert!(super::msrv().is_ok());
+    }
 
     #[test]
     fn components_are_found_with_or_without_a_target_suffix() {

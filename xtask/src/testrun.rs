@@ -553,6 +553,44 @@ pub(crate) fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
     }
 }
 
+/// The crates users build (the libraries, the EFA model and the CLI, with `tokio`) must build
+/// with the `rust-version` they declare: `cargo check` on that toolchain, in its own target
+/// directory so the normal build stays warm.
+fn msrv_check(report: &mut Report) {
+    let t = Instant::now();
+    let name = "rust-version: cargo check with the declared MSRV";
+    let v = match crate::prereq::ensure_msrv_toolchain() {
+        Ok(v) => v,
+        Err(e) => return report.push(Item::fail(name, e.to_string())),
+    };
+    let name = format!("rust-version: cargo +{v} check (libraries, EFA model, CLI)");
+    let root = crate::util::workspace_root();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["run", &v, "cargo", "check", "--features", "uverbs/tokio"])
+        .args([
+            "-p",
+            "uverbs",
+            "-p",
+            "uverbs-uapi",
+            "-p",
+            "uverbs-rxe",
+            "-p",
+            "uverbs-efa",
+        ])
+        .args(["-p", "uverbs-efa-model", "-p", "uverbs-cli", "--target-dir"])
+        .arg(root.join("target/msrv"))
+        // rustup run puts that toolchain first; a CARGO/RUSTC from the outer cargo would not.
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC")
+        .current_dir(&root);
+    match crate::util::run(&mut cmd) {
+        Ok(()) => report.push(Item::pass(&name)),
+        Err(e) => report.push(Item::fail(&name, format!("{e}; see its output above"))),
+    }
+    println!("xtask: {name}: {:.0} s", t.elapsed().as_secs_f64());
+}
+
 /// Run one host command as a reported item.
 fn host_check(report: &mut Report, name: &str, args: &[&str]) {
     let t = Instant::now();
@@ -591,6 +629,7 @@ pub fn full() -> Result<bool> {
             "warnings",
         ],
     );
+    msrv_check(&mut host);
     host_tests(&mut host);
     // The providers' and uapi's unit tests again under Miri (xtask/src/miri.rs).
     crate::miri::run(&mut host);
