@@ -57,6 +57,8 @@ mod trap;
 /// Without the trap (not x86_64 Linux) no QP has one: the model reads the doorbell word.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 mod trap {
+    /// The trap's log size, named in a message only a trap can cause (none exists here).
+    pub(crate) const LOG: usize = 0;
     /// Never constructed.
     pub(crate) enum Trap {}
     /// Never constructed.
