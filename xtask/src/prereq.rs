@@ -98,12 +98,38 @@ pub fn apt_update() -> Result<()> {
         .map_err(crate::util::Error)
 }
 
+/// Debian packages `cargo xtask bench --host` needs (it runs no VM), with the reason for each.
+pub const HOST_BENCH_PACKAGES: &[(&str, &str)] = &[
+    (
+        "valgrind",
+        "callgrind counts the instructions; its headers give the client requests of xtask/bench-c/count.c",
+    ),
+    (
+        "libibverbs-dev",
+        "rdma-core 44's headers and libibverbs/libefa to build xtask/bench-c/count.c against",
+    ),
+    (
+        "ibverbs-providers",
+        "libefa and librxe, the rdma-core providers whose data path bench --host counts",
+    ),
+    ("linux-libc-dev", "kernel uapi headers the stand-in kernel answers with"),
+    ("gcc", "builds xtask/bench-c/count.c and the uvshim.so stand-in kernel"),
+];
+
 /// Install missing apt packages and the rustup musl target.
 pub fn ensure() -> Result<()> {
-    let missing: Vec<&(&str, &str)> = APT_PACKAGES
-        .iter()
-        .filter(|(p, _)| !is_installed(p))
-        .collect();
+    install_missing(APT_PACKAGES)?;
+    ensure_musl_target()
+}
+
+/// Install what `cargo xtask bench --host` needs when it is missing.
+pub fn ensure_host_bench() -> Result<()> {
+    install_missing(HOST_BENCH_PACKAGES)
+}
+
+/// Installs the packages of `list` that are missing, saying which and why.
+fn install_missing(list: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<&(&str, &str)> = list.iter().filter(|(p, _)| !is_installed(p)).collect();
     if !missing.is_empty() {
         println!("xtask: installing missing Debian packages:");
         for (p, why) in &missing {
@@ -151,7 +177,7 @@ pub fn ensure() -> Result<()> {
             ));
         }
     }
-    ensure_musl_target()
+    Ok(())
 }
 
 /// A rustup component a `cargo xtask test` step needs, and why.
