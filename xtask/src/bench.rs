@@ -845,6 +845,25 @@ mod tests {
     }
 
     #[test]
+    fn callgrind_totals_are_parsed() {
+        let text = "==42== Events    : Ir\n==42== Collected : 203550\n==42==\n";
+        assert_eq!(collected(text).unwrap(), 203_550);
+        assert!(collected("==42== no totals").is_err());
+    }
+
+    #[test]
+    fn every_count_row_names_its_provider_and_uverbs_rows_match() {
+        for r in COUNT_ROWS {
+            let provider = r.theirs.split('-').next().unwrap();
+            assert!(provider == "efa" || provider == "rxe", "{}", r.theirs);
+            assert!(r.label.starts_with(&provider.to_uppercase()) || r.label.starts_with(provider));
+            if let Some(o) = r.ours {
+                assert_eq!(o, r.theirs, "the same phase name on both sides");
+            }
+        }
+    }
+
+    #[test]
     fn medians() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
