@@ -4,8 +4,9 @@
  * (libibverbs + libefa / librxe) against the stand-in kernel uvshim.c (LD_PRELOAD),
  * with this program playing the device: it writes the CQEs.
  *
- * Usage: UVSHIM_PROVIDER=efa|rxe LD_PRELOAD=uvshim.so \
- *          valgrind --tool=callgrind --collect-atstart=no uverbs-count PHASE N
+ * Usage: UVSHIM_PROVIDER=efa|rxe LD_PRELOAD=uvshim.so valgrind --tool=callgrind \
+ *          --collect-atstart=no --toggle-collect=write uverbs-count PHASE N
+ * (the program must be named uverbs-count: the shim acts only in it).
  * PHASE: {efa,rxe}-{post,post-list,poll,poll-one,start-poll}, as in ring_counts.rs:
  *   post        N ibv_post_send calls of one WR;
  *   post-list   N WRs in ibv_post_send lists of 32;
