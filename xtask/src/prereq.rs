@@ -108,6 +108,29 @@ fn apt_update_inner() -> Result<(), String> {
     Ok(())
 }
 
+/// Debian packages `cargo xtask bench --host` needs (it runs no VM), with the reason for each.
+pub const HOST_BENCH_PACKAGES: &[(&str, &str)] = &[
+    (
+        "valgrind",
+        "callgrind counts the instructions; its headers give the client requests of xtask/bench-c/count.c",
+    ),
+    (
+        "libibverbs-dev",
+        "rdma-core 44's headers and libibverbs/libefa to build xtask/bench-c/count.c against",
+    ),
+    (
+        "ibverbs-providers",
+        "libefa and librxe, the rdma-core providers whose data path bench --host counts",
+    ),
+    ("linux-libc-dev", "kernel uapi headers the stand-in kernel answers with"),
+    ("gcc", "builds xtask/bench-c/count.c and the uvshim.so stand-in kernel"),
+];
+
+/// Install what `cargo xtask bench --host` needs when it is missing.
+pub fn ensure_host_bench() -> Result<()> {
+    install_missing(HOST_BENCH_PACKAGES)
+}
+
 /// Install missing apt packages and the rustup musl target.
 pub fn ensure() -> Result<()> {
     install_missing(APT_PACKAGES)?;
