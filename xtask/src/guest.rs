@@ -36,6 +36,13 @@ pub const RXE_MODULES: &[&str] = &[
     "ip6_udp_tunnel",
     "rdma_rxe",
     "veth",
+    // rdma_cm for uverbs::cm and rdmacm-utils: /dev/infiniband/rdma_cm (rdma_cm needs
+    // configfs; rdma_ucm needs ib_uverbs).
+    "configfs",
+    "ib_cm",
+    "iw_cm",
+    "rdma_cm",
+    "rdma_ucm",
 ];
 
 /// virtio-net for the two-VM mode (modules on 6.1, built in on 6.12: built-ins are skipped).
@@ -68,9 +75,14 @@ pub const HOST_TOOLS: &[&str] = &[
     "ib_atomic_bw",
     "ip",
     "rdma",
+    // rdmacm-utils: the rdma_cm peers of uverbs::cm (tests/cm*.rs).
+    "rping",
+    "ucmatose",
+    "udaddy",
 ];
 
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
+const LIBGCC_S: &str = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1";
 const RXE_DRIVER_FILE: &str = "/etc/libibverbs.d/rxe.driver";
 
 /// Shell library available to every payload as `/lib/uverbs/lib.sh`.
@@ -325,7 +337,7 @@ pub fn build_base(kernel: &Kernel, contents: &BaseContents, out: &Path) -> Resul
     // rdma-core, perftest, iproute2 with their libraries, and the rxe provider.
     for tool in HOST_TOOLS {
         let host = crate::util::find_program(tool).ok_or_else(|| {
-            err!("{tool} is not installed (packages ibverbs-utils, perftest, iproute2)")
+            err!("{tool} is not installed (packages ibverbs-utils, perftest, iproute2, rdmacm-utils)")
         })?;
         add_with_libs(&mut a, &format!("usr/bin/{tool}"), &host)?;
     }
@@ -339,6 +351,12 @@ pub fn build_base(kernel: &Kernel, contents: &BaseContents, out: &Path) -> Resul
         .ok_or_else(|| err!("no librxe-rdmav*.so in {PROVIDER_DIR} (package ibverbs-providers)"))?;
     add_with_libs(&mut a, &provider.to_string_lossy(), &provider)?;
     a.host_file(RXE_DRIVER_FILE, Path::new(RXE_DRIVER_FILE), 0o644);
+    // glibc dlopens libgcc_s.so.1 for pthread_exit (rping's threads); ldd does not list it.
+    a.host_file(
+        "lib/x86_64-linux-gnu/libgcc_s.so.1",
+        Path::new(LIBGCC_S),
+        0o755,
+    );
 
     if let Some(cli) = &contents.uverbs_cli {
         crate::elf::ensure_static(cli, "the uverbs CLI")?;
