@@ -90,7 +90,15 @@ impl Context {
     }
 
     /// Creates a context over any [`Channel`] (a device model in tests, or the kernel).
+    ///
+    /// With `UVERBS_TRACE=1` in the environment, every command the context sends is printed on
+    /// standard error ([`TraceChannel`](crate::channel::TraceChannel)).
     pub fn with_channel(device: Device, channel: Box<dyn Channel>) -> Result<Context> {
+        let channel: Box<dyn Channel> = if crate::channel::trace_enabled() {
+            Box::new(crate::channel::TraceChannel::new(channel, device.name()))
+        } else {
+            channel
+        };
         let label = format!("device {}", device.name());
         let op = "get_context";
         let (mut cmd, efa) = match device.driver() {

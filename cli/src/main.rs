@@ -7,6 +7,7 @@
 #![recursion_limit = "256"]
 
 mod devices;
+mod exchange;
 mod info;
 mod perf;
 mod pingpong;
