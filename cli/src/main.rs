@@ -12,6 +12,7 @@ mod info;
 mod perf;
 mod pingpong;
 mod pingpong_srd;
+mod rping;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,8 @@ enum Command {
     Pingpong(pingpong::Args),
     /// Latency and bandwidth tests (as perftest's `ib_{send,write,read}_{lat,bw}`), and `micro`.
     Perf(perf::Args),
+    /// RDMA ping over rdma_cm (as librdmacm's `rping`, wire-compatible with it).
+    Rping(rping::Args),
 }
 
 /// A failure a subcommand reports: printed as `uverbs: error: ...`, exit status 1.
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info::run(a),
         Command::Pingpong(a) => pingpong::run(a),
         Command::Perf(a) => perf::run(a),
+        Command::Rping(a) => rping::run(a),
     };
     match r {
         Ok(code) => code,
