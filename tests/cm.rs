@@ -366,3 +366,113 @@ fn cm_connect_transfer_disconnect_cycles_leave_no_fds() {
     assert_eq!(common::open_fds(), fds0, "fds after {cycles} cycles");
     assert_eq!(uverbs::drop_error_count(), 0);
 }
+
+/// The GID table index of `gid` on port 1 of `ctx`.
+fn gid_index(ctx: &uverbs::Context, gid: &uverbs::Gid) -> u8 {
+    let table = ctx.query_gid_table().unwrap();
+    table
+        .iter()
+        .find(|e| e.port_num == 1 && e.gid == *gid)
+        .unwrap_or_else(|| panic!("{gid:?} not in {table:?}"))
+        .gid_index as u8
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cm_ud_connect_then_datagrams_both_ways() {
+    const QKEY: u32 = uverbs::uapi::ucma::RDMA_UDP_QKEY;
+    let mut l = CmId::new(PortSpace::Udp).unwrap();
+    l.bind_addr(&addr(7320)).unwrap();
+    l.listen(4).unwrap();
+    let mut c = CmId::new(PortSpace::Udp).unwrap();
+    c.resolve_addr(None, &addr(7320), T).unwrap();
+    assert!(matches!(
+        expect(&mut c, "AddrResolved"),
+        CmEvent::AddrResolved
+    ));
+    c.resolve_route(T).unwrap();
+    assert!(matches!(
+        expect(&mut c, "RouteResolved"),
+        CmEvent::RouteResolved
+    ));
+    let (mut ccq, cmr) = attach_qp(&mut c);
+    assert_eq!(
+        c.qp().unwrap().state(),
+        uverbs::QpState::Rts,
+        "a UD QP is ready at once"
+    );
+    c.connect(&ConnParam {
+        private_data: b"udp hello",
+        ..ConnParam::default()
+    })
+    .unwrap();
+    let req = match expect(&mut l, "ConnectRequest") {
+        CmEvent::ConnectRequest(r) => r,
+        other => panic!("expected a connect request, got {other}"),
+    };
+    assert_eq!(&req.private_data[..9], b"udp hello");
+    assert!(req.ud.is_some());
+    let mut s = req.id;
+    let (mut scq, smr) = attach_qp(&mut s);
+    let s_qpn = s.qp().unwrap().qp_num();
+    // Receives first: the datagram may come as soon as the client hears the answer.
+    let rsge = [smr.sge(0, 1024).unwrap()];
+    s.qp_mut()
+        .unwrap()
+        .post_recv(&[RecvWr::new(1, &rsge)])
+        .unwrap();
+    s.accept(&ConnParam::default()).unwrap();
+    let ud = match expect(&mut c, "Established") {
+        CmEvent::Established { ud: Some(ud), .. } => ud,
+        other => panic!("expected Established with UD parameters, got {other}"),
+    };
+    assert_eq!(ud.qp_num, s_qpn);
+    assert_eq!(ud.qkey, QKEY);
+    // Client -> server with the AH from the event.
+    let cpd = c.qp().unwrap().pd().clone();
+    let ah = cpd.create_ah(&ud.ah_attr).unwrap();
+    let msg = b"a datagram over rdma_cm";
+    cmr.write(0, msg).unwrap();
+    let sge = [cmr.sge(0, msg.len() as u32).unwrap()];
+    c.qp_mut()
+        .unwrap()
+        .post_send(&[SendWr::send(2)
+            .sge(&sge)
+            .ud(&ah, ud.qp_num, ud.qkey)
+            .signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&mut ccq).status, WcStatus::SUCCESS);
+    let wc = poll_one(&mut scq);
+    assert_eq!(wc.status, WcStatus::SUCCESS);
+    assert_eq!(wc.byte_len as usize, 40 + msg.len(), "GRH + payload");
+    let mut got = vec![0u8; msg.len()];
+    smr.read(40, &mut got).unwrap();
+    assert_eq!(got, msg);
+    let c_qpn = c.qp().unwrap().qp_num();
+    assert_eq!(wc.src_qp, c_qpn);
+    // Server -> client: to the sender's QPN, through an AH towards the id's peer GID.
+    let route = s.query().unwrap();
+    let sctx = s.context().unwrap().clone();
+    let back = uverbs::AhAttr::roce(route.dgid, gid_index(&sctx, &route.sgid), 1);
+    let sah = s.qp().unwrap().pd().create_ah(&back).unwrap();
+    let rsge = [cmr.sge(0, 1024).unwrap()];
+    c.qp_mut()
+        .unwrap()
+        .post_recv(&[RecvWr::new(3, &rsge)])
+        .unwrap();
+    smr.write(2048, b"reply").unwrap();
+    let sge = [smr.sge(2048, 5).unwrap()];
+    s.qp_mut()
+        .unwrap()
+        .post_send(&[SendWr::send(4)
+            .sge(&sge)
+            .ud(&sah, wc.src_qp, QKEY)
+            .signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&mut scq).status, WcStatus::SUCCESS);
+    let wc = poll_one(&mut ccq);
+    assert_eq!((wc.status, wc.byte_len), (WcStatus::SUCCESS, 45));
+    let mut got = [0u8; 5];
+    cmr.read(40, &mut got).unwrap();
+    assert_eq!(&got, b"reply");
+}
