@@ -338,13 +338,36 @@ fn cm_query_reports_addresses_device_and_route() {
     assert_eq!(q.dst_addr, r.src_addr);
 }
 
+/// The lines of `rdma resource show KIND` about this thread (`pid N`), so leftovers of ours
+/// show up and nobody else's do.
+fn rdma_res(kind: &str) -> Vec<String> {
+    let out = std::process::Command::new("/usr/bin/rdma")
+        .args(["resource", "show", kind])
+        .output()
+        .unwrap_or_else(|e| panic!("running rdma resource show {kind}: {e}"));
+    assert!(out.status.success(), "rdma resource show {kind}: {out:?}");
+    // The kernel records the creating task: the test thread's id, not the process id.
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| std::process::id().to_string());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            t.windows(2).any(|w| w[0] == "pid" && w[1] == me)
+        })
+        .map(|l| l.to_string())
+        .collect()
+}
+
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
-fn cm_connect_transfer_disconnect_cycles_leave_no_fds() {
+fn cm_connect_transfer_disconnect_cycles_leave_no_fds_ids_or_qps() {
     let cycles: usize = std::env::var("UVERBS_CM_CYCLES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
+        .unwrap_or(200);
     let mut l = listener(7305);
     // Warm up once (the device context opens on first use and stays while the listener's
     // device is in use by someone).
@@ -353,6 +376,11 @@ fn cm_connect_transfer_disconnect_cycles_leave_no_fds() {
         send(&mut c, &mut s, b"warm-up");
     }
     let fds0 = common::open_fds();
+    let (ids0, qps0) = (rdma_res("cm_id"), rdma_res("qp"));
+    assert!(
+        ids0.iter().any(|l| l.contains("LISTEN")),
+        "our listener is not in `rdma resource show cm_id`: {ids0:?}"
+    );
     for i in 0..cycles {
         let (mut c, mut s) = connect_pair(&mut l, 7305);
         send(&mut c, &mut s, format!("cycle {i}").as_bytes());
@@ -364,6 +392,13 @@ fn cm_connect_transfer_disconnect_cycles_leave_no_fds() {
         assert!(matches!(ev, CmEvent::Disconnected), "cycle {i}: {ev}");
     }
     assert_eq!(common::open_fds(), fds0, "fds after {cycles} cycles");
+    assert_eq!(rdma_res("cm_id"), ids0, "rdma_cm ids after {cycles} cycles");
+    assert_eq!(rdma_res("qp"), qps0, "QPs after {cycles} cycles");
+    println!(
+        "{cycles} cycles: {fds0} fds, {} cm_ids, {} qps before and after",
+        ids0.len(),
+        qps0.len()
+    );
     assert_eq!(uverbs::drop_error_count(), 0);
 }
 
