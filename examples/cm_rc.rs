@@ -59,10 +59,12 @@ pub fn run() -> Result<()> {
 }
 
 /// The id's QP (RC, room for every message), its CQ and one buffer of `MESSAGES` slots.
-fn setup(id: &mut CmId) -> Result<(Cq, Mr)> {
+fn setup(id: &mut CmId) -> Result<(Cq, Cq, Mr)> {
     let ctx = id.context().ok_or("the id has no device")?.clone();
     let pd = ctx.alloc_pd()?;
-    let cq = ctx.create_cq(4 * MESSAGES as u32, None, 0)?;
+    // Send and receive completions apart, so each wait counts only its own kind.
+    let scq = ctx.create_cq(2 * MESSAGES as u32, None, 0)?;
+    let rcq = ctx.create_cq(2 * MESSAGES as u32, None, 0)?;
     let cap = QpCap {
         max_send_wr: 2 * MESSAGES as u32,
         max_recv_wr: 2 * MESSAGES as u32,
@@ -70,7 +72,7 @@ fn setup(id: &mut CmId) -> Result<(Cq, Mr)> {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    id.create_qp(&pd, &QpInitAttr::new(QpType::Rc, &cq, &cq, cap))?;
+    id.create_qp(&pd, &QpInitAttr::new(QpType::Rc, &scq, &rcq, cap))?;
     let mr = pd.reg_mr(2 * MESSAGES * SIZE, AccessFlags::LOCAL_WRITE)?;
     // Receives go first, before the peer can send.
     for i in 0..MESSAGES {
@@ -79,7 +81,7 @@ fn setup(id: &mut CmId) -> Result<(Cq, Mr)> {
             .ok_or("no QP")?
             .post_recv(&[RecvWr::new(i as u64, &sge)])?;
     }
-    Ok((cq, mr))
+    Ok((scq, rcq, mr))
 }
 
 fn send_all(id: &mut CmId, cq: &mut Cq, mr: &Mr, who: &str) -> Result<()> {
@@ -118,7 +120,7 @@ pub fn server(at: SocketAddr) -> Result<()> {
         CmEvent::ConnectRequest(req) => req.id,
         other => return Err(format!("server: expected a connect request, got {other}").into()),
     };
-    let (mut cq, mr) = setup(&mut id)?;
+    let (mut scq, mut rcq, mr) = setup(&mut id)?;
     id.accept(&ConnParam {
         responder_resources: 1,
         initiator_depth: 1,
@@ -128,8 +130,8 @@ pub fn server(at: SocketAddr) -> Result<()> {
         CmEvent::Established { .. } => {}
         other => return Err(format!("server: expected ESTABLISHED, got {other}").into()),
     }
-    send_all(&mut id, &mut cq, &mr, "server")?;
-    receive_all(&mut cq)?;
+    send_all(&mut id, &mut scq, &mr, "server")?;
+    receive_all(&mut rcq)?;
     id.disconnect()?; // rdma_disconnect
     match wait_event(&mut id, "DISCONNECTED")? {
         CmEvent::Disconnected => Ok(()),
@@ -150,7 +152,7 @@ pub fn client(to: SocketAddr) -> Result<()> {
         CmEvent::RouteResolved => {}
         other => return Err(format!("client: {other}").into()),
     }
-    let (mut cq, mr) = setup(&mut id)?; // rdma_create_qp: INIT
+    let (mut scq, mut rcq, mr) = setup(&mut id)?; // rdma_create_qp: INIT
     id.connect(&ConnParam {
         responder_resources: 1,
         initiator_depth: 1,
@@ -161,8 +163,8 @@ pub fn client(to: SocketAddr) -> Result<()> {
         CmEvent::Established { .. } => {} // the reply moved the QP to RTR and RTS
         other => return Err(format!("client: expected ESTABLISHED, got {other}").into()),
     }
-    receive_all(&mut cq)?;
-    send_all(&mut id, &mut cq, &mr, "client")?;
+    receive_all(&mut rcq)?;
+    send_all(&mut id, &mut scq, &mr, "client")?;
     match wait_event(&mut id, "DISCONNECTED")? {
         CmEvent::Disconnected => {}
         other => return Err(format!("client: expected DISCONNECTED, got {other}").into()),

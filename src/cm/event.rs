@@ -116,7 +116,15 @@ pub struct ConnectRequest {
 impl CmEvent {
     /// Acknowledges the event (`rdma_ack_cm_event`): consumes it. Nothing is sent to the
     /// kernel (librdmacm's acknowledgement is bookkeeping of its own); dropping the event is
-    /// the same.
+    /// the same. Acknowledging an event twice does not compile:
+    ///
+    /// ```compile_fail
+    /// # fn f(id: &mut uverbs::cm::CmId) -> uverbs::Result<()> {
+    /// let ev = id.get_cm_event(std::time::Duration::from_secs(1))?;
+    /// ev.ack();
+    /// ev.ack(); // error[E0382]: use of moved value: `ev`
+    /// # Ok(()) }
+    /// ```
     #[doc(alias = "rdma_ack_cm_event")]
     pub fn ack(self) {}
 
