@@ -511,3 +511,56 @@ fn cm_ud_connect_then_datagrams_both_ways() {
     cmr.read(40, &mut got).unwrap();
     assert_eq!(&got, b"reply");
 }
+
+#[cfg(feature = "tokio")]
+fn limit<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(T, f)
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cm_async_ids_connect_and_disconnect_from_tokio() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut l = listener(7330).into_async().unwrap();
+        let mut c = resolved_client(7330);
+        let _res = attach_qp(&mut c);
+        c.connect(&ConnParam::default()).unwrap();
+        let mut c = c.into_async().unwrap();
+        let req = match limit(l.next()).await.expect("a request in time").unwrap() {
+            CmEvent::ConnectRequest(r) => r,
+            other => panic!("expected a connect request, got {other}"),
+        };
+        let mut s = req.id;
+        let _sres = attach_qp(&mut s);
+        s.accept(&ConnParam::default()).unwrap();
+        let mut s = s.into_async().unwrap();
+        let ce = limit(c.next())
+            .await
+            .expect("client event in time")
+            .unwrap();
+        assert!(matches!(ce, CmEvent::Established { .. }), "client got {ce}");
+        let se = limit(s.next())
+            .await
+            .expect("server event in time")
+            .unwrap();
+        assert!(matches!(se, CmEvent::Established { .. }), "server got {se}");
+        c.id_mut().disconnect().unwrap();
+        let ev = limit(s.next()).await.unwrap().unwrap();
+        assert!(matches!(ev, CmEvent::Disconnected), "server got {ev}");
+        s.id_mut().disconnect().unwrap();
+        let ev = limit(c.next()).await.unwrap().unwrap();
+        assert!(matches!(ev, CmEvent::Disconnected), "client got {ev}");
+        // Outside a runtime the registration fails with a clear error instead.
+        let plain = s.into_inner();
+        let e = std::thread::spawn(move || plain.into_async().map(|_| ()))
+            .join()
+            .unwrap()
+            .unwrap_err();
+        assert!(e.reason().contains("not inside a tokio runtime"), "{e}");
+    });
+}

@@ -28,15 +28,22 @@
 //! # Ok(()) }
 //! ```
 //!
+//! With the `tokio` feature, `CmId::into_async` gives an `AsyncCmId` whose
+//! events are awaited (`AsyncCmId::next`).
+//!
 //! See `docs/cm.md` for the mapping to librdmacm and what is left out.
 
 mod addr;
+#[cfg(feature = "tokio")]
+mod async_id;
 mod channel;
 mod device;
 mod event;
 mod id;
 mod param;
 
+#[cfg(feature = "tokio")]
+pub use async_id::AsyncCmId;
 pub use channel::{EventChannel, RDMA_CM_DEVICE};
 pub use event::{CmEvent, ConnectRequest};
 pub use id::{CmId, CmOption, CmRoute, CmState};
