@@ -42,7 +42,8 @@ commands:
                        executable in as /tests/<name> (cargo's -<hash> suffix dropped)
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
                        the link cut under an RC stream (tests/faults_two_vm.rs)
-                       (rdma-core both sides, then uverbs server, then uverbs client)
+                       (rdma-core both sides, then uverbs server, then uverbs client),
+                       and rping over rdma_cm (uverbs server, then uverbs client)
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
