@@ -564,3 +564,32 @@ fn cm_async_ids_connect_and_disconnect_from_tokio() {
         assert!(e.reason().contains("not inside a tokio runtime"), "{e}");
     });
 }
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cm_ud_multicast_join_and_leave() {
+    let mut id = CmId::new(PortSpace::Udp).unwrap();
+    id.bind_addr(&addr(0)).unwrap();
+    let (_cq, _mr) = attach_qp(&mut id);
+    let group: SocketAddr = "239.1.2.3:0".parse().unwrap();
+    let membership = id.join_multicast(&group).unwrap();
+    let ud = match expect(&mut id, "MulticastJoin") {
+        CmEvent::MulticastJoin { ud } => ud,
+        other => panic!("expected MulticastJoin, got {other}"),
+    };
+    assert_eq!(ud.qp_num, 0xff_ffff, "multicast QPN");
+    assert_eq!(ud.qkey, uverbs::uapi::ucma::RDMA_UDP_QKEY);
+    assert!(ud.ah_attr.is_global);
+    assert_eq!(
+        &ud.ah_attr.grh.dgid.raw[10..],
+        &[0xff, 0xff, 239, 1, 2, 3],
+        "the group's IPv4-mapped GID: {ud:?}"
+    );
+    // The join attached the QP; leaving detaches it and ends the membership.
+    id.leave_multicast(membership, Some(&ud)).unwrap();
+    // A multicast join on a TCP id is refused before the kernel.
+    let mut t = CmId::new(PortSpace::Tcp).unwrap();
+    let e = t.join_multicast(&group).unwrap_err();
+    assert_eq!(e.op(), "rdma_join_multicast");
+    assert!(e.reason().contains("udp"), "{e}");
+}
