@@ -46,7 +46,7 @@ use zerocopy::IntoBytes;
 use crate::ah::{Ah, AhAttr, GlobalRoute};
 use crate::channel::{IoctlCmd, MapKind, Mapping, WriteCmd};
 use crate::context::{legacy_cmd, Context};
-use crate::cq::{Cq, CqShared};
+use crate::cq::{Cq, QpCqs};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::{AccessFlags, Sge};
@@ -543,8 +543,7 @@ impl Doorbell {
 /// The kernel QP and what keeps its parents alive.
 struct QpInner {
     pd: Pd,
-    _send_cq: Option<Arc<CqShared>>,
-    _recv_cq: Option<Arc<CqShared>>,
+    _cqs: QpCqs,
     _srq: Option<Arc<SrqShared>>,
     handle: u32,
     qp_num: u32,
@@ -720,8 +719,7 @@ impl Pd {
 
         let inner = QpInner {
             pd: self.clone(),
-            _send_cq: attr.send_cq.map(|c| c.shared().clone()),
-            _recv_cq: attr.recv_cq.map(|c| c.shared().clone()),
+            _cqs: QpCqs::new(attr.send_cq, attr.recv_cq),
             _srq: attr.srq.map(|s| s.shared().clone()),
             handle,
             qp_num,

@@ -265,7 +265,7 @@ fn rc_send_with_imm_and_inline_and_unsignaled() {
     assert_eq!(r[0].byte_len, 12);
     assert_eq!(read_mr(&dst, 0, 12), b"inline bytes");
     assert!(r[1].wc_flags.contains(WcFlags::WITH_IMM), "{:?}", r[1]);
-    assert_eq!(u32::from_be(r[1].imm_data), 0xdead_beef);
+    assert_eq!(r[1].imm_data, 0xdead_beef);
     assert_eq!(read_mr(&dst, 64, 3), b"imm");
 }
 
@@ -328,7 +328,7 @@ fn rc_rdma_write_read_and_write_with_imm() {
     let r = wait(&mut p.cq_b, 1);
     ok(&r);
     assert_eq!(r[0].opcode, WcOpcode::RECV_RDMA_WITH_IMM);
-    assert_eq!(u32::from_be(r[0].imm_data), 77);
+    assert_eq!(r[0].imm_data, 77);
 }
 
 #[test]

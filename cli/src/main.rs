@@ -12,6 +12,7 @@ mod info;
 mod perf;
 mod pingpong;
 mod pingpong_srd;
+mod removal;
 mod rping;
 
 use std::process::ExitCode;

@@ -314,6 +314,16 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
             .ok_or_else(|| Failure("No IB devices found".into()))?,
     };
     let ctx = Context::open(&dev)?;
+    let watch = ctx.clone();
+    let r = run_on(ctx, &args, set);
+    // Everything `run_on` made is dropped by now; `watch` only keeps the context open until
+    // this returns.
+    crate::removal::explain(r, &watch)
+}
+
+/// The run proper, on an open context; every object it makes is dropped when it returns.
+fn run_on(ctx: Context, args: &Args, set: Settings) -> Result<ExitCode, Failure> {
+    let mode = set.mode;
     let mut pp = init(ctx, &set, args.events)?;
 
     // One SGE for every receive (the whole buffer) and one for every send.
@@ -452,6 +462,8 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
             if ne > 0 || args.events {
                 break ne;
             }
+            // Nothing came: a removed device will not send anything more.
+            crate::removal::check(&pp.ctx)?;
         };
         for wc in &wcs[..ne] {
             if !wc.status.is_success() {

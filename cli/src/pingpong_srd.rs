@@ -453,6 +453,19 @@ pub fn run(
             empty += 1;
             if empty == POLLS_PER_CLOCK_READ {
                 empty = 0;
+                // A removed device completes nothing more (EFA disassociates: the kernel
+                // also sends DEVICE_FATAL and fails every command with EIO).
+                // (The message of `removal::removed`, spelled out: tests include this file.)
+                if ctx.is_device_removed() {
+                    return Err(format!(
+                        "device {} was removed (learned from {}): stopped, freed every \
+                         resource on it and exiting so the removal can complete",
+                        ctx.device().name(),
+                        ctx.removal_source()
+                            .map(|s| s.to_string())
+                            .unwrap_or_else(|| "an error".into())
+                    ));
+                }
                 let now = Instant::now();
                 if now.duration_since(last_progress) > opt.idle_limit {
                     return Err(format!(

@@ -30,7 +30,7 @@ use zerocopy::IntoBytes;
 use super::table::QpTable;
 use crate::channel::{MapKind, Mapping};
 use crate::context::{legacy_cmd, Context};
-use crate::cq::{Cq, CqShared};
+use crate::cq::{Cq, QpCqs};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::pd::Pd;
@@ -239,8 +239,7 @@ pub struct EfaQp {
     destroyed: bool,
     _maps: [Mapping; 4],
     // Keep the kernel CQs alive while the QP completes into them.
-    _send_cq: Arc<CqShared>,
-    _recv_cq: Arc<CqShared>,
+    _cqs: QpCqs,
 }
 
 impl std::fmt::Debug for EfaQp {
@@ -578,8 +577,7 @@ impl Pd {
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             destroyed: false,
             _maps: [llq, sq_db, rq_ring, rq_db],
-            _send_cq: attr.send_cq.shared().clone(),
-            _recv_cq: attr.recv_cq.shared().clone(),
+            _cqs: QpCqs::new(Some(attr.send_cq), Some(attr.recv_cq)),
         })
     }
 }

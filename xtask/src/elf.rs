@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::kernel::Arch;
 use crate::util::{err, Context, Result};
 
 const PT_DYNAMIC: u32 = 2;
@@ -119,15 +120,44 @@ pub fn modinfo(bytes: &[u8]) -> Option<Vec<(String, String)>> {
     None
 }
 
-/// Fail with a clear message unless `path` is a static executable.
+/// `e_machine` of x86-64 and aarch64 ELF files.
+const EM_X86_64: u16 = 62;
+const EM_AARCH64: u16 = 183;
+
+/// Why `bytes` is not code for `arch` (its ELF `e_machine`), or `None` if it is.
+pub fn wrong_machine_reason(bytes: &[u8], arch: Arch) -> Option<String> {
+    let want = match arch {
+        Arch::X86_64 => EM_X86_64,
+        Arch::Aarch64 => EM_AARCH64,
+    };
+    let got = u16_at(bytes, 0x12)?;
+    (got != want).then(|| {
+        let name = match got {
+            EM_X86_64 => "x86_64".to_string(),
+            EM_AARCH64 => "aarch64".to_string(),
+            other => format!("ELF machine {other}"),
+        };
+        format!("it is {name} code, not {}", arch.label())
+    })
+}
+
+/// Fail with a clear message unless `path` is a static x86-64 executable.
 pub fn ensure_static(path: &Path, what: &str) -> Result<()> {
+    ensure_static_for(path, what, Arch::X86_64)
+}
+
+/// Fail with a clear message unless `path` is a static executable for `arch`.
+pub fn ensure_static_for(path: &Path, what: &str, arch: Arch) -> Result<()> {
     let bytes = std::fs::read(path).context(|| format!("reading {what} {}", path.display()))?;
-    match not_static_reason(&bytes) {
+    match not_static_reason(&bytes).or_else(|| wrong_machine_reason(&bytes, arch)) {
         None => Ok(()),
         Some(reason) => Err(err!(
-            "{what} {} is not a static executable: {reason}. The VM has no shared libraries for it; \
-             build it with `--target x86_64-unknown-linux-musl` (static via .cargo/config.toml)",
-            path.display()
+            "{what} {} is not a static {} executable: {reason}. The {} VM has no shared \
+             libraries for it; build it with `--target {}` (static via .cargo/config.toml)",
+            path.display(),
+            arch.label(),
+            arch.label(),
+            arch.musl_target()
         )),
     }
 }
@@ -145,7 +175,7 @@ mod tests {
         let e = ensure_static(Path::new("/bin/ls"), "test binary")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("not a static executable"), "{e}");
+        assert!(e.contains("is not a static x86_64 executable"), "{e}");
     }
 
     #[test]
@@ -155,6 +185,18 @@ mod tests {
             Ok(bytes) => assert_eq!(not_static_reason(&bytes), None),
             Err(e) => panic!("/bin/busybox (busybox-static) is a prerequisite: {e}"),
         }
+    }
+
+    #[test]
+    fn the_machine_must_match_the_vm() {
+        let bytes = std::fs::read("/bin/busybox").unwrap();
+        assert_eq!(wrong_machine_reason(&bytes, Arch::X86_64), None);
+        let e = wrong_machine_reason(&bytes, Arch::Aarch64).unwrap();
+        assert!(e.contains("x86_64 code, not aarch64"), "{e}");
+        let e = ensure_static_for(Path::new("/bin/busybox"), "busybox", Arch::Aarch64)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("aarch64-unknown-linux-musl"), "{e}");
     }
 
     #[test]

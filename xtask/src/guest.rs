@@ -75,11 +75,11 @@ pub const HOST_TOOLS: &[&str] = &[
     "ib_atomic_bw",
     "ip",
     "rdma",
-    // rdmacm-utils: the rdma_cm peers of uverbs::cm (tests/cm*.rs).
-    "rping",
-    "ucmatose",
-    "udaddy",
 ];
+
+/// rdmacm-utils: the rdma_cm peers of `uverbs::cm` (tests/cm*.rs, cli/tests/rping_interop.rs).
+/// An arm64 userland carries every library of its tree, `libgcc_s.so.1` among them.
+pub const CM_TOOLS: &[&str] = &["rping", "ucmatose", "udaddy"];
 
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
 const LIBGCC_S: &str = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1";
@@ -233,7 +233,7 @@ done
 # Only errors from here on, so kernel chatter does not split test output lines.
 echo 4 > /proc/sys/kernel/printk
 export UVERBS_TEST_VM=1 UVERBS_TEST_KERNEL="@KERNEL@" UVERBS_TEST_KERNEL_SERIES="@SERIES@" RUST_BACKTRACE=1
-export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=/lib/@MULTIARCH@:/usr/lib/@MULTIARCH@
 . /lib/uverbs/lib.sh
 cd /tmp
 echo "UVERBS-BOOTED $(cut -d' ' -f1 /proc/uptime)"
@@ -280,6 +280,62 @@ fn add_with_libs(a: &mut Archive, guest_path: &str, host: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The host's rdma-core, perftest and iproute2 programs with the shared libraries `ldd`
+/// names, and the rxe provider (an x86-64 VM).
+fn add_host_tools(a: &mut Archive) -> Result<()> {
+    for tool in HOST_TOOLS {
+        let host = crate::util::find_program(tool).ok_or_else(|| {
+            err!("{tool} is not installed (packages ibverbs-utils, perftest, iproute2)")
+        })?;
+        add_with_libs(a, &format!("usr/bin/{tool}"), &host)?;
+    }
+    let provider = std::fs::read_dir(PROVIDER_DIR)
+        .context(|| format!("listing {PROVIDER_DIR} (package ibverbs-providers)"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("librxe-rdmav"))
+        })
+        .ok_or_else(|| err!("no librxe-rdmav*.so in {PROVIDER_DIR} (package ibverbs-providers)"))?;
+    add_with_libs(a, &provider.to_string_lossy(), &provider)?;
+    a.host_file(RXE_DRIVER_FILE, Path::new(RXE_DRIVER_FILE), 0o644);
+    for tool in CM_TOOLS {
+        let host = crate::util::find_program(tool)
+            .ok_or_else(|| err!("{tool} is not installed (package rdmacm-utils)"))?;
+        add_with_libs(a, &format!("usr/bin/{tool}"), &host)?;
+    }
+    // glibc dlopens libgcc_s.so.1 for pthread_exit (rping's threads); ldd does not list it.
+    a.host_file(
+        "lib/x86_64-linux-gnu/libgcc_s.so.1",
+        Path::new(LIBGCC_S),
+        0o755,
+    );
+    Ok(())
+}
+
+/// The same programs from an unpacked foreign userland (an arm64 VM): no `ldd` runs
+/// foreign binaries, so every shared library of the tree goes in, with its loader and all of
+/// rdma-core's providers (symlinks become copies of their targets).
+fn add_userland_tools(a: &mut Archive, u: &crate::userland::Userland) -> Result<()> {
+    for tool in HOST_TOOLS.iter().chain(CM_TOOLS) {
+        let p = crate::userland::resolve_in(&u.root, &u.program(tool)?);
+        a.host_file(&format!("usr/bin/{tool}"), &p, 0o755);
+    }
+    for (guest, host) in u.library_files()? {
+        a.host_file(&guest, &crate::userland::resolve_in(&u.root, &host), 0o755);
+    }
+    let driver = u.root.join(RXE_DRIVER_FILE.trim_start_matches('/'));
+    if !driver.is_file() {
+        return Err(err!(
+            "{} is missing (package ibverbs-providers:{})",
+            driver.display(),
+            u.arch.debian()
+        ));
+    }
+    a.host_file(RXE_DRIVER_FILE, &driver, 0o644);
+    Ok(())
+}
+
 /// Everything the base image contains apart from the kernel-specific modules.
 pub struct BaseContents {
     /// Our `uverbs` CLI (static musl), if it was built.
@@ -293,9 +349,18 @@ pub fn build_base(kernel: &Kernel, contents: &BaseContents, out: &Path) -> Resul
         a.dir(d);
     }
     a.char_dev("dev/console", 5, 1, 0o600);
-    let busybox = Path::new("/bin/busybox");
-    crate::elf::ensure_static(busybox, "busybox (package busybox-static)")?;
-    a.host_file("bin/busybox", busybox, 0o755);
+    // The host's own packages for an x86-64 VM; unpacked arm64 packages for an arm64 one.
+    let userland = if kernel.arch.is_host() {
+        None
+    } else {
+        Some(crate::userland::fetch(kernel.arch)?)
+    };
+    let busybox = match &userland {
+        None => PathBuf::from("/bin/busybox"),
+        Some(u) => u.program("busybox")?,
+    };
+    crate::elf::ensure_static_for(&busybox, "busybox (package busybox-static)", kernel.arch)?;
+    a.host_file("bin/busybox", &busybox, 0o755);
 
     // Kernel modules, decompressed, and the load order for init.
     let mut index = ModuleIndex::load(&kernel.modules_dir)?;
@@ -315,7 +380,8 @@ pub fn build_base(kernel: &Kernel, contents: &BaseContents, out: &Path) -> Resul
     let init = INIT_SH
         .replace("@MODULES@", &names.join(" "))
         .replace("@KERNEL@", &kernel.release)
-        .replace("@SERIES@", kernel.series.label());
+        .replace("@SERIES@", kernel.series.label())
+        .replace("@MULTIARCH@", kernel.arch.multiarch());
     a.bytes("init", init, 0o755);
     a.bytes("lib/uverbs/lib.sh", LIB_SH, 0o644);
     a.bytes(
@@ -335,31 +401,13 @@ pub fn build_base(kernel: &Kernel, contents: &BaseContents, out: &Path) -> Resul
     );
 
     // rdma-core, perftest, iproute2 with their libraries, and the rxe provider.
-    for tool in HOST_TOOLS {
-        let host = crate::util::find_program(tool).ok_or_else(|| {
-            err!("{tool} is not installed (packages ibverbs-utils, perftest, iproute2, rdmacm-utils)")
-        })?;
-        add_with_libs(&mut a, &format!("usr/bin/{tool}"), &host)?;
+    match &userland {
+        None => add_host_tools(&mut a)?,
+        Some(u) => add_userland_tools(&mut a, u)?,
     }
-    let provider = std::fs::read_dir(PROVIDER_DIR)
-        .context(|| format!("listing {PROVIDER_DIR} (package ibverbs-providers)"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("librxe-rdmav"))
-        })
-        .ok_or_else(|| err!("no librxe-rdmav*.so in {PROVIDER_DIR} (package ibverbs-providers)"))?;
-    add_with_libs(&mut a, &provider.to_string_lossy(), &provider)?;
-    a.host_file(RXE_DRIVER_FILE, Path::new(RXE_DRIVER_FILE), 0o644);
-    // glibc dlopens libgcc_s.so.1 for pthread_exit (rping's threads); ldd does not list it.
-    a.host_file(
-        "lib/x86_64-linux-gnu/libgcc_s.so.1",
-        Path::new(LIBGCC_S),
-        0o755,
-    );
 
     if let Some(cli) = &contents.uverbs_cli {
-        crate::elf::ensure_static(cli, "the uverbs CLI")?;
+        crate::elf::ensure_static_for(cli, "the uverbs CLI", kernel.arch)?;
         a.host_file("usr/bin/uverbs", cli, 0o755);
     }
     a.write_file(out)

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::guest::{BaseContents, Net, Payload};
-use crate::kernel::{Kernel, Series};
+use crate::kernel::{Arch, Kernel, Series};
 use crate::util::{err, Context, Result};
 use crate::vm::{self, Echo, LinkAction, Nic, Run, VmConfig};
 
@@ -16,14 +16,23 @@ use crate::vm::{self, Echo, LinkAction, Nic, Run, VmConfig};
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 
 pub struct Harness {
-    kernels: BTreeMap<&'static str, Kernel>,
-    bases: BTreeMap<&'static str, PathBuf>,
-    contents: BaseContents,
+    /// The architecture of every VM this harness boots.
+    pub arch: Arch,
+    kernels: BTreeMap<(Arch, &'static str), Kernel>,
+    bases: BTreeMap<(Arch, &'static str), PathBuf>,
+    /// Our CLI per architecture, for the base images.
+    clis: BTreeMap<Arch, Option<PathBuf>>,
     run_counter: u32,
 }
 
-/// Build the static `uverbs` CLI (the `uverbs-cli` package, `cli/`) for the VM.
+/// Build the static `uverbs` CLI (the `uverbs-cli` package, `cli/`) for the x86-64 VM.
 pub fn build_uverbs_cli() -> Result<PathBuf> {
+    build_uverbs_cli_for(Arch::X86_64)
+}
+
+/// Build the static `uverbs` CLI for a VM of `arch` (`.cargo/config.toml` links the
+/// aarch64 one with rust-lld).
+pub fn build_uverbs_cli_for(arch: Arch) -> Result<PathBuf> {
     let root = crate::util::workspace_root();
     crate::util::run(
         Command::new(crate::util::cargo())
@@ -31,7 +40,7 @@ pub fn build_uverbs_cli() -> Result<PathBuf> {
                 "build",
                 "--release",
                 "--target",
-                MUSL_TARGET,
+                arch.musl_target(),
                 "-p",
                 "uverbs-cli",
                 "--bin",
@@ -42,55 +51,76 @@ pub fn build_uverbs_cli() -> Result<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let bin = target.join(MUSL_TARGET).join("release/uverbs");
-    crate::elf::ensure_static(&bin, "the uverbs CLI")?;
+    let bin = target.join(arch.musl_target()).join("release/uverbs");
+    crate::elf::ensure_static_for(&bin, "the uverbs CLI", arch)?;
     Ok(bin)
 }
 
 impl Harness {
     pub fn new(uverbs_cli: Option<PathBuf>) -> Harness {
+        Harness::for_arch(Arch::X86_64, uverbs_cli)
+    }
+
+    /// A harness whose VMs are `arch` machines (`uverbs_cli` built for it).
+    pub fn for_arch(arch: Arch, uverbs_cli: Option<PathBuf>) -> Harness {
         Harness {
+            arch,
             kernels: BTreeMap::new(),
             bases: BTreeMap::new(),
-            contents: BaseContents { uverbs_cli },
+            clis: BTreeMap::from([(arch, uverbs_cli)]),
             run_counter: 0,
         }
     }
 
+    /// Also boot VMs of `arch` (a pair of mixed architectures, [`Harness::run_pair_on`]), with
+    /// our CLI built for it.
+    pub fn add_arch(&mut self, arch: Arch, uverbs_cli: Option<PathBuf>) {
+        self.clis.insert(arch, uverbs_cli);
+    }
+
     pub fn kernel(&mut self, series: Series) -> Result<Kernel> {
-        if let Some(k) = self.kernels.get(series.label()) {
+        self.kernel_for(self.arch, series)
+    }
+
+    fn kernel_for(&mut self, arch: Arch, series: Series) -> Result<Kernel> {
+        if let Some(k) = self.kernels.get(&(arch, series.label())) {
             return Ok(k.clone());
         }
-        let k = crate::kernel::fetch(series)?;
+        let k = crate::kernel::fetch(series, arch)?;
         println!(
-            "xtask: kernel {}: {} ({})",
+            "xtask: kernel {} {}: {} ({})",
+            arch.label(),
             series.label(),
             k.release,
             k.package
         );
-        self.kernels.insert(series.label(), k.clone());
+        self.kernels.insert((arch, series.label()), k.clone());
         Ok(k)
     }
 
-    fn base(&mut self, series: Series) -> Result<PathBuf> {
-        if let Some(p) = self.bases.get(series.label()) {
+    fn base(&mut self, arch: Arch, series: Series) -> Result<PathBuf> {
+        if let Some(p) = self.bases.get(&(arch, series.label())) {
             return Ok(p.clone());
         }
-        let k = self.kernel(series)?;
+        let k = self.kernel_for(arch, series)?;
         let path = crate::util::work_dir()?.join(format!("base-{}.cpio", k.release));
-        crate::guest::build_base(&k, &self.contents, &path)?;
-        self.bases.insert(series.label(), path.clone());
+        let contents = BaseContents {
+            uverbs_cli: self.clis.get(&arch).cloned().flatten(),
+        };
+        crate::guest::build_base(&k, &contents, &path)?;
+        self.bases.insert((arch, series.label()), path.clone());
         Ok(path)
     }
 
     fn prepare(
         &mut self,
+        arch: Arch,
         series: Series,
         payload: &Payload,
         tag: &str,
     ) -> Result<(Kernel, PathBuf)> {
-        let base = self.base(series)?;
-        let kernel = self.kernel(series)?;
+        let base = self.base(arch, series)?;
+        let kernel = self.kernel_for(arch, series)?;
         self.run_counter += 1;
         let initrd = crate::util::work_dir()?.join(format!(
             "initrd-{}-{tag}-{}.cpio",
@@ -108,7 +138,7 @@ impl Harness {
         timeout: Duration,
         echo: Echo,
     ) -> Result<Run> {
-        let (kernel, initrd) = self.prepare(series, payload, "run")?;
+        let (kernel, initrd) = self.prepare(self.arch, series, payload, "run")?;
         let cfg = VmConfig {
             label: kernel.release.clone(),
             kernel,
@@ -140,8 +170,22 @@ impl Harness {
         timeout: Duration,
         link_markers: Option<(&str, &str)>,
     ) -> Result<(Run, Run)> {
-        let (ka, ia) = self.prepare(a.0, a.1, "a")?;
-        let (kb, ib) = self.prepare(b.0, b.1, "b")?;
+        let arch = self.arch;
+        self.run_pair_on((arch, a.0, a.1), (arch, b.0, b.1), timeout, link_markers)
+    }
+
+    /// [`Harness::run_pair`] with each VM's architecture given (an x86-64 VM and an arm64 VM
+    /// joined by the same link; [`Harness::add_arch`] first for an architecture other than
+    /// the harness's own).
+    pub fn run_pair_on(
+        &mut self,
+        a: (Arch, Series, &Payload),
+        b: (Arch, Series, &Payload),
+        timeout: Duration,
+        link_markers: Option<(&str, &str)>,
+    ) -> Result<(Run, Run)> {
+        let (ka, ia) = self.prepare(a.0, a.1, a.2, "a")?;
+        let (kb, ib) = self.prepare(b.0, b.1, b.2, "b")?;
         let (pa, pb) = (free_udp_port()?, free_udp_port()?);
         // Short paths: a Unix socket's path is limited to 107 bytes.
         let qmp = |name: &str| {
@@ -182,9 +226,13 @@ impl Harness {
         let actions_b = actions(&qmp_b, "VM B", &qmp_a, "VM A");
         let cfg = |name: &str, kernel: Kernel, initrd: PathBuf, ports: (u16, u16), mac: &str| {
             let series = kernel.series.label();
+            let arch = match kernel.arch {
+                Arch::X86_64 => String::new(),
+                other => format!("{} ", other.label()),
+            };
             VmConfig {
                 echo: Echo {
-                    prefix: format!("[{name} {series}] "),
+                    prefix: format!("[{name} {arch}{series}] "),
                     step_banners: true,
                     boot_messages: false,
                 },

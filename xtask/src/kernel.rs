@@ -8,6 +8,72 @@ use std::process::Command;
 
 use crate::util::{err, output, Context, Result};
 
+/// The machine a test kernel, its VM and everything in its image are built for. The host is
+/// x86-64; an aarch64 VM runs under `qemu-system-aarch64` (TCG) with Debian's arm64 packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    pub fn parse(s: &str) -> Result<Arch> {
+        match s {
+            "x86_64" | "x86-64" | "amd64" => Ok(Arch::X86_64),
+            "aarch64" | "arm64" => Ok(Arch::Aarch64),
+            other => Err(err!(
+                "unknown architecture `{other}`: expected x86_64 (amd64) or aarch64 (arm64)"
+            )),
+        }
+    }
+
+    /// Rust's (and qemu's) name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
+    /// Debian's architecture name (package suffix and `:arch` qualifier).
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
+    /// The Rust target of the static executables that run in this architecture's VM.
+    pub fn musl_target(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64-unknown-linux-musl",
+            Arch::Aarch64 => "aarch64-unknown-linux-musl",
+        }
+    }
+
+    /// Debian's multiarch library directory name.
+    pub fn multiarch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64-linux-gnu",
+            Arch::Aarch64 => "aarch64-linux-gnu",
+        }
+    }
+
+    /// Whether this is the host's own architecture (its packages are installed, not unpacked).
+    pub fn is_host(self) -> bool {
+        self == Arch::X86_64
+    }
+
+    /// A package name as apt wants it for this architecture (`name:arm64` for a foreign one).
+    pub fn apt_name(self, pkg: &str) -> String {
+        if self.is_host() {
+            pkg.to_string()
+        } else {
+            format!("{pkg}:{}", self.debian())
+        }
+    }
+}
+
 /// A kernel series we test on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Series {
@@ -37,16 +103,18 @@ impl Series {
         }
     }
 
-    fn pattern(self) -> &'static str {
+    fn pattern(self, arch: Arch) -> String {
         match self {
-            Series::V6_1 => "linux-image-6.1.0-N-amd64",
-            Series::V6_12 => "linux-image-6.12.N+debNN-amd64",
+            Series::V6_1 => format!("linux-image-6.1.0-N-{}", arch.debian()),
+            Series::V6_12 => format!("linux-image-6.12.N+debNN-{}", arch.debian()),
         }
     }
 
     /// The sort key of a package name of this series (higher = newer), or `None` if the name
-    /// is not a plain amd64 image of the series (cloud, rt, dbg, unsigned variants are not).
-    pub fn version_key(self, pkg: &str) -> Option<Vec<u64>> {
+    /// is not a plain image of the series for `arch` (cloud, rt, dbg, unsigned, 16k-page
+    /// variants are not).
+    pub fn version_key(self, arch: Arch, pkg: &str) -> Option<Vec<u64>> {
+        let suffix = format!("-{}", arch.debian());
         let num = |s: &str| -> Option<u64> {
             (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| s.parse().ok())
@@ -56,13 +124,13 @@ impl Series {
             Series::V6_1 => {
                 let abi = pkg
                     .strip_prefix("linux-image-6.1.0-")?
-                    .strip_suffix("-amd64")?;
+                    .strip_suffix(suffix.as_str())?;
                 Some(vec![num(abi)?])
             }
             Series::V6_12 => {
                 let rest = pkg
                     .strip_prefix("linux-image-6.12.")?
-                    .strip_suffix("-amd64")?;
+                    .strip_suffix(suffix.as_str())?;
                 let (patch, deb) = rest.split_once("+deb")?;
                 Some(vec![num(patch)?, num(deb)?])
             }
@@ -74,6 +142,7 @@ impl Series {
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub series: Series,
+    pub arch: Arch,
     /// The Debian package name.
     pub package: String,
     /// `uname -r` inside the VM, e.g. `6.1.0-57-amd64`.
@@ -82,24 +151,26 @@ pub struct Kernel {
     pub modules_dir: PathBuf,
 }
 
-/// The newest installable package of `series` in the local apt indexes.
-pub fn resolve(series: Series) -> Result<String> {
-    if let Some(p) = newest_known(series)? {
+/// The newest installable package of `series` for `arch` in the local apt indexes.
+pub fn resolve(series: Series, arch: Arch) -> Result<String> {
+    crate::prereq::ensure_foreign_arch(arch)?;
+    if let Some(p) = newest_known(series, arch)? {
         return Ok(p);
     }
     // A fresh machine has no package lists yet: refresh once and look again.
     crate::prereq::apt_update()?;
-    newest_known(series)?.ok_or_else(|| {
+    newest_known(series, arch)?.ok_or_else(|| {
         err!(
-            "no Debian package found for the {} kernel series (looked for {} with `apt-cache pkgnames`); \
+            "no Debian package found for the {} {} kernel series (looked for {} with `apt-cache pkgnames`); \
              the package may no longer exist, or bookworm / bookworm-security is not in the apt sources",
+            arch.label(),
             series.label(),
-            series.pattern()
+            series.pattern(arch)
         )
     })
 }
 
-fn newest_known(series: Series) -> Result<Option<String>> {
+fn newest_known(series: Series, arch: Arch) -> Result<Option<String>> {
     let prefix = match series {
         Series::V6_1 => "linux-image-6.1.0-",
         Series::V6_12 => "linux-image-6.12.",
@@ -107,12 +178,12 @@ fn newest_known(series: Series) -> Result<Option<String>> {
     let names = output(Command::new("apt-cache").args(["pkgnames", prefix]))?;
     let mut candidates: Vec<(Vec<u64>, &str)> = names
         .lines()
-        .filter_map(|n| Some((series.version_key(n.trim())?, n.trim())))
+        .filter_map(|n| Some((series.version_key(arch, n.trim())?, n.trim())))
         .collect();
     candidates.sort();
     // pkgnames also lists names only mentioned as dependencies; take the newest with a candidate.
     for (_, name) in candidates.iter().rev() {
-        let policy = output(Command::new("apt-cache").args(["policy", name]))?;
+        let policy = output(Command::new("apt-cache").args(["policy", &arch.apt_name(name)]))?;
         let has_candidate = policy
             .lines()
             .any(|l| l.trim_start().starts_with("Candidate:") && !l.contains("(none)"));
@@ -123,9 +194,9 @@ fn newest_known(series: Series) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Resolve, download (if not cached) and unpack the newest kernel of `series`.
-pub fn fetch(series: Series) -> Result<Kernel> {
-    let package = resolve(series)?;
+/// Resolve, download (if not cached) and unpack the newest kernel of `series` for `arch`.
+pub fn fetch(series: Series, arch: Arch) -> Result<Kernel> {
+    let package = resolve(series, arch)?;
     let release = package
         .strip_prefix("linux-image-")
         .unwrap_or(&package)
@@ -139,7 +210,8 @@ pub fn fetch(series: Series) -> Result<Kernel> {
         let _ = std::fs::remove_dir_all(&dl);
         std::fs::create_dir_all(&dl).context(|| format!("creating {}", dl.display()))?;
         let mut cmd = Command::new("apt-get");
-        cmd.args(["download", "-q", &package]).current_dir(&dl);
+        cmd.args(["download", "-q", &arch.apt_name(&package)])
+            .current_dir(&dl);
         if let Err(e) = crate::util::run(&mut cmd) {
             // Maybe the indexes are stale (package superseded): refresh once and retry.
             crate::prereq::apt_update()?;
@@ -161,7 +233,7 @@ pub fn fetch(series: Series) -> Result<Kernel> {
         crate::util::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
         std::fs::write(&stamp, &package).context(|| format!("writing {}", stamp.display()))?;
         let _ = std::fs::remove_dir_all(&dl);
-        prune_older(&cache, series, &package);
+        prune_older(&cache, series, arch, &package);
     }
     let vmlinuz = root.join("boot").join(format!("vmlinuz-{release}"));
     let modules_dir = root.join("lib/modules").join(&release);
@@ -174,6 +246,7 @@ pub fn fetch(series: Series) -> Result<Kernel> {
     }
     Ok(Kernel {
         series,
+        arch,
         package,
         release,
         vmlinuz,
@@ -182,13 +255,13 @@ pub fn fetch(series: Series) -> Result<Kernel> {
 }
 
 /// Remove superseded kernels of the same series from the cache (they are ~300 MB each).
-fn prune_older(cache: &Path, series: Series, keep: &str) {
+fn prune_older(cache: &Path, series: Series, arch: Arch, keep: &str) {
     let Ok(dir) = std::fs::read_dir(cache) else {
         return;
     };
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name != keep && series.version_key(&name).is_some() {
+        if name != keep && series.version_key(arch, &name).is_some() {
             println!("xtask: removing superseded kernel {name} from the cache");
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -390,29 +463,64 @@ mod tests {
     #[test]
     fn version_keys_pick_plain_amd64_images_only() {
         let s = Series::V6_1;
-        assert_eq!(s.version_key("linux-image-6.1.0-57-amd64"), Some(vec![57]));
-        assert_eq!(s.version_key("linux-image-6.1.0-57-cloud-amd64"), None);
-        assert_eq!(s.version_key("linux-image-6.1.0-57-rt-amd64"), None);
-        assert_eq!(s.version_key("linux-image-6.1.0-57-amd64-dbg"), None);
-        assert_eq!(s.version_key("linux-image-6.1.0-57-amd64-unsigned"), None);
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.1.0-57-amd64"),
+            Some(vec![57])
+        );
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.1.0-57-cloud-amd64"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.1.0-57-rt-amd64"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.1.0-57-amd64-dbg"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.1.0-57-amd64-unsigned"),
+            None
+        );
         let s = Series::V6_12;
         assert_eq!(
-            s.version_key("linux-image-6.12.117+deb12-amd64"),
+            s.version_key(Arch::X86_64, "linux-image-6.12.117+deb12-amd64"),
             Some(vec![117, 12])
         );
         assert_eq!(
-            s.version_key("linux-image-6.12.117+deb12-cloud-amd64"),
+            s.version_key(Arch::X86_64, "linux-image-6.12.117+deb12-cloud-amd64"),
             None
         );
-        assert_eq!(s.version_key("linux-image-6.12-amd64"), None);
+        assert_eq!(s.version_key(Arch::X86_64, "linux-image-6.12-amd64"), None);
         assert_eq!(
-            s.version_key("linux-image-6.12.117+deb12-amd64-unsigned"),
+            s.version_key(Arch::X86_64, "linux-image-6.12.117+deb12-amd64-unsigned"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::Aarch64, "linux-image-6.12.117+deb12-arm64"),
+            Some(vec![117, 12])
+        );
+        assert_eq!(
+            s.version_key(Arch::Aarch64, "linux-image-6.12.117+deb12-arm64-16k"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::Aarch64, "linux-image-6.12.117+deb12-amd64"),
+            None
+        );
+        assert_eq!(
+            s.version_key(Arch::X86_64, "linux-image-6.12.117+deb12-arm64"),
+            None
+        );
+        assert_eq!(
+            Series::V6_1.version_key(Arch::Aarch64, "linux-image-6.1.0-57-cloud-arm64"),
             None
         );
         // numeric, not lexical, order
         assert!(
-            s.version_key("linux-image-6.12.9+deb12-amd64")
-                < s.version_key("linux-image-6.12.10+deb12-amd64")
+            s.version_key(Arch::X86_64, "linux-image-6.12.9+deb12-amd64")
+                < s.version_key(Arch::X86_64, "linux-image-6.12.10+deb12-amd64")
         );
     }
 

@@ -3,6 +3,7 @@
 //! The VM is a Debian kernel (6.1 and 6.12 series) under qemu TCG with a busybox initramfs;
 //! see docs/testing.md for how it works and how to use it.
 
+mod aarch64;
 mod bench;
 mod cpio;
 mod demo;
@@ -16,13 +17,14 @@ mod miri;
 mod prereq;
 mod selftest;
 mod testrun;
+mod userland;
 mod util;
 mod vm;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kernel::Series;
+use kernel::{Arch, Series};
 use util::{err, Result};
 
 const USAGE: &str = "\
@@ -31,19 +33,29 @@ usage: cargo xtask <command>
 commands:
   test                 everything CI runs: prerequisites, fmt, clippy, host tests, then the
                        test executables and the harness self-test in a VM on each kernel
-                       (6.1 and 6.12) and a two-VM ibv_rc_pingpong; prints a summary
+                       (6.1 and 6.12), the aarch64 steps (providers' tests under qemu-user,
+                       the arm64 6.12 VM), and a two-VM ibv_rc_pingpong; prints a summary
   demo                 boot the 6.12 VM and show rdma-core's and our view of its rxe device
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
                        failing or hanging command is reported as such)
-  vm [--kernel K] [--timeout S] [--boot-log] [--test-exe PATH]... -- <shell command>
+  vm [--kernel K] [--arch A] [--timeout S] [--boot-log] [--test-exe PATH]... -- <shell command>
                        run a shell command in the VM (default kernel 6.12, timeout 600 s);
                        exits with the command's status. --test-exe copies a static
-                       executable in as /tests/<name> (cargo's -<hash> suffix dropped)
+                       executable in as /tests/<name> (cargo's -<hash> suffix dropped).
+                       --arch aarch64 boots Debian's arm64 kernel under
+                       qemu-system-aarch64 (TCG, -M virt) with arm64 rdma-core tools
+                       and the aarch64 uverbs CLI; A is x86_64 (default) or aarch64
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
                        the link cut under an RC stream (tests/faults_two_vm.rs)
                        (rdma-core both sides, then uverbs server, then uverbs client),
                        and rping over rdma_cm (uverbs server, then uverbs client)
+  aarch64 [--qemu-user | --vm | --pair]
+                       the aarch64 steps of `test` alone (default all three): the
+                       providers' and EFA-model tests for aarch64 under qemu-aarch64-static;
+                       the arm64 6.12 VM with the self-test and every aarch64 test
+                       executable; an x86-64 and an arm64 VM (6.12) joined by a link, our
+                       aarch64 pingpong against rdma-core on x86-64 (rc, ud, both roles)
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -73,6 +85,7 @@ fn main() -> ExitCode {
 /// Options shared by the VM commands.
 struct VmArgs {
     kernels: Vec<Series>,
+    arch: Arch,
     test_exes: Vec<std::path::PathBuf>,
     timeout: Option<Duration>,
     boot_log: bool,
@@ -82,6 +95,7 @@ struct VmArgs {
 fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
     let mut out = VmArgs {
         kernels: Vec::new(),
+        arch: Arch::X86_64,
         test_exes: Vec::new(),
         timeout: None,
         boot_log: false,
@@ -95,6 +109,12 @@ fn parse_vm_args(args: &[String]) -> Result<VmArgs> {
                     .next()
                     .ok_or_else(|| err!("--kernel needs a value (6.1 or 6.12)"))?;
                 out.kernels.push(Series::parse(v)?);
+            }
+            "--arch" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| err!("--arch needs a value (x86_64 or aarch64)"))?;
+                out.arch = Arch::parse(v)?;
             }
             "--timeout" => {
                 let v = it
@@ -141,6 +161,12 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "selftest" => {
             let a = parse_vm_args(rest)?;
+            if a.arch != Arch::X86_64 {
+                return Err(err!(
+                    "`cargo xtask selftest` runs on x86_64 VMs; the aarch64 VM runs its self-test \
+                     as part of `cargo xtask test` (or `cargo xtask vm --arch aarch64 -- ...`)"
+                ));
+            }
             prereq::ensure()?;
             let kernels = if a.kernels.is_empty() {
                 Series::ALL.to_vec()
@@ -157,15 +183,32 @@ fn dispatch(args: &[String]) -> Result<bool> {
             if a.kernels.len() > 1 {
                 return Err(err!("`cargo xtask vm` runs one kernel; give --kernel once"));
             }
-            prereq::ensure()?;
+            prereq::ensure_arch(a.arch)?;
             let series = a.kernels.first().copied().unwrap_or(Series::V6_12);
             testrun::vm_command(
                 series,
+                a.arch,
                 &a.command.join(" "),
                 a.timeout.unwrap_or(Duration::from_secs(600)),
                 a.boot_log,
                 &a.test_exes,
             )
+        }
+        "aarch64" => {
+            let (user, vm, pair) = match rest.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                [] => (true, true, true),
+                ["--qemu-user"] => (true, false, false),
+                ["--vm"] => (false, true, false),
+                ["--pair"] => (false, false, true),
+                _ => {
+                    return Err(err!(
+                        "`cargo xtask aarch64` takes one of --qemu-user, --vm, --pair (or nothing: \
+                         all three); got {rest:?}"
+                    ))
+                }
+            };
+            prereq::ensure_arch(Arch::Aarch64)?;
+            aarch64::command(user, vm, pair)
         }
         "pingpong2" => {
             prereq::ensure()?;
@@ -177,7 +220,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
         }
         "kernels" => {
             for s in Series::ALL {
-                let k = kernel::fetch(s)?;
+                let k = kernel::fetch(s, Arch::X86_64)?;
                 println!(
                     "{}: {} -> {} ({})",
                     s.label(),

@@ -7,6 +7,7 @@
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::kernel::Arch;
 use crate::util::{err, output, show, Context, Result};
 
 /// Debian packages the harness uses, with the reason for each.
@@ -70,96 +71,176 @@ static UPDATED: OnceLock<Result<(), String>> = OnceLock::new();
 /// `apt-get update`, at most once per run. An unreachable archive is a clear error.
 pub fn apt_update() -> Result<()> {
     UPDATED
-        .get_or_init(|| {
-            let mut cmd = apt_get();
-            cmd.args(["update", "-q"]);
-            println!("xtask: refreshing the Debian package lists: {}", show(&cmd));
-            let out = cmd
-                .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|e| format!("could not start `{}`: {e}", show(&cmd)))?;
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            // apt-get update exits 0 when a mirror is unreachable, printing "W: Failed to fetch".
-            let unreachable: Vec<&str> = stderr
-                .lines()
-                .filter(|l| {
-                    l.contains("Failed to fetch")
-                        || l.contains("Could not resolve")
-                        || l.contains("Temporary failure resolving")
-                        || l.contains("Unable to connect")
-                })
-                .collect();
-            if !out.status.success() || !unreachable.is_empty() {
-                return Err(format!(
-                    "the Debian package archive is unreachable or `apt-get update` failed ({}): {}",
-                    out.status,
-                    if unreachable.is_empty() {
-                        stderr.trim().to_string()
-                    } else {
-                        unreachable.join("; ")
-                    }
-                ));
-            }
-            Ok(())
-        })
+        .get_or_init(apt_update_inner)
         .clone()
         .map_err(crate::util::Error)
 }
 
+/// `apt-get update` now, even if it ran before in this run (a new architecture was added).
+fn apt_update_now() -> Result<()> {
+    let r = apt_update_inner();
+    let _ = UPDATED.set(r.clone());
+    r.map_err(crate::util::Error)
+}
+
+fn apt_update_inner() -> Result<(), String> {
+    let mut cmd = apt_get();
+    cmd.args(["update", "-q"]);
+    println!("xtask: refreshing the Debian package lists: {}", show(&cmd));
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("could not start `{}`: {e}", show(&cmd)))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // apt-get update exits 0 when a mirror is unreachable, printing "W: Failed to fetch".
+    let unreachable: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            l.contains("Failed to fetch")
+                || l.contains("Could not resolve")
+                || l.contains("Temporary failure resolving")
+                || l.contains("Unable to connect")
+        })
+        .collect();
+    if !out.status.success() || !unreachable.is_empty() {
+        return Err(format!(
+            "the Debian package archive is unreachable or `apt-get update` failed ({}): {}",
+            out.status,
+            if unreachable.is_empty() {
+                stderr.trim().to_string()
+            } else {
+                unreachable.join("; ")
+            }
+        ));
+    }
+    Ok(())
+}
+
 /// Install missing apt packages and the rustup musl target.
 pub fn ensure() -> Result<()> {
-    let missing: Vec<&(&str, &str)> = APT_PACKAGES
-        .iter()
-        .filter(|(p, _)| !is_installed(p))
-        .collect();
-    if !missing.is_empty() {
-        println!("xtask: installing missing Debian packages:");
-        for (p, why) in &missing {
-            println!("  {p:<18} {why}");
-        }
-        if !crate::util::is_root() && crate::util::find_program("sudo").is_none() {
-            return Err(err!(
-                "packages {} are missing and we are not root (and there is no sudo): install them with \
-                 `apt-get install {}` as root",
-                missing.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
-                missing.iter().map(|p| p.0).collect::<Vec<_>>().join(" ")
-            ));
-        }
-        apt_update()?;
-        let mut cmd = apt_get();
-        cmd.args(["install", "-y", "-q", "--no-install-recommends"]);
-        cmd.args(missing.iter().map(|p| p.0));
-        println!("$ {}", show(&cmd));
-        let out = cmd
-            .stdin(std::process::Stdio::null())
-            .output()
-            .context(|| format!("starting `{}`", show(&cmd)))?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("E:")).collect();
-            return Err(err!(
-                "could not install {}: {}",
-                missing.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
-                if errors.is_empty() {
-                    stderr.trim().to_string()
-                } else {
-                    errors.join("; ")
-                }
-            ));
-        }
-        let still: Vec<&str> = missing
-            .iter()
-            .map(|p| p.0)
-            .filter(|p| !is_installed(p))
-            .collect();
-        if !still.is_empty() {
-            return Err(err!(
-                "apt-get reported success but {} is still not installed",
-                still.join(", ")
-            ));
-        }
+    install_missing(APT_PACKAGES)?;
+    ensure_rust_target(MUSL_TARGET, "static executables for the VM")
+}
+
+/// Debian packages the aarch64 steps use on the host, with the reason for each. The arm64
+/// guest's own userland (busybox, rdma-core, iproute2) is unpacked from arm64 packages, not
+/// installed (xtask/src/userland.rs).
+pub const AARCH64_APT_PACKAGES: &[(&str, &str)] = &[
+    (
+        "qemu-system-arm",
+        "qemu-system-aarch64 runs the arm64 test kernels (TCG, -M virt)",
+    ),
+    (
+        "qemu-user-static",
+        "qemu-aarch64-static runs aarch64 test executables on the host (the providers' tests, `--list`)",
+    ),
+];
+
+/// What the steps for `arch` need beyond [`ensure`]: for aarch64 the qemu system and user
+/// emulators, Debian's arm64 package lists, and the Rust target.
+pub fn ensure_arch(arch: Arch) -> Result<()> {
+    ensure()?;
+    if arch.is_host() {
+        return Ok(());
     }
-    ensure_musl_target()
+    install_missing(AARCH64_APT_PACKAGES)?;
+    ensure_foreign_arch(arch)?;
+    ensure_rust_target(
+        arch.musl_target(),
+        "static aarch64 executables (CLI, test executables) for the arm64 VM and qemu-user",
+    )
+}
+
+/// Makes Debian's package lists for a foreign `arch` available (`dpkg --add-architecture`, then
+/// `apt-get update`), so its kernels and userland packages can be downloaded. Nothing of that
+/// architecture is installed.
+pub fn ensure_foreign_arch(arch: Arch) -> Result<()> {
+    if arch.is_host() {
+        return Ok(());
+    }
+    let foreign = output(Command::new("dpkg").arg("--print-foreign-architectures"))?;
+    if foreign.lines().any(|l| l.trim() == arch.debian()) {
+        return Ok(());
+    }
+    println!(
+        "xtask: adding the Debian architecture {} (`dpkg --add-architecture {}`): its kernel and \
+         userland packages are downloaded and unpacked for the {} VM, not installed",
+        arch.debian(),
+        arch.debian(),
+        arch.label()
+    );
+    let mut cmd = if crate::util::is_root() {
+        Command::new("dpkg")
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(["-n", "dpkg"]);
+        c
+    };
+    cmd.args(["--add-architecture", arch.debian()]);
+    crate::util::run(&mut cmd).map_err(|e| {
+        err!(
+            "could not add the Debian architecture {}: {e}; run `dpkg --add-architecture {}` and \
+             `apt-get update` as root",
+            arch.debian(),
+            arch.debian()
+        )
+    })?;
+    // The lists may have been refreshed already in this run, without this architecture.
+    apt_update_now()
+}
+
+/// Install the packages of `list` that are missing, saying which and why.
+fn install_missing(list: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<&(&str, &str)> = list.iter().filter(|(p, _)| !is_installed(p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    println!("xtask: installing missing Debian packages:");
+    for (p, why) in &missing {
+        println!("  {p:<18} {why}");
+    }
+    if !crate::util::is_root() && crate::util::find_program("sudo").is_none() {
+        return Err(err!(
+            "packages {} are missing and we are not root (and there is no sudo): install them with \
+             `apt-get install {}` as root",
+            missing.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+            missing.iter().map(|p| p.0).collect::<Vec<_>>().join(" ")
+        ));
+    }
+    apt_update()?;
+    let mut cmd = apt_get();
+    cmd.args(["install", "-y", "-q", "--no-install-recommends"]);
+    cmd.args(missing.iter().map(|p| p.0));
+    println!("$ {}", show(&cmd));
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context(|| format!("starting `{}`", show(&cmd)))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("E:")).collect();
+        return Err(err!(
+            "could not install {}: {}",
+            missing.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+            if errors.is_empty() {
+                stderr.trim().to_string()
+            } else {
+                errors.join("; ")
+            }
+        ));
+    }
+    let still: Vec<&str> = missing
+        .iter()
+        .map(|p| p.0)
+        .filter(|p| !is_installed(p))
+        .collect();
+    if !still.is_empty() {
+        return Err(err!(
+            "apt-get reported success but {} is still not installed",
+            still.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// A rustup component a `cargo xtask test` step needs, and why.
@@ -288,7 +369,48 @@ pub fn ensure_toolchain_components() {
     }
 }
 
-fn ensure_musl_target() -> Result<()> {
+/// The workspace's `rust-version` (the MSRV every published crate declares), read from the
+/// root Cargo.toml's `[workspace.package]`.
+pub fn msrv() -> Result<String> {
+    let toml = std::fs::read_to_string(crate::util::workspace_root().join("Cargo.toml"))
+        .map_err(|e| err!("reading Cargo.toml: {e}"))?;
+    parse_msrv(&toml).ok_or_else(|| err!("Cargo.toml has no rust-version = \"X.Y\" line"))
+}
+
+fn parse_msrv(toml: &str) -> Option<String> {
+    toml.lines().find_map(|l| {
+        let v = l
+            .trim()
+            .strip_prefix("rust-version")?
+            .trim()
+            .strip_prefix('=')?;
+        Some(v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// Installs the MSRV toolchain (minimal profile) when rustup lacks it, saying why. Returns
+/// its name, or why it cannot be had.
+pub fn ensure_msrv_toolchain() -> Result<String> {
+    let v = msrv()?;
+    let list = output(Command::new("rustup").args(["toolchain", "list"]))
+        .map_err(|e| err!("the rust-version check needs rustup ({e})"))?;
+    if !list
+        .lines()
+        .any(|l| l.starts_with(&format!("{v}-")) || l.starts_with(&format!("{v}.")))
+    {
+        println!(
+            "xtask: installing Rust {v} (the workspace's rust-version: the MSRV check builds with it)"
+        );
+        let mut cmd = Command::new("rustup");
+        cmd.args(["toolchain", "install", &v, "--profile", "minimal"]);
+        crate::util::run(&mut cmd)
+            .map_err(|e| err!("could not install Rust {v} ({e}); run `{}`", show(&cmd)))?;
+    }
+    Ok(v)
+}
+
+/// Add the rustup target `target` if it is missing; `why` says what it is for.
+pub fn ensure_rust_target(target: &str, why: &str) -> Result<()> {
     let installed = match output(Command::new("rustup").args(["target", "list", "--installed"])) {
         Ok(list) => list,
         Err(e) => {
@@ -297,27 +419,35 @@ fn ensure_musl_target() -> Result<()> {
                 output(Command::new("rustc").args(["--print", "sysroot"])).unwrap_or_default();
             let lib = std::path::Path::new(sysroot.trim())
                 .join("lib/rustlib")
-                .join(MUSL_TARGET);
+                .join(target);
             if lib.is_dir() {
                 return Ok(());
             }
             return Err(err!(
-                "the Rust target {MUSL_TARGET} is needed for static test executables, and rustup is not \
-                 usable to add it ({e})"
+                "the Rust target {target} is needed for {why}, and rustup is not usable to add it ({e})"
             ));
         }
     };
-    if installed.lines().any(|l| l.trim() == MUSL_TARGET) {
+    if installed.lines().any(|l| l.trim() == target) {
         return Ok(());
     }
-    println!("xtask: installing the Rust target {MUSL_TARGET} (static executables for the VM)");
-    crate::util::run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))
-        .map_err(|e| err!("could not add the Rust target {MUSL_TARGET}: {e}"))
+    println!("xtask: installing the Rust target {target} ({why})");
+    crate::util::run(Command::new("rustup").args(["target", "add", target]))
+        .map_err(|e| err!("could not add the Rust target {target}: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::has_component;
+    use super::{has_component, parse_msrv};
+
+    #[test]
+    fn msrv_is_read_from_the_workspace_package() {
+        let toml = "[workspace.package]\nversion = \"0.1.0\"\nrust-version = \"1.85\"\n";
+        assert_eq!(parse_msrv(toml).as_deref(), Some("1.85"));
+        assert_eq!(parse_msrv("[package]\nname = \"x\"\n"), None);
+        // The real file has one.
+        assert!(super::msrv().is_ok());
+    }
 
     #[test]
     fn components_are_found_with_or_without_a_target_suffix() {

@@ -9,8 +9,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::guest::{safe_name, Net, Payload};
-use crate::harness::{build_uverbs_cli, command_payload, Harness, MUSL_TARGET};
-use crate::kernel::Series;
+use crate::harness::{
+    build_uverbs_cli, build_uverbs_cli_for, command_payload, Harness, MUSL_TARGET,
+};
+use crate::kernel::{Arch, Series};
 use crate::libtest::{self, Verdict};
 use crate::util::{err, Context, Result};
 use crate::vm::{Echo, Run};
@@ -189,6 +191,12 @@ pub struct TestBuild {
 /// `--no-fail-fast` cargo keeps building the other targets when one fails to compile, so
 /// what did build still runs in the VM while the failure is reported.
 pub fn build_test_exes() -> Result<TestBuild> {
+    build_test_exes_for(Arch::X86_64)
+}
+
+/// [`build_test_exes`] for a VM of `arch`; a foreign architecture's executables are listed
+/// through `qemu-<arch>-static`.
+pub fn build_test_exes_for(arch: Arch) -> Result<TestBuild> {
     let root = crate::util::workspace_root();
     let mut cmd = Command::new(crate::util::cargo());
     // xtask is host tooling (it drives qemu); its own tests run on the host.
@@ -205,7 +213,7 @@ pub fn build_test_exes() -> Result<TestBuild> {
     ])
     .args([
         "--target",
-        MUSL_TARGET,
+        arch.musl_target(),
         "--message-format=json-render-diagnostics",
     ])
     .current_dir(&root)
@@ -235,8 +243,15 @@ pub fn build_test_exes() -> Result<TestBuild> {
         let (pkg_name, target, kind) = artifact_names(&v);
         let display = format!("{pkg_name}::{target} ({kind})");
         let path = PathBuf::from(exe);
-        crate::elf::ensure_static(&path, &format!("test executable {display}"))?;
-        let list = crate::util::output(Command::new(&path).arg("--list"))
+        crate::elf::ensure_static_for(&path, &format!("test executable {display}"), arch)?;
+        let mut list_cmd = if arch.is_host() {
+            Command::new(&path)
+        } else {
+            let mut c = Command::new(format!("qemu-{}-static", arch.label()));
+            c.arg(&path);
+            c
+        };
+        let list = crate::util::output(list_cmd.arg("--list"))
             .map_err(|e| err!("listing the tests of {display}: {e}"))?;
         exes.push(TestExe {
             guest_name: safe_name(&format!("{pkg_name}-{kind}-{target}"), &mut taken),
@@ -431,7 +446,7 @@ pub fn build_one_test_exe(target: &str) -> Result<PathBuf> {
 }
 
 /// Payload lines running every test executable as its own step.
-fn test_steps(exes: &[TestExe]) -> String {
+pub(crate) fn test_steps(exes: &[TestExe]) -> String {
     let mut s = String::new();
     for e in exes {
         if e.host_only_target || e.two_vm_target {
@@ -463,7 +478,7 @@ fn test_steps(exes: &[TestExe]) -> String {
 }
 
 /// Turn the test steps of a run into per-test items.
-fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
+pub(crate) fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
     for e in exes.iter().filter(|e| !e.two_vm_target) {
         for n in e
             .names
@@ -538,6 +553,44 @@ fn test_items(run: &Run, exes: &[TestExe], report: &mut Report) {
     }
 }
 
+/// The crates users build (the libraries, the EFA model and the CLI, with `tokio`) must build
+/// with the `rust-version` they declare: `cargo check` on that toolchain, in its own target
+/// directory so the normal build stays warm.
+fn msrv_check(report: &mut Report) {
+    let t = Instant::now();
+    let name = "rust-version: cargo check with the declared MSRV";
+    let v = match crate::prereq::ensure_msrv_toolchain() {
+        Ok(v) => v,
+        Err(e) => return report.push(Item::fail(name, e.to_string())),
+    };
+    let name = format!("rust-version: cargo +{v} check (libraries, EFA model, CLI)");
+    let root = crate::util::workspace_root();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["run", &v, "cargo", "check", "--features", "uverbs/tokio"])
+        .args([
+            "-p",
+            "uverbs",
+            "-p",
+            "uverbs-uapi",
+            "-p",
+            "uverbs-rxe",
+            "-p",
+            "uverbs-efa",
+        ])
+        .args(["-p", "uverbs-efa-model", "-p", "uverbs-cli", "--target-dir"])
+        .arg(root.join("target/msrv"))
+        // rustup run puts that toolchain first; a CARGO/RUSTC from the outer cargo would not.
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC")
+        .current_dir(&root);
+    match crate::util::run(&mut cmd) {
+        Ok(()) => report.push(Item::pass(&name)),
+        Err(e) => report.push(Item::fail(&name, format!("{e}; see its output above"))),
+    }
+    println!("xtask: {name}: {:.0} s", t.elapsed().as_secs_f64());
+}
+
 /// Run one host command as a reported item.
 fn host_check(report: &mut Report, name: &str, args: &[&str]) {
     let t = Instant::now();
@@ -576,6 +629,7 @@ pub fn full() -> Result<bool> {
             "warnings",
         ],
     );
+    msrv_check(&mut host);
     host_tests(&mut host);
     // The providers' and uapi's unit tests again under Miri (xtask/src/miri.rs).
     crate::miri::run(&mut host);
@@ -678,6 +732,26 @@ pub fn full() -> Result<bool> {
         reports.push(r);
     }
 
+    // aarch64: the host tests under qemu-user, then the arm64 VM (xtask/src/aarch64.rs).
+    let t = Instant::now();
+    let mut arm = Report::new("aarch64 host (qemu-user)");
+    match crate::prereq::ensure_arch(Arch::Aarch64) {
+        Ok(()) => crate::aarch64::qemu_user_tests(&mut arm),
+        Err(e) => arm.push(Item::fail("aarch64 prerequisites", e.to_string())),
+    }
+    timings.push(format!(
+        "aarch64 qemu-user tests: {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
+    let r = crate::aarch64::vm_section(&mut arm, &mut timings);
+    let pair = crate::aarch64::mixed_pair(&mut arm, &mut timings);
+    arm.print();
+    r.print();
+    pair.print();
+    reports.push(arm);
+    reports.push(r);
+    reports.push(pair);
+
     let t = Instant::now();
     let two_vm_exe = exes
         .iter()
@@ -741,6 +815,7 @@ fn exe_guest_name(path: &std::path::Path) -> String {
 /// `cargo xtask vm -- <command>`.
 pub fn vm_command(
     series: Series,
+    arch: Arch,
     command: &str,
     timeout: Duration,
     boot_log: bool,
@@ -748,26 +823,30 @@ pub fn vm_command(
 ) -> Result<bool> {
     let mut files = Vec::new();
     for exe in test_exes {
-        crate::elf::ensure_static(exe, "--test-exe")?;
+        crate::elf::ensure_static_for(exe, "--test-exe", arch)?;
         let name = exe_guest_name(exe);
         println!("xtask: {} -> /tests/{name}", exe.display());
         files.push((format!("tests/{name}"), exe.clone()));
     }
     // Our CLI is in the VM as /usr/bin/uverbs when it builds; a VM without it is still useful.
-    let cli = match build_uverbs_cli() {
+    let cli = match build_uverbs_cli_for(arch) {
         Ok(p) => Some(p),
         Err(e) => {
             println!("xtask: note: the uverbs CLI is not in this VM: {e}");
             None
         }
     };
-    let mut h = Harness::new(cli);
+    let mut h = Harness::for_arch(arch, cli);
     let echo = Echo {
         prefix: String::new(),
         step_banners: false,
         boot_messages: boot_log,
     };
-    println!("xtask: running in the {} VM: {command}", series.label());
+    println!(
+        "xtask: running in the {} {} VM: {command}",
+        arch.label(),
+        series.label()
+    );
     let payload = command_payload(command, files);
     let run = h.run(series, &payload, timeout, echo)?;
     println!("xtask: {}", run.describe());

@@ -76,7 +76,12 @@ pub(super) fn run_bw(
         }
         // Busy-poll, or with `-e` sleep until a completion arrives: the loop above stopped
         // because nothing more can be posted until completions free room, or all is posted.
-        let n = poll_or_wait(&mut side.send_cq, side.channel.as_ref(), &mut wcs)?;
+        let n = poll_or_wait(
+            &mut side.send_cq,
+            side.channel.as_ref(),
+            &side.ctx,
+            &mut wcs,
+        )?;
         for wc in &wcs[..n] {
             if !wc.status.is_success() {
                 return Err(Failure(format!(
@@ -113,7 +118,12 @@ pub(super) fn run_bw_receiver(
     let step = (set.iters / 64).max(1);
     let start = Instant::now();
     while rcnt < set.iters {
-        let n = poll_or_wait(&mut side.recv_cq, side.channel.as_ref(), &mut wcs)?;
+        let n = poll_or_wait(
+            &mut side.recv_cq,
+            side.channel.as_ref(),
+            &side.ctx,
+            &mut wcs,
+        )?;
         if n == 0 {
             continue;
         }

@@ -27,7 +27,13 @@ pub(super) fn run_send_lat(
     let (mut scnt, mut rcnt) = (0u32, 0u32);
     while scnt < set.iters || rcnt < set.iters {
         if rcnt < set.iters && !(scnt < 1 && client) {
-            poll_one(&mut side.recv_cq, side.channel.as_ref(), &mut wc, "receive")?;
+            poll_one(
+                &mut side.recv_cq,
+                side.channel.as_ref(),
+                &side.ctx,
+                &mut wc,
+                "receive",
+            )?;
             rcnt += 1;
             side.qp
                 .post_recv(&recv_wrs[..1])
@@ -37,7 +43,13 @@ pub(super) fn run_send_lat(
             stamps[scnt as usize] = t0.elapsed().as_nanos() as u64;
             side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
             scnt += 1;
-            poll_one(&mut side.send_cq, side.channel.as_ref(), &mut wc, "send")?;
+            poll_one(
+                &mut side.send_cq,
+                side.channel.as_ref(),
+                &side.ctx,
+                &mut wc,
+                "send",
+            )?;
         }
     }
     Ok(deltas(&stamps, 2))
@@ -78,6 +90,7 @@ pub(super) fn run_write_lat(
                 if last[0] == want {
                     break;
                 }
+                crate::removal::check(&side.ctx)?;
             }
         }
         if scnt < set.iters {
@@ -94,6 +107,7 @@ pub(super) fn run_write_lat(
             poll_one(
                 &mut side.send_cq,
                 side.channel.as_ref(),
+                &side.ctx,
                 &mut wc,
                 "RDMA write",
             )?;
@@ -127,6 +141,7 @@ pub(super) fn run_read_lat(
         poll_one(
             &mut side.send_cq,
             side.channel.as_ref(),
+            &side.ctx,
             &mut wc,
             "RDMA read",
         )?;

@@ -59,7 +59,16 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
             .ok_or_else(|| Failure("No IB devices found".into()))?,
     };
     let ctx = Context::open(&dev)?;
-    let set = resolve(&args, &ctx)?;
+    let watch = ctx.clone();
+    let r = run_on(ctx, &args);
+    // Everything `run_on` made is dropped by now; `watch` only keeps the context open until
+    // this returns.
+    crate::removal::explain(r, &watch)
+}
+
+/// The run proper, on an open context; every object it makes is dropped when it returns.
+fn run_on(ctx: Context, args: &Args) -> Result<ExitCode, Failure> {
+    let set = resolve(args, &ctx)?;
     if set.test == Test::Micro {
         if args.servername.is_some() {
             return Err(Failure(
@@ -124,8 +133,9 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
     } else {
         Outcome::None
     };
-    // The client tells the server it is done; the server waits for it.
-    exchange::barrier(&mut sock).map_err(Failure)?;
+    // The client tells the server it is done; the server waits for it (or for the removal
+    // of its device: a server of an RDMA test does nothing else meanwhile).
+    crate::removal::barrier(&mut sock, &side.ctx)?;
     report(&set, client, &result, args.json);
     close(side)?;
     Ok(ExitCode::SUCCESS)

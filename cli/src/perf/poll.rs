@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use uverbs::{CompChannel, Cq, SendWr, Sge, Wc, WrOp};
+use uverbs::{CompChannel, Context, Cq, SendWr, Sge, Wc, WrOp};
 
 use super::fail;
 use super::options::Settings;
@@ -18,20 +18,25 @@ pub(super) static EVENT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic:
 /// One poll of `cq`; with a completion channel (`-e`) an empty poll sleeps instead of
 /// returning: arm the CQ, poll again (a completion that arrived before the arming raises no
 /// event), and only then wait for the event. Returns the completions taken (0 after a
-/// spurious wake-up: an event left from an earlier arming).
+/// spurious wake-up: an event left from an earlier arming). An empty poll after the
+/// device was removed, or a wait the removal ended, fails naming the device.
 #[inline]
 pub(super) fn poll_or_wait(
     cq: &mut Cq,
     ch: Option<&CompChannel>,
+    ctx: &Context,
     wcs: &mut [Wc],
 ) -> Result<usize, Failure> {
     let n = cq
         .poll(wcs)
         .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
-    let Some(ch) = ch else { return Ok(n) };
     if n > 0 {
         return Ok(n);
     }
+    let Some(ch) = ch else {
+        crate::removal::check(ctx)?;
+        return Ok(0);
+    };
     cq.req_notify(false)
         .map_err(fail("Couldn't request CQ notification"))?;
     let n = cq
@@ -40,8 +45,13 @@ pub(super) fn poll_or_wait(
     if n > 0 {
         return Ok(n);
     }
-    ch.get_cq_event(Some(EVENT_WAIT))
-        .map_err(fail("Failed to get a CQ event"))?;
+    ch.get_cq_event(Some(EVENT_WAIT)).map_err(|e| {
+        if e.is_device_removed() {
+            crate::removal::removed(ctx)
+        } else {
+            Failure(format!("Failed to get a CQ event: {e}"))
+        }
+    })?;
     EVENT_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     cq.poll(wcs)
         .map_err(|e| Failure(format!("poll CQ failed: {e}")))
@@ -52,11 +62,12 @@ pub(super) fn poll_or_wait(
 pub(super) fn poll_one(
     cq: &mut Cq,
     ch: Option<&CompChannel>,
+    ctx: &Context,
     wc: &mut [Wc; 1],
     what: &str,
 ) -> Result<(), Failure> {
     loop {
-        let n = poll_or_wait(cq, ch, wc)?;
+        let n = poll_or_wait(cq, ch, ctx, wc)?;
         if n == 1 {
             if !wc[0].status.is_success() {
                 return Err(Failure(format!(

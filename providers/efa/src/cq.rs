@@ -366,7 +366,10 @@ impl CompletionQueue {
                 r.emptied = true;
                 break;
             }
-            // No other CQE field is read before the phase above said the entry is complete.
+            // No other CQE field is read before the phase above said the entry is complete:
+            // rdma-core's `cq_next_sub_cqe_get` issues `udma_from_device_barrier()` here
+            // (`dmb oshld` on aarch64, `lfence` on x86_64); ours is that after an Acquire load
+            // (`ldar` / `mov`), so at least as strong (providers/efa/src/mmio.rs).
             mmio::dma_rmb();
             consumed = consumed.wrapping_add(1);
             if consumed & mask == 0 {
@@ -408,7 +411,9 @@ impl CompletionQueue {
         let v = cq_doorbell_value(self.cc, self.cmd_sn, arm);
         if let Some(db) = self.db.as_mut() {
             // The doorbell only reports how far we consumed; no host writes need ordering
-            // before it (we wrote nothing the device reads), so no barrier.
+            // before it (we wrote nothing the device reads), so no barrier: rdma-core's
+            // `efa_update_cq_doorbell` is a bare `mmio_write32` too (`str` on aarch64). Ours is
+            // an `stlr`, which also keeps the CQE loads above before it.
             db.ring(v);
         }
     }
@@ -625,7 +630,8 @@ impl CompletionQueue {
         if (w0 & (u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24) != 0) != sub.phase {
             return None;
         }
-        // No other CQE field is read before the phase above said the entry is complete.
+        // No other CQE field is read before the phase above said the entry is complete
+        // (rdma-core: `udma_from_device_barrier()`, `dmb oshld` on aarch64; see above).
         mmio::dma_rmb();
         sub.consumed = sub.consumed.wrapping_add(1);
         if sub.consumed & self.mask == 0 {

@@ -205,7 +205,9 @@ impl RecvQueue {
             // The completer accepts the new req_ids before the device can see them.
             self.pool.publish();
             // The descriptor stores above are visible to the device's DMA before it sees the
-            // doorbell that covers them.
+            // doorbell that covers them: rdma-core's `efa_rq_ring_doorbell` is
+            // `udma_to_device_barrier(); mmio_write32(db, pc)`, i.e. `dmb oshst` + `str` on
+            // aarch64; ours is `dmb oshst` + `stlr` (providers/efa/src/mmio.rs).
             mmio::dma_wmb();
             self.db.ring(u32::from(self.pc));
         }

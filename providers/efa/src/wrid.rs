@@ -50,6 +50,15 @@
 //! device that lies (a `req_id` completed twice, never posted, or made up) yields an error,
 //! never a data race, a double push or an out-of-bounds index.
 //!
+//! Orderings on aarch64: the pool is shared only between two threads of this process (poster
+//! and completer), in ordinary cacheable memory, never with the device, so no `udma_*`
+//! barrier belongs here. rdma-core has no counterpart: it serialises post and poll of a QP
+//! with its spinlocks (`pthread_spin_lock`/`unlock`, acquire/release on aarch64). Ours are the
+//! same pairs without the lock: each Release store (`posted`, `tail`; `stlr` on aarch64) is
+//! read by an Acquire load (`ldar`) on the other thread, and the Relaxed accesses are to data
+//! that pair already publishes (`wr_id` before `posted`, the free ring before `tail`).
+//! `tests::poster_and_completer_on_two_threads` runs them under Miri's weak-memory emulation.
+//!
 //! The upper bits of the 16-bit `req_id` that the index does not need carry a generation
 //! number supplied by the core (rdma-core bumps one per QP-number reuse), so a stale
 //! completion for an earlier QP with the same number is refused instead of completing

@@ -39,7 +39,9 @@ impl Producer {
     /// published (the kernel cannot consume what it was never given).
     fn refresh_consumer(&mut self) -> Result<(), RingError> {
         // Acquire: pairs with the kernel's release store after it finished reading the slots it
-        // consumed, so our later writes into those slots cannot race with its reads.
+        // consumed, so our later writes into those slots cannot race with its reads. rdma-core's
+        // `check_queue_full`/`queue_full` load consumer_index with memory_order_acquire too
+        // (`ldar` on aarch64); the kernel stores it with smp_store_release.
         let cons = self.q.load_index(IndexKind::Consumer, Ordering::Acquire)?;
         let moved = self.q.distance(self.cons_seen, cons);
         let allowed = self.q.distance(self.cons_seen, self.published);
@@ -85,7 +87,8 @@ impl Producer {
         let n = self.q.distance(self.published, upto);
         if n != 0 {
             // Release (inside store_index): orders all slot writes above before the kernel's
-            // acquire load of producer_index that observes `upto`.
+            // acquire load of producer_index that observes `upto`. On aarch64 an `stlr`, as
+            // rdma-core's `advance_producer` (memory_order_release); on x86_64 a plain `mov`.
             self.q.store_index(IndexKind::Producer, upto);
             self.published = upto;
         }

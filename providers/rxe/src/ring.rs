@@ -6,6 +6,26 @@
 //! raw pointers with bounds checked against that private geometry. It never forms a `&`/`&mut`
 //! to non-atomic ring memory and never decides protocol matters (who owns which index, when a
 //! queue is full): that is the job of the typed queues in `sq`, `rq` and `cq`.
+//!
+//! # Ordering, and why no device barrier is needed on any architecture
+//!
+//! The other side of an rxe ring is the kernel running on another CPU, not a device: the
+//! buffer is ordinary cacheable memory (`vmalloc_user`) mapped into both, so the CPUs' own
+//! coherence (the inner-shareable domain on aarch64) is all that orders it, and the language's
+//! Acquire/Release pairs are exactly enough. The kernel side uses `smp_load_acquire` /
+//! `smp_store_release` on the indices (drivers/infiniband/sw/rxe/rxe_queue.h), and rdma-core's
+//! provider (providers/rxe/rxe_queue.h, checked at commit 691953d8d) does what we do:
+//! `atomic_load_explicit(.., memory_order_acquire)` of the other side's index,
+//! `memory_order_relaxed` of its own, `atomic_store_explicit(.., memory_order_release)` to
+//! publish, and no `udma_*` barrier anywhere. On aarch64 both compile to the same
+//! instructions as ours: `ldar` for an Acquire load, `stlr` for a Release store, `ldr` for a
+//! Relaxed one; on x86_64 all three are plain `mov`s. So ours is as strong as rdma-core's on
+//! both, with nothing architecture-specific to get wrong (unlike EFA's device memory,
+//! providers/efa/src/mmio.rs).
+//!
+//! What runs these orderings with threads under Miri's weak-memory emulation: see
+//! `tests::producer_and_consumer_threads_see_whole_slots` (a producer thread writes slots and
+//! Release-stores the index, a consumer thread Acquire-loads it and reads the slots).
 #![allow(unsafe_code)]
 
 use core::ptr::NonNull;
@@ -181,7 +201,9 @@ impl Queue {
     /// Loads an index with `order` and checks it is `<= index_mask`.
     ///
     /// Callers pass `Acquire` for the other side's index (so the other side's slot writes or
-    /// reads before its release store are visible/finished) and `Relaxed` for their own.
+    /// reads before its release store are visible/finished) and `Relaxed` for their own, as
+    /// rdma-core's `load_producer_index`/`load_consumer_index` do (`ldar` / `ldr` on aarch64);
+    /// the kernel publishes with `smp_store_release`.
     #[inline]
     pub(crate) fn load_index(&self, which: IndexKind, order: Ordering) -> Result<u32, RingError> {
         // SAFETY: both index offsets are < 384 <= len, 4-aligned; the mapping is live per the
@@ -280,6 +302,8 @@ impl Queue {
 
     /// Stores our own index with `Release`: every slot write (producer) or slot read (consumer)
     /// done before this call happens-before the other side's `Acquire` load that sees `value`.
+    /// rdma-core: `store_producer_index`/`store_consumer_index`, `memory_order_release`
+    /// (`stlr` on aarch64, as this is); the kernel pairs it with `smp_load_acquire`.
     #[inline]
     pub(crate) fn store_index(&self, which: IndexKind, value: u32) {
         let value = value & self.index_mask;
