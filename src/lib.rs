@@ -25,6 +25,7 @@
 
 mod ah;
 pub mod channel;
+pub mod cm;
 mod context;
 mod cq;
 mod cq_ex;

@@ -35,6 +35,14 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
     ("gcc", "the linker cargo uses"),
     ("linux-libc-dev", "kernel uapi headers (layout checks)"),
     ("musl-tools", "musl-gcc for static test executables"),
+    (
+        "librdmacm-dev",
+        "rdma/rdma_cma.h: librdmacm's event and port-space values (uapi ucma layout check)",
+    ),
+    (
+        "rdmacm-utils",
+        "rping, ucmatose, udaddy in the VM: the rdma_cm peers of uverbs::cm",
+    ),
 ];
 
 const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
