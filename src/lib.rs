@@ -52,15 +52,18 @@ pub use cq_ex::PollCq;
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
-pub use efa::*;
+pub use efa::{
+    EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
+};
 pub use error::{errno_name, Errno, Error, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use mw::{Mw, MwType};
 pub use pd::Pd;
 pub use qp::{
-    Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
-    WrBatch,
+    Qp, QpAttr, QpAttrMask, QpCap, QpDestroyError, QpDestroyed, QpInitAttr, QpQuery, QpState,
+    QpType, SendOpsFlags, WrBatch,
 };
 pub use query::*;
 pub use srq::{Srq, SrqAttr, SrqAttrMask, SrqDestroyed, SrqInitAttrEx, SrqType};

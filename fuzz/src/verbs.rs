@@ -4,11 +4,7 @@
 
 use std::time::Duration;
 
-use uverbs::{
-    AccessFlags, AhAttr, CompChannel, Context, Cq, Device, Driver, EfaCqInitAttr, EfaQpCap,
-    EfaQpInitAttr, EfaQpType, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, Wc,
-};
+use uverbs::{AccessFlags, AhAttr, CompChannel, Context, Cq, Device, Driver, EfaCqInitAttr, QpCap, EfaQpInitAttr, QpInitAttr, QpType, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpState, RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, Wc};
 use uverbs_uapi::ioctl::{RDMA_DRIVER_EFA, RDMA_DRIVER_RXE};
 
 use crate::{check_error, checked, HostileKernel, IoctlMode};
@@ -237,7 +233,7 @@ impl World {
                     gid[..4].copy_from_slice(&arg.to_le_bytes());
                     let _ =
                         checked(pd.create_ah(&AhAttr::roce(Gid::from(gid), (arg >> 8) as u8, 1)));
-                    let _ = checked(pd.efadv_create_ah(gid));
+                    let _ = checked(pd.create_ah(&efa::ah_attr(gid)));
                 }
             }
             22 => {
@@ -275,13 +271,13 @@ impl World {
         if arg & 0x100 != 0 {
             let attr = EfaQpInitAttr {
                 qp_type: if arg & 0x200 != 0 {
-                    EfaQpType::Srd
+                    QpType::Srd
                 } else {
-                    EfaQpType::Ud
+                    QpType::Ud
                 },
                 send_cq: cq,
                 recv_cq: cq,
-                cap: EfaQpCap {
+                cap: QpCap {
                     max_send_wr: (arg >> 10) % 64,
                     max_recv_wr: (arg >> 16) % 64,
                     max_send_sge: 1,

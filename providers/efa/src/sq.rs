@@ -154,6 +154,7 @@ impl SqConfig {
 /// A scatter/gather entry (`struct ibv_sge`).
 #[doc(alias = "ibv_sge")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Start address in a registered MR.
     pub addr: u64,
