@@ -2040,4 +2040,113 @@ mod tests {
             uverbs_uapi::verbs::IB_QP_DEST_QPN
         );
     }
+
+    /// Finding 12: the doorbell's response block must stay writable through the address in
+    /// the prebuilt request after the Doorbell (and so the QP) moves. The write below stands
+    /// in for the kernel's; under Miri (`cargo +nightly miri test -p uverbs --lib doorbell`)
+    /// the earlier `Box` field made it undefined behaviour (a moved `Box` asserts unique
+    /// access, invalidating the address taken before).
+    #[test]
+    fn doorbell_response_survives_moves() {
+        let db = Doorbell::new(3, 77);
+        let moved = vec![db];
+        let db = moved.into_iter().next().unwrap();
+        let boxed = Box::new(db);
+        let resp = u64::from_ne_bytes(boxed.req[8..16].try_into().unwrap());
+        let p = resp as usize as *mut IbUverbsPostSendResp;
+        // SAFETY: `p` is the response block the Doorbell owns (its address is in `req`, which
+        // the test just read), alive until `boxed` drops; nothing else accesses it now. This is
+        // exactly what the kernel does during the doorbell `write()`.
+        unsafe { p.write(IbUverbsPostSendResp { bad_wr: 9 }) };
+        // SAFETY: as above; reading back what was written.
+        assert_eq!(unsafe { p.read() }.bad_wr, 9);
+        assert_eq!(boxed.resp.as_ptr(), p);
+        drop(boxed);
+    }
+
+    /// Finding 3: the kernel's errno is kept, and the provider's "does not support" reason is
+    /// given only for the errnos that mean it; EPERM (no CAP_NET_RAW) says so.
+    #[test]
+    fn raw_packet_refusal_keeps_the_kernel_errno_and_its_reason() {
+        let cap = QpCap::default();
+        let attr = QpInitAttr {
+            qp_type: QpType::RawPacket,
+            send_cq: None,
+            recv_cq: None,
+            srq: None,
+            xrcd: None,
+            cap,
+            sq_sig_all: false,
+            create_flags: 0,
+            send_ops_flags: SendOpsFlags::empty(),
+        };
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::PERM), &attr, true);
+        assert!(e.is(Errno::PERM), "{e}");
+        assert!(e.reason().contains("CAP_NET_RAW"), "{e}");
+        assert!(!e.reason().contains("does not support"), "{e}");
+        let e = explain_create_errno(
+            Error::os("create_qp", "pd 1", Errno::OPNOTSUPP),
+            &attr,
+            true,
+        );
+        assert!(e.is(Errno::OPNOTSUPP), "{e}");
+        assert!(e.reason().contains("rxe does not support RAW_PACKET"), "{e}");
+        // Another errno (the kernel ran out of memory) keeps the kernel's answer alone.
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::NOMEM), &attr, true);
+        assert!(e.is(Errno::NOMEM) && e.reason().is_empty(), "{e}");
+    }
+
+    /// A heap block laid out as an rxe queue (`rxe_queue_buf` header, then the slots), for
+    /// ring views without a kernel.
+    struct HeapQueue {
+        words: Vec<u64>,
+    }
+
+    impl HeapQueue {
+        fn new(log2_elem: u32, log2_slots: u32) -> Self {
+            use uverbs_uapi::rxe::{RxeQueueBuf, RXE_QUEUE_BUF_DATA_OFFSET};
+            let len = RXE_QUEUE_BUF_DATA_OFFSET + (1usize << (log2_elem + log2_slots));
+            let mut words = vec![0u64; len.div_ceil(8)];
+            let hdr = RxeQueueBuf {
+                log2_elem_size: log2_elem,
+                index_mask: (1 << log2_slots) - 1,
+                ..Default::default()
+            };
+            words.as_mut_bytes()[..std::mem::size_of::<RxeQueueBuf>()]
+                .copy_from_slice(hdr.as_bytes());
+            HeapQueue { words }
+        }
+    }
+
+    /// Finding 9: a receive queue whose slots hold more SGEs than the 64-entry stack buffer
+    /// (a device reporting max_sge > 64) refuses a longer list with an error, no panic.
+    #[test]
+    fn more_than_64_sges_are_refused_not_a_panic() {
+        let mut mem = HeapQueue::new(11, 2);
+        let len = mem.words.len() * 8;
+        // SAFETY: `mem` is a live, 8-aligned, writable block of `len` bytes with a valid
+        // header, outliving `rq` (dropped first, below); nothing else touches it.
+        let q = unsafe {
+            uverbs_rxe::Queue::from_raw(
+                NonNull::new(mem.words.as_mut_ptr().cast::<u8>()).unwrap(),
+                len,
+                None,
+            )
+        }
+        .unwrap();
+        let mut rq = RecvQueue::new(q, 100).unwrap();
+        let sges = [Sge::default(); 65];
+        let wrs = [RecvWr::new(1, &sges)];
+        let (index, e) = post_recv_list(&mut rq, &wrs).unwrap_err();
+        assert_eq!(index, 0);
+        assert!(
+            matches!(e, uverbs_rxe::PostError::TooManySge { num_sge: 65, .. }),
+            "{e}"
+        );
+        // 64 still go.
+        post_recv_list(&mut rq, &[RecvWr::new(2, &sges[..64])]).unwrap();
+        // `rq` points into `mem`: it must not be used after `mem` goes.
+        let _rq = rq;
+        let _mem = mem;
+    }
 }
