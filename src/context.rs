@@ -4,6 +4,10 @@
 //! provider learned at get-context time. Every object made from it holds a clone of the
 //! context, so the fd stays open until the last object is gone and objects are always
 //! destroyed before their parents.
+//!
+//! A context opened on a kernel device is watched for the device's removal (see
+//! `src/removal.rs`): [`Context::is_device_removed`] is one atomic load, and the async event
+//! stream carries [`crate::AsyncEventType::DEVICE_REMOVED`].
 
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -20,6 +24,9 @@ use zerocopy::IntoBytes;
 use crate::channel::{Channel, IoctlCmd, KernelChannel, WriteCmd};
 use crate::device::{Device, Driver};
 use crate::error::{Errno, Error, Result};
+use crate::removal::{
+    CheckedChannel, Identity, Registration, RemovalSource, RemovalWatch, Roots, State,
+};
 
 /// What the provider learned when the context was created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +39,11 @@ pub enum ProviderInfo {
 }
 
 pub(crate) struct ContextInner {
-    pub(crate) channel: Box<dyn Channel>,
+    /// The command channel; destroys after a disassociation count as done (`removal.rs`).
+    pub(crate) channel: CheckedChannel,
+    /// The removal watcher's hold on this context (`None`: not a kernel device, or the
+    /// identity of its fd could not be read).
+    pub(crate) registration: Option<Registration>,
     pub(crate) device: Device,
     pub(crate) async_fd: OwnedFd,
     pub(crate) num_comp_vectors: u32,
@@ -86,11 +97,56 @@ impl Context {
             Error::os("open_device", label.clone(), e)
                 .with_reason(format!("{why} {}", device.dev_path().display()))
         })?;
-        Context::with_channel(device.clone(), Box::new(channel))
+        // Watch before checking: a removal after the check is then seen by the watcher, one
+        // before it by the check.
+        let roots = Roots::system();
+        let id = Identity::of(
+            channel.fd(),
+            device.uverbs_name(),
+            device.name(),
+            device.dev_path(),
+            &roots,
+        );
+        let state = State::new(id.is_some());
+        let registration = id.map(|id| Registration::new(id, state.clone()));
+        let ctx = Context::build(device.clone(), Box::new(channel), state, registration)?;
+        if let Some(r) = &ctx.inner.registration {
+            if let Err(why) = r.identity().check_at_open(&roots) {
+                ctx.inner.channel.state.mark(RemovalSource::AtOpen);
+                return Err(Error::device_removed(
+                    "open_device",
+                    label,
+                    device.name(),
+                    Errno::NODEV,
+                )
+                .with_reason(format!("device {} was removed: {why}", device.name())));
+            }
+        }
+        Ok(ctx)
     }
 
     /// Creates a context over any [`Channel`] (a device model in tests, or the kernel).
+    ///
+    /// Such a context is not watched for removal (there is no device node to watch); it
+    /// still learns of one from `DEVICE_FATAL` and from commands failing with `EIO`.
+    ///
+    /// With `UVERBS_TRACE=1` in the environment, every command the context sends is printed on
+    /// standard error ([`TraceChannel`](crate::channel::TraceChannel)).
     pub fn with_channel(device: Device, channel: Box<dyn Channel>) -> Result<Context> {
+        Context::build(device, channel, State::new(false), None)
+    }
+
+    pub(crate) fn build(
+        device: Device,
+        channel: Box<dyn Channel>,
+        state: std::sync::Arc<State>,
+        registration: Option<Registration>,
+    ) -> Result<Context> {
+        let channel: Box<dyn Channel> = if crate::channel::trace_enabled() {
+            Box::new(crate::channel::TraceChannel::new(channel, device.name()))
+        } else {
+            channel
+        };
         let label = format!("device {}", device.name());
         let op = "get_context";
         let (mut cmd, efa) = match device.driver() {
@@ -160,7 +216,8 @@ impl Context {
         };
         Ok(Context {
             inner: Arc::new(ContextInner {
-                channel,
+                channel: CheckedChannel::new(channel, state),
+                registration,
                 device,
                 async_fd,
                 num_comp_vectors: resp.num_comp_vectors,
@@ -194,7 +251,47 @@ impl Context {
 
     /// The command channel, for the raw API and tests of what the kernel rejects.
     pub fn channel(&self) -> &dyn Channel {
-        &*self.inner.channel
+        &self.inner.channel
+    }
+
+    /// Whether this context's device is known to be removed: one atomic load, cheap enough
+    /// for a busy poll loop to check every round.
+    ///
+    /// Set by the removal watcher (the kernel's uevent, the `/dev` node, sysfs), by reading
+    /// `DEVICE_FATAL` from the async fd, or by a command failing with `EIO` on a disassociated
+    /// device. Once set it stays set. What to do then: stop posting, destroy every object of
+    /// this context and drop it — for drivers without disassociation (rxe) the kernel's
+    /// removal waits until then.
+    pub fn is_device_removed(&self) -> bool {
+        self.inner.channel.state.is_removed()
+    }
+
+    /// How the removal was learned (`None` while the device is present).
+    pub fn removal_source(&self) -> Option<RemovalSource> {
+        self.inner.channel.state.source()
+    }
+
+    /// Which mechanisms watch this context for removal (all `false` for a context not on a
+    /// kernel device, or when none could be set up).
+    pub fn removal_watch(&self) -> RemovalWatch {
+        self.inner.channel.state.watch()
+    }
+
+    /// An fd that becomes readable (and stays readable) once the device is known to be
+    /// removed, for a program's own `epoll` set; never read it. `None` for a context that is
+    /// not watched. [`Context::get_async_event`] and the completion-channel waits already
+    /// poll it.
+    pub fn removal_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.channel.state.wake_fd()
+    }
+
+    /// The error for a command that failed with `errno`: a removed device when the kernel
+    /// says `EIO` and the device is confirmed gone, otherwise the errno as it is.
+    pub(crate) fn command_error(&self, op: &'static str, object: String, errno: Errno) -> Error {
+        if errno == Errno::IO && self.inner.channel.confirm_removed() {
+            return Error::device_removed(op, object, self.device().name(), errno);
+        }
+        Error::os(op, object, errno)
     }
 
     pub(crate) fn label(&self) -> &str {
@@ -211,7 +308,7 @@ impl Context {
         self.inner
             .channel
             .write(cmd)
-            .map_err(|e| Error::os(op, object(), e))
+            .map_err(|e| self.command_error(op, object(), e))
     }
 
     /// Runs an ioctl command, mapping failure to an error naming `op` and `object`.
@@ -227,7 +324,7 @@ impl Context {
         self.inner
             .channel
             .ioctl(cmd)
-            .map_err(|e| Error::os(op, object(), e))
+            .map_err(|e| self.command_error(op, object(), e))
     }
 }
 

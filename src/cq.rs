@@ -25,40 +25,55 @@ use crate::channel::{IoctlCmd, MapKind, Mapping};
 use crate::context::{legacy_cmd, Context, ProviderInfo};
 use crate::error::{Errno, Error, Result};
 use crate::event::{next_user_handle, CompChannel};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// The kernel CQ object, shared by the [`Cq`] and the QPs that complete into it.
 pub(crate) struct CqShared {
+    obj: KernelObject,
+    /// The context (the same as `obj`'s; QPs compare it when they are created).
     pub(crate) ctx: Context,
-    pub(crate) handle: u32,
     pub(crate) user_handle: u64,
     pub(crate) channel: Option<CompChannel>,
-    /// Set when `Cq::destroy` already destroyed the kernel object.
-    destroyed: bool,
+    /// The CQ's entry in the event table: its `cq_context`.
+    events: Registration,
 }
+
+/// `ibv_destroy_cq`: the `UVERBS_METHOD_CQ_DESTROY` ioctl, answering the two event counts.
+static DESTROY_CQ: Destroy = Destroy {
+    op: "destroy_cq",
+    cmd: DestroyCmd::Ioctl {
+        object: UVERBS_OBJECT_CQ,
+        method: UVERBS_METHOD_CQ_DESTROY,
+        handle_attr: UVERBS_ATTR_DESTROY_CQ_HANDLE,
+        resp_attr: Some(UVERBS_ATTR_DESTROY_CQ_RESP),
+        resp_len: std::mem::size_of::<IbUverbsDestroyCqResp>(),
+    },
+};
 
 impl CqShared {
     pub(crate) fn label(&self) -> String {
-        format!("cq {} on {}", self.handle, self.ctx.label())
+        self.obj.label().to_owned()
     }
 
-    fn destroy(&self) -> std::result::Result<IbUverbsDestroyCqResp, Errno> {
-        let mut resp = IbUverbsDestroyCqResp::default();
-        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY);
-        cmd.idr(UVERBS_ATTR_DESTROY_CQ_HANDLE, self.handle)
-            .ptr_out(UVERBS_ATTR_DESTROY_CQ_RESP, &mut resp);
-        self.ctx.inner.channel.ioctl(&mut cmd)?;
-        Ok(resp)
+    pub(crate) fn handle(&self) -> u32 {
+        self.obj.handle()
     }
 }
 
-impl Drop for CqShared {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        if let Err(e) = self.destroy() {
-            crate::report_drop_error("destroy_cq", &self.label(), e);
+/// The CQs a QP completes into, each held once: a QP whose send and receive CQ are the same
+/// CQ holds it once, so [`Cq::destroy`] counts QPs, not references.
+pub(crate) struct QpCqs {
+    _send: Option<Arc<CqShared>>,
+    _recv: Option<Arc<CqShared>>,
+}
+
+impl QpCqs {
+    pub(crate) fn new(send: Option<&Cq>, recv: Option<&Cq>) -> Self {
+        let same = matches!((send, recv), (Some(s), Some(r)) if Arc::ptr_eq(&s.shared, &r.shared));
+        QpCqs {
+            _send: send.map(|c| c.shared.clone()),
+            _recv: recv.filter(|_| !same).map(|c| c.shared.clone()),
         }
     }
 }
@@ -86,6 +101,11 @@ pub struct CqInitAttr<'a> {
     pub comp_vector: u32,
     /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
     pub flags: u32,
+    /// The user's value for this CQ (`cq_context` of `ibv_create_cq`; a number, not a
+    /// pointer): read back with [`Cq::cq_context`] and returned with the CQ's completion
+    /// events ([`CqEvent::cq_context`](crate::CqEvent)) and async events
+    /// ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub cq_context: u64,
 }
 
 /// What the kernel reported when a CQ was destroyed (`struct ib_uverbs_destroy_cq_resp`).
@@ -125,7 +145,7 @@ impl Context {
             cqe,
             channel,
             comp_vector,
-            flags: 0,
+            ..CqInitAttr::default()
         })
     }
 
@@ -153,12 +173,10 @@ impl Context {
         }
         match self.provider() {
             ProviderInfo::Rxe => self.create_rxe_cq(attr),
-            ProviderInfo::Efa(_) => Err(Error::invalid(
-                op,
-                self.label().to_string(),
-                Errno::OPNOTSUPP,
-                "EFA CQs are created with efadv_create_cq",
-            )),
+            // libefa's efa_create_cq: efadv's create with no EFA attributes.
+            ProviderInfo::Efa(_) => {
+                self.efadv_create_cq(attr, &crate::efa::EfaCqInitAttr::default())
+            }
         }
     }
 
@@ -204,13 +222,14 @@ impl Context {
         let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_CREATE_CQ_HANDLE).unwrap_or(0) as u32;
         r.map_err(|e| self.explain_cq_error(e, attr))?;
+        let label = format!("cq {handle} on {}", self.label());
         Ok((
             Arc::new(CqShared {
+                obj: KernelObject::new(self.clone(), handle, &DESTROY_CQ, label),
                 ctx: self.clone(),
-                handle,
                 user_handle,
                 channel: attr.channel.cloned(),
-                destroyed: false,
+                events: Registration::new(user_handle, attr.cq_context),
             }),
             resp_cqe,
         ))
@@ -297,7 +316,7 @@ pub(crate) fn wc_from_rxe(c: &uverbs_rxe::Cqe) -> Wc {
         opcode: WcOpcode(c.opcode),
         vendor_err: c.vendor_err,
         byte_len: c.byte_len,
-        imm_data: c.ex,
+        imm_data: imm_from_kernel(c.ex, c.wc_flags),
         qp_num: c.qp_num,
         src_qp: c.src_qp,
         wc_flags: wc_flags_from_kernel(c.wc_flags),
@@ -381,32 +400,28 @@ impl Cq {
 
     /// Requests a completion event on the CQ's channel for the next completion
     /// (`ibv_req_notify_cq`); with `solicited_only`, only for solicited ones.
+    ///
+    /// As in rdma-core, a CQ created without a completion channel is armed too (the kernel
+    /// then has nowhere to deliver the event; nothing waits for it).
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&mut self, solicited_only: bool) -> Result<()> {
         let op = "req_notify_cq";
-        let Some(ch) = &self.shared.channel else {
-            return Err(Error::invalid(
-                op,
-                self.shared.label(),
-                Errno::INVAL,
-                "the CQ was created without a completion channel",
-            ));
-        };
         if let CqRing::Efa(r) = &mut self.ring {
-            // EFA arms through its CQ doorbell, not a kernel command.
+            // EFA arms through its CQ doorbell, not a kernel command (`efa_arm_cq`).
             r.req_notify(solicited_only, self.shared.label())?;
-            ch.note_armed();
-            return Ok(());
+        } else {
+            let req = IbUverbsReqNotifyCq {
+                cq_handle: self.shared.handle(),
+                solicited_only: u32::from(solicited_only),
+            };
+            let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
+            self.shared
+                .ctx
+                .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
         }
-        let req = IbUverbsReqNotifyCq {
-            cq_handle: self.shared.handle,
-            solicited_only: u32::from(solicited_only),
-        };
-        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
-        self.shared
-            .ctx
-            .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
-        ch.note_armed();
+        if let Some(ch) = &self.shared.channel {
+            ch.note_armed();
+        }
         Ok(())
     }
 
@@ -426,7 +441,7 @@ impl Cq {
         match &self.ring {
             CqRing::Rxe { .. } => {
                 let req = IbUverbsResizeCq {
-                    cq_handle: self.shared.handle,
+                    cq_handle: self.shared.handle(),
                     cqe,
                     ..Default::default()
                 };
@@ -483,7 +498,19 @@ impl Cq {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.shared.handle
+        self.shared.handle()
+    }
+
+    /// The user's value given at creation ([`CqInitAttr::cq_context`]) or last set.
+    pub fn cq_context(&self) -> u64 {
+        self.shared.events.context()
+    }
+
+    /// Replaces the user's value (`ibv_cq.cq_context = ...`); events read from now on carry
+    /// the new one.
+    #[doc(alias = "ibv_cq.cq_context")]
+    pub fn set_cq_context(&mut self, cq_context: u64) {
+        self.shared.events.set_context(cq_context);
     }
 
     /// The completion channel, if any.
@@ -498,35 +525,31 @@ impl Cq {
 
     /// Destroys the CQ now (`ibv_destroy_cq`) and returns the event counts the kernel reports.
     ///
-    /// Fails with `EBUSY`, and leaves the kernel object to be destroyed with its last QP, if
-    /// QPs still complete into this CQ.
+    /// On failure the CQ comes back in the error ([`DestroyError::into_inner`]), still
+    /// usable: while QPs complete into it this fails with `EBUSY` (the kernel would refuse
+    /// too); destroy them and call `destroy` again. Dropping the CQ instead leaves the kernel
+    /// object to be destroyed with the last of them.
     #[doc(alias = "ibv_destroy_cq")]
-    pub fn destroy(self) -> Result<CqDestroyed> {
-        let Cq { shared, ring, .. } = self;
-        drop(ring);
-        match Arc::try_unwrap(shared) {
-            Ok(mut shared) => {
-                let r = shared.destroy();
-                let label = shared.label();
-                // Destroyed, or failed and reported here: Drop must not try again.
-                shared.destroyed = true;
-                match r {
-                    Ok(resp) => Ok(CqDestroyed {
-                        comp_events_reported: resp.comp_events_reported,
-                        async_events_reported: resp.async_events_reported,
-                    }),
-                    Err(e) => Err(Error::os("destroy_cq", label, e)),
-                }
-            }
-            Err(shared) => Err(Error::invalid(
+    pub fn destroy(mut self) -> Result<CqDestroyed, DestroyError<Cq>> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            let users = Arc::strong_count(&self.shared) - 1;
+            let e = Error::invalid(
                 "destroy_cq",
-                shared.label(),
+                self.shared.label(),
                 Errno::BUSY,
                 format!(
-                    "{} QP(s) still complete into this CQ; it is destroyed with the last of them",
-                    Arc::strong_count(&shared) - 1
+                    "{users} QP(s) or XRC SRQ(s) still complete into this CQ; destroy them first"
                 ),
-            )),
+            );
+            return Err(DestroyError::new(self, e));
+        };
+        // The kernel object goes first, the ring (and any memory the device writes) after.
+        match shared.obj.destroy() {
+            Ok([comp, async_]) => Ok(CqDestroyed {
+                comp_events_reported: comp,
+                async_events_reported: async_,
+            }),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }
@@ -588,17 +611,39 @@ const _: () = assert!(
         && std::mem::offset_of!(Wc, wc_flags) == FLAGS_WORD * 8 + 4
 );
 
+/// The 8-byte word of `Wc` (and of `ib_uverbs_wc`) that holds `imm_data` and `qp_num`.
+const IMM_WORD: usize = std::mem::offset_of!(Wc, imm_data) / 8;
+const _: () = assert!(
+    std::mem::offset_of!(Wc, imm_data) == IMM_WORD * 8
+        && std::mem::offset_of!(Wc, qp_num) == IMM_WORD * 8 + 4
+);
+
+/// The `ex` union of an rxe completion as `Wc::imm_data` holds it: immediate data (stored
+/// big-endian, as it travels) in host order, an invalidated rkey (stored host order) as it is.
+#[inline(always)]
+fn imm_from_kernel(ex: u32, kernel_flags: u32) -> u32 {
+    if kernel_flags & uverbs_uapi::verbs::IB_WC_WITH_IMM != 0 {
+        u32::from_be(ex)
+    } else {
+        ex
+    }
+}
+
 /// A `Wc` from the first 48 bytes of an rxe CQ slot, taken as six words so that each moves
-/// with one load and one store: every field but the flags is already what `struct ibv_wc`
-/// says (same layout, asserted above); the kernel's `IB_WC_*` flags are translated inside
-/// their word, next to `src_qp`, which is kept as it is.
+/// with one load and one store: every field but the flags and the immediate is already what
+/// `struct ibv_wc` says (same layout, asserted above); the kernel's `IB_WC_*` flags are
+/// translated inside their word, next to `src_qp`, which is kept as it is, and immediate data
+/// turned to host order inside its word, next to `qp_num`.
 #[inline(always)]
 fn wc_from_slot(mut words: [u64; 6]) -> Wc {
     let [q0, q1, q2, q3, f0, f1, f2, f3] = words[FLAGS_WORD].to_ne_bytes();
-    let [g0, g1, g2, g3] = wc_flags_from_kernel(u32::from_ne_bytes([f0, f1, f2, f3]))
-        .bits()
-        .to_ne_bytes();
+    let kflags = u32::from_ne_bytes([f0, f1, f2, f3]);
+    let [g0, g1, g2, g3] = wc_flags_from_kernel(kflags).bits().to_ne_bytes();
     words[FLAGS_WORD] = u64::from_ne_bytes([q0, q1, q2, q3, g0, g1, g2, g3]);
+    let [e0, e1, e2, e3, n0, n1, n2, n3] = words[IMM_WORD].to_ne_bytes();
+    let [i0, i1, i2, i3] =
+        imm_from_kernel(u32::from_ne_bytes([e0, e1, e2, e3]), kflags).to_ne_bytes();
+    words[IMM_WORD] = u64::from_ne_bytes([i0, i1, i2, i3, n0, n1, n2, n3]);
     zerocopy::transmute!(words)
 }
 
@@ -671,7 +716,13 @@ mod tests {
             };
             let w = wc_from_slot(<[u64; 6]>::read_from_bytes(k.as_bytes()).unwrap());
             assert_eq!(w, wc_from_rxe(&c), "kernel flags {flags:#x}");
-            assert_eq!(w.imm_data, 0x3344_5566);
+            // Immediate data (stored big-endian) in host order; an rkey as stored.
+            let want = if flags & IB_WC_WITH_IMM != 0 {
+                u32::from_be(0x3344_5566)
+            } else {
+                0x3344_5566
+            };
+            assert_eq!(w.imm_data, want, "kernel flags {flags:#x}");
             assert_eq!(w.wc_flags, wc_flags_from_kernel(flags));
         }
     }

@@ -142,9 +142,10 @@ impl PollCq<'_> {
         field!(self, |c| c.byte_len(), |e| e.byte_len())
     }
 
-    /// `ibv_wc_read_imm_data`, converted to host order (libibverbs returns it big-endian;
-    /// rxe's kernel stores it so, EFA's device in host order); meaningful when
-    /// [`Self::read_wc_flags`] has `WITH_IMM`.
+    /// `ibv_wc_read_imm_data` in host order on every provider, the same value as
+    /// [`Wc::imm_data`](crate::Wc::imm_data) and as the sender passed (libibverbs returns the
+    /// `__be32` network-order value; rxe's kernel stores it so, EFA's device in host order:
+    /// both are converted here); meaningful when [`Self::read_wc_flags`] has `WITH_IMM`.
     #[doc(alias = "ibv_wc_read_imm_data")]
     #[inline]
     pub fn read_imm_data(&self) -> u32 {

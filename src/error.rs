@@ -20,6 +20,21 @@ pub struct Error {
     object: Cow<'static, str>,
     errno: Option<Errno>,
     reason: Cow<'static, str>,
+    kind: ErrorKind,
+}
+
+/// What kind of failure an [`Error`] is, for the cases a program handles differently from
+/// "this call failed" ([`Error::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The context's device was removed (`rdma link delete`, driver unbind, hot-unplug): the
+    /// kernel answers `EIO` to every command of a disassociated context, or uverbs learned of
+    /// the removal itself. Nothing on this context will work again: free everything (destroys
+    /// after a removal succeed) and close it, so the removal can finish.
+    DeviceRemoved,
+    /// Any other failure: see [`Error::errno`] and [`Error::reason`].
+    Other,
 }
 
 impl Error {
@@ -30,6 +45,7 @@ impl Error {
             object: object.into(),
             errno: Some(errno),
             reason: Cow::Borrowed(""),
+            kind: ErrorKind::Other,
         }
     }
 
@@ -45,6 +61,25 @@ impl Error {
             object: object.into(),
             errno: Some(errno),
             reason: reason.into(),
+            kind: ErrorKind::Other,
+        }
+    }
+
+    /// The device of the context was removed: `op` on `object` failed with `errno` (the
+    /// kernel's `EIO`, or `ENODEV` when uverbs found out itself). The reason says
+    /// "device NAME was removed".
+    pub fn device_removed(
+        op: &'static str,
+        object: impl Into<Cow<'static, str>>,
+        device: &str,
+        errno: Errno,
+    ) -> Self {
+        Error {
+            op,
+            object: object.into(),
+            errno: Some(errno),
+            reason: format!("device {device} was removed").into(),
+            kind: ErrorKind::DeviceRemoved,
         }
     }
 
@@ -72,6 +107,17 @@ impl Error {
     /// What we know about the cause beyond the errno (may be empty).
     pub fn reason(&self) -> &str {
         &self.reason
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether the failure is that the context's device was removed
+    /// ([`ErrorKind::DeviceRemoved`]).
+    pub fn is_device_removed(&self) -> bool {
+        self.kind == ErrorKind::DeviceRemoved
     }
 
     /// Whether this error carries `errno`.
@@ -168,6 +214,24 @@ mod tests {
         assert!(e.is(Errno::INVAL));
         let io: std::io::Error = e.into();
         assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn device_removed_is_its_own_kind_and_says_so() {
+        let e = Error::device_removed("alloc_pd", "device rxe0", "rxe0", Errno::IO);
+        assert_eq!(e.kind(), ErrorKind::DeviceRemoved);
+        assert!(e.is_device_removed() && e.is(Errno::IO));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "alloc_pd on device rxe0 failed: device rxe0 was removed (EIO: {})",
+                Errno::IO
+            )
+        );
+        assert_eq!(
+            Error::os("alloc_pd", "device rxe0", Errno::IO).kind(),
+            ErrorKind::Other
+        );
     }
 
     #[test]

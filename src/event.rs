@@ -61,6 +61,9 @@ impl std::fmt::Debug for CompChannel {
 pub struct CqEvent {
     /// The `user_handle` of the CQ ([`crate::Cq::user_handle`]).
     pub cq_user_handle: u64,
+    /// The CQ's `cq_context` ([`crate::Cq::cq_context`]) when the event was read; 0 if the
+    /// CQ is already gone. (`ibv_get_cq_event` returns it through its `cq_context` argument.)
+    pub cq_context: u64,
 }
 
 impl Context {
@@ -116,6 +119,10 @@ impl CompChannel {
     ///
     /// An event not yet read when its CQ is destroyed is discarded by the kernel
     /// (`ib_uverbs_release_ucq`): destroy a CQ only after its waiter has the event it expects.
+    ///
+    /// The wait also ends when the context's device is removed: with no event ready it then
+    /// fails with [`crate::ErrorKind::DeviceRemoved`] (`ENODEV`), so a program blocked here
+    /// learns of the removal and can let go of the device.
     #[doc(alias = "ibv_get_cq_event")]
     pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<CqEvent> {
         let op = "get_cq_event";
@@ -127,7 +134,18 @@ impl CompChannel {
                 "no CQ on this channel has requested notification (call req_notify_cq first)",
             ));
         }
-        if !self.readable(timeout)? {
+        let ctx = &self.inner.ctx;
+        let removal = ctx.inner.channel.state.wake_fd();
+        let [event, removed] = wait_either(self.fd(), removal, timeout, op, &self.label())?;
+        if !event {
+            if removed {
+                return Err(Error::device_removed(
+                    op,
+                    self.label(),
+                    ctx.device().name(),
+                    Errno::NODEV,
+                ));
+            }
             return Err(Error::invalid(
                 op,
                 self.label(),
@@ -144,6 +162,7 @@ impl CompChannel {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         Ok(CqEvent {
             cq_user_handle: desc.cq_handle,
+            cq_context: crate::object::event_target(desc.cq_handle).map_or(0, |t| t.context()),
         })
     }
 
@@ -195,6 +214,15 @@ impl AsyncEventType {
     pub const CLIENT_REREGISTER: Self = Self(17);
     pub const GID_CHANGE: Self = Self(18);
     pub const WQ_FATAL: Self = Self(19);
+    /// **uverbs' own event, never sent by the kernel**: the context's device was removed
+    /// (`rdma link delete`, driver unbind, hot-unplug). Its element is
+    /// [`AsyncElement::Device`]. Delivered once per context, unless the kernel's
+    /// `DEVICE_FATAL` was read first (which says the same). For drivers without
+    /// disassociation (rxe, siw) the kernel sends nothing and waits, with the removal
+    /// blocked, until every object and the context are dropped: do that on this event.
+    /// Disassociating drivers also send `DEVICE_FATAL`, so both may arrive.
+    /// The value lies outside `enum ibv_event_type`.
+    pub const DEVICE_REMOVED: Self = Self(0x8000_0000);
 
     /// The name `ibv_event_type_str` gives.
     pub fn as_str(&self) -> &'static str {
@@ -220,6 +248,9 @@ impl AsyncEventType {
             "GID table change",
             "WQ fatal",
         ];
+        if *self == Self::DEVICE_REMOVED {
+            return "device removed";
+        }
         NAMES.get(self.0 as usize).copied().unwrap_or("unknown")
     }
 }
@@ -249,6 +280,10 @@ pub struct AsyncEvent {
     pub event_type: AsyncEventType,
     /// The object it concerns.
     pub element: AsyncElement,
+    /// The user's context value of that object (`cq_context`, `srq_context`, `qp_context`
+    /// given at its creation, as `ibv_async_event.element.cq->cq_context` reaches it in C);
+    /// `None` for port and device events, or if the object is already gone.
+    pub context: Option<u64>,
 }
 
 impl AsyncEvent {
@@ -271,9 +306,28 @@ impl AsyncEvent {
             | AsyncEventType::GID_CHANGE => AsyncElement::Port(d.element as u32),
             _ => AsyncElement::Qp(d.element),
         };
+        let context = match element {
+            AsyncElement::Cq(h)
+            | AsyncElement::Qp(h)
+            | AsyncElement::Srq(h)
+            | AsyncElement::Wq(h) => crate::object::event_target(h).map(|t| t.context()),
+            AsyncElement::Port(_) | AsyncElement::Device => None,
+        };
         AsyncEvent {
             event_type: t,
             element,
+            context,
+        }
+    }
+}
+
+impl AsyncEvent {
+    /// uverbs' own [`AsyncEventType::DEVICE_REMOVED`] event.
+    pub(crate) fn device_removed() -> Self {
+        AsyncEvent {
+            event_type: AsyncEventType::DEVICE_REMOVED,
+            element: AsyncElement::Device,
+            context: None,
         }
     }
 }
@@ -281,19 +335,62 @@ impl AsyncEvent {
 impl Context {
     /// Waits for the next async event (`ibv_get_async_event`), up to `timeout` (`None`: no
     /// limit; then it fails with `ETIMEDOUT`).
+    ///
+    /// Besides the kernel's events it returns, once, uverbs' own
+    /// [`AsyncEventType::DEVICE_REMOVED`] when the device is removed: the wait wakes for it.
     #[doc(alias = "ibv_get_async_event")]
     pub fn get_async_event(&self, timeout: Option<Duration>) -> Result<AsyncEvent> {
         let op = "get_async_event";
-        if !wait_readable(self.async_fd(), timeout, op, self.label())? {
-            return Err(Error::invalid(
-                op,
-                self.label().to_string(),
-                Errno::TIMEDOUT,
-                "no async event arrived in time",
-            ));
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            if let Some(ev) = self.take_removed_event() {
+                return Ok(ev);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let removal = self.inner.channel.state.pending_wake_fd();
+            let [kernel, _] = wait_either(self.async_fd(), removal, left, op, self.label())?;
+            if kernel {
+                return self.read_async_event(op);
+            }
+            if removal.is_none() || deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                if let Some(ev) = self.take_removed_event() {
+                    return Ok(ev);
+                }
+                return Err(Error::invalid(
+                    op,
+                    self.label().to_string(),
+                    Errno::TIMEDOUT,
+                    "no async event arrived in time",
+                ));
+            }
         }
+    }
+
+    /// The `DEVICE_REMOVED` event, if it is due (then it counts as delivered).
+    pub(crate) fn take_removed_event(&self) -> Option<AsyncEvent> {
+        self.inner
+            .channel
+            .state
+            .take_event()
+            .then(AsyncEvent::device_removed)
+    }
+
+    /// Reads one kernel record (the fd is readable, or non-blocking).
+    pub(crate) fn read_async_event(&self, op: &'static str) -> Result<AsyncEvent> {
         let d: IbUverbsAsyncEventDesc = read_record(self.async_fd(), op, self.label())?;
-        Ok(AsyncEvent::from_desc(&d))
+        let ev = AsyncEvent::from_desc(&d);
+        if let (AsyncEventType::SRQ_LIMIT_REACHED, AsyncElement::Srq(h)) =
+            (ev.event_type, ev.element)
+        {
+            // The kernel disarmed the limit when it fired: so does `Srq::attr`.
+            if let Some(t) = crate::object::event_target(h) {
+                t.set_srq_limit(0);
+            }
+        }
+        if ev.event_type == AsyncEventType::DEVICE_FATAL {
+            self.inner.channel.state.fatal_delivered();
+        }
+        Ok(ev)
     }
 }
 
@@ -303,14 +400,41 @@ fn wait_readable(
     op: &'static str,
     label: &str,
 ) -> Result<bool> {
+    Ok(wait_either(fd, None, timeout, op, label)?[0])
+}
+
+/// Waits until `fd` or `other` is readable, up to `timeout`; says which are.
+fn wait_either(
+    fd: BorrowedFd<'_>,
+    other: Option<BorrowedFd<'_>>,
+    timeout: Option<Duration>,
+    op: &'static str,
+    label: &str,
+) -> Result<[bool; 2]> {
     let ts = timeout.map(|t| Timespec {
         tv_sec: t.as_secs() as i64,
         tv_nsec: i64::from(t.subsec_nanos()),
     });
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let mut fds = [
+        PollFd::new(&fd, PollFlags::IN),
+        PollFd::new(&fd, PollFlags::IN),
+    ];
+    let n = match &other {
+        Some(o) => {
+            fds[1] = PollFd::new(o, PollFlags::IN);
+            2
+        }
+        None => 1,
+    };
     loop {
-        match poll(&mut fds, ts.as_ref()) {
-            Ok(n) => return Ok(n > 0),
+        match poll(&mut fds[..n], ts.as_ref()) {
+            Ok(0) => return Ok([false, false]),
+            Ok(_) => {
+                return Ok([
+                    !fds[0].revents().is_empty(),
+                    n == 2 && !fds[1].revents().is_empty(),
+                ])
+            }
             Err(Errno::INTR) => continue,
             Err(e) => return Err(Error::os(op, label.to_string(), e)),
         }

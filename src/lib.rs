@@ -34,10 +34,12 @@ mod error;
 mod event;
 mod mr;
 mod mw;
+mod object;
 mod pd;
 mod qp;
 mod query;
 pub mod raw;
+mod removal;
 mod srq;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -56,16 +58,24 @@ pub use efa::{
     EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr,
     EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
 };
-pub use error::{errno_name, Errno, Error, Result};
+pub use error::{errno_name, Errno, Error, ErrorKind, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use mw::{Mw, MwType};
+pub use object::DestroyError;
 pub use pd::Pd;
 pub use qp::{
     Qp, QpAttr, QpAttrMask, QpCap, QpDestroyError, QpDestroyed, QpInitAttr, QpQuery, QpState,
     QpType, SendOpsFlags, WrBatch,
 };
-pub use query::*;
+pub use query::{
+    format_fw_ver, speed_str, AtomicCap, CqModerationCaps, DeviceAttr, DeviceAttrEx,
+    DeviceCapFlags, Gid, GidEntry, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
+    OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, PortAttr, PortState, RssCaps, TmCaps,
+    TsoCaps, IBV_DEVICE_CC_DMA_BOUNCE, IBV_DEVICE_PCI_WRITE_END_PADDING,
+    IBV_DEVICE_RAW_SCATTER_FCS,
+};
+pub use removal::{RemovalSource, RemovalWatch};
 pub use srq::{Srq, SrqAttr, SrqAttrMask, SrqDestroyed, SrqInitAttrEx, SrqType};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrData, WrOp};

@@ -22,13 +22,14 @@ use uverbs_uapi::cmds::{
     UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, UVERBS_METHOD_REG_DMABUF_MR, UVERBS_OBJECT_MR,
 };
 use uverbs_uapi::write::{
-    IbUverbsDeregMr, IbUverbsRegMr, IbUverbsRegMrResp, IbUverbsReregMr, IbUverbsReregMrResp,
+    IbUverbsRegMr, IbUverbsRegMrResp, IbUverbsReregMr, IbUverbsReregMrResp,
     IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_REREG_MR,
 };
 
 use crate::channel::{self, Mapping};
 use crate::context::legacy_cmd;
 use crate::error::{Errno, Error, Result};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 
 bitflags! {
@@ -105,21 +106,34 @@ enum Memory {
 /// A registered memory region (`struct ibv_mr`).
 #[doc(alias = "ibv_mr")]
 pub struct Mr {
+    // Deregistered (by `Drop for Mr`) before the PD and the memory are released.
+    obj: KernelObject,
     pd: Pd,
-    handle: u32,
     lkey: u32,
     rkey: u32,
     addr: u64,
     len: usize,
     access: AccessFlags,
     memory: Memory,
-    registered: bool,
+}
+
+/// `ibv_dereg_mr`: `IB_USER_VERBS_CMD_DEREG_MR`.
+static DEREG_MR: Destroy = Destroy {
+    op: "dereg_mr",
+    cmd: DestroyCmd::Write {
+        command: IB_USER_VERBS_CMD_DEREG_MR,
+    },
+};
+
+fn mr_object(pd: &Pd, handle: u32) -> KernelObject {
+    let label = format!("mr {handle} on {}", pd.context().label());
+    KernelObject::new(pd.context().clone(), handle, &DEREG_MR, label)
 }
 
 impl std::fmt::Debug for Mr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mr")
-            .field("handle", &self.handle)
+            .field("handle", &self.obj.handle())
             .field("lkey", &self.lkey)
             .field("rkey", &self.rkey)
             .field("addr", &format_args!("{:#x}", self.addr))
@@ -228,15 +242,14 @@ impl Pd {
             });
         }
         Ok(Mr {
+            obj: mr_object(self, handle),
             pd: self.clone(),
-            handle,
             lkey,
             rkey,
             addr: iova,
             len,
             access,
             memory: Memory::Dmabuf,
-            registered: true,
         })
     }
 
@@ -276,15 +289,14 @@ impl Pd {
             })?;
         let resp: IbUverbsRegMrResp = cmd.response_as();
         Ok(Mr {
+            obj: mr_object(self, resp.mr_handle),
             pd: self.clone(),
-            handle: resp.mr_handle,
             lkey: resp.lkey,
             rkey: resp.rkey,
             addr: hca_va,
             len,
             access,
             memory,
-            registered: true,
         })
     }
 }
@@ -316,7 +328,7 @@ impl Mr {
     }
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.handle
+        self.obj.handle()
     }
     /// The protection domain.
     pub fn pd(&self) -> &Pd {
@@ -324,7 +336,7 @@ impl Mr {
     }
 
     fn label(&self) -> String {
-        format!("mr {} on {}", self.handle, self.pd.context().label())
+        self.obj.label().to_owned()
     }
 
     /// An SGE for `len` bytes at `offset`, checked to lie inside the MR.
@@ -441,7 +453,7 @@ impl Mr {
 
     fn rereg(&mut self, flags: u32, pd: Option<&Pd>, access: AccessFlags) -> Result<()> {
         let req = IbUverbsReregMr {
-            mr_handle: self.handle,
+            mr_handle: self.obj.handle(),
             flags,
             start: 0,
             length: 0,
@@ -475,39 +487,24 @@ impl Mr {
         Ok(())
     }
 
-    /// Deregisters the MR, reporting a kernel refusal (`ibv_dereg_mr`). Dropping does the same
-    /// and reports a failure on standard error.
+    /// Deregisters the MR now (`ibv_dereg_mr`).
+    ///
+    /// On failure (`EBUSY` while a memory window is bound to it, say) the MR comes back in
+    /// the error ([`DestroyError::into_inner`]), still registered and usable; remove the cause
+    /// and call `dereg` again. Dropping does the same as `dereg`, reports a failure on standard
+    /// error and then leaks the memory rather than free pages the device may still write.
     #[doc(alias = "ibv_dereg_mr")]
-    pub fn dereg(mut self) -> Result<()> {
-        let r = self.dereg_inner();
-        // Whatever the kernel said, Drop must not try again; on failure the registration may
-        // outlive us, so the memory is leaked rather than freed under the device.
-        self.registered = false;
-        if r.is_err() {
-            self.leak_memory();
+    pub fn dereg(mut self) -> Result<(), DestroyError<Mr>> {
+        match self.obj.destroy() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
-        r
     }
 
     fn leak_memory(&mut self) {
         if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed) {
             std::mem::forget(buf);
         }
-    }
-
-    fn dereg_inner(&self) -> Result<()> {
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_DEREG_MR,
-            &IbUverbsDeregMr {
-                mr_handle: self.handle,
-            },
-            &[],
-            0,
-            0,
-        );
-        self.pd
-            .context()
-            .write_cmd("dereg_mr", &|| self.label(), &mut cmd)
     }
 }
 
@@ -518,14 +515,10 @@ const IB_MR_REREG_ACCESS: u32 = 1 << 2;
 
 impl Drop for Mr {
     fn drop(&mut self) {
-        if !self.registered {
-            return;
-        }
-        if let Err(e) = self.dereg_inner() {
+        if !self.obj.release() {
             // The registration may outlive us: leak the memory rather than free pages the
             // device may still write.
             self.leak_memory();
-            crate::report_drop_error("dereg_mr", &self.label(), e.errno().unwrap_or(Errno::IO));
         }
     }
 }

@@ -4,12 +4,12 @@
 
 use uverbs_uapi::verbs::{IB_MW_TYPE_1, IB_MW_TYPE_2};
 use uverbs_uapi::write::{
-    IbUverbsAllocMw, IbUverbsAllocMwResp, IbUverbsDeallocMw, IB_USER_VERBS_CMD_ALLOC_MW,
-    IB_USER_VERBS_CMD_DEALLOC_MW,
+    IbUverbsAllocMw, IbUverbsAllocMwResp, IB_USER_VERBS_CMD_ALLOC_MW, IB_USER_VERBS_CMD_DEALLOC_MW,
 };
 
 use crate::context::legacy_cmd;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 
 /// The type of a memory window (`enum ibv_mw_type`).
@@ -25,15 +25,23 @@ pub enum MwType {
 /// A memory window (`struct ibv_mw`).
 #[doc(alias = "ibv_mw")]
 pub struct Mw {
-    pd: Pd,
-    handle: u32,
+    // Deallocated before the PD is released.
+    obj: KernelObject,
+    _pd: Pd,
     rkey: u32,
-    done: bool,
 }
+
+/// `ibv_dealloc_mw`: `IB_USER_VERBS_CMD_DEALLOC_MW`.
+static DEALLOC_MW: Destroy = Destroy {
+    op: "dealloc_mw",
+    cmd: DestroyCmd::Write {
+        command: IB_USER_VERBS_CMD_DEALLOC_MW,
+    },
+};
 
 impl std::fmt::Debug for Mw {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Mw({}, rkey {:#x})", self.handle, self.rkey)
+        write!(f, "Mw({}, rkey {:#x})", self.obj.handle(), self.rkey)
     }
 }
 
@@ -59,11 +67,11 @@ impl Pd {
         self.context()
             .write_cmd("alloc_mw", &|| self.label(), &mut cmd)?;
         let r: IbUverbsAllocMwResp = cmd.response_as();
+        let label = format!("mw {} on {}", r.mw_handle, self.label());
         Ok(Mw {
-            pd: self.clone(),
-            handle: r.mw_handle,
+            obj: KernelObject::new(self.context().clone(), r.mw_handle, &DEALLOC_MW, label),
+            _pd: self.clone(),
             rkey: r.rkey,
-            done: false,
         })
     }
 }
@@ -76,7 +84,7 @@ impl Mw {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.handle
+        self.obj.handle()
     }
 
     /// `ibv_inc_rkey`: the next rkey of a key (low 8 bits incremented), the new rkey a bind
@@ -86,43 +94,15 @@ impl Mw {
         (rkey & 0xffff_ff00) | (rkey.wrapping_add(1) & 0xff)
     }
 
-    fn dealloc_cmd(&self) -> std::result::Result<(), crate::Errno> {
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_DEALLOC_MW,
-            &IbUverbsDeallocMw {
-                mw_handle: self.handle,
-            },
-            &[],
-            0,
-            0,
-        );
-        self.pd.context().inner.channel.write(&mut cmd)
-    }
-
-    /// Deallocates the window now (`ibv_dealloc_mw`), returning the kernel's error.
+    /// Deallocates the window now (`ibv_dealloc_mw`).
+    ///
+    /// On failure the window comes back in the error ([`DestroyError::into_inner`]), still
+    /// allocated, to retry; dropping it deallocates best-effort and reports a failure.
     #[doc(alias = "ibv_dealloc_mw")]
-    pub fn dealloc(mut self) -> Result<()> {
-        let r = self.dealloc_cmd();
-        // Done, or failed and reported here: Drop must not try again.
-        self.done = true;
-        r.map_err(|e| {
-            Error::os(
-                "dealloc_mw",
-                format!("mw {} on {}", self.handle, self.pd.label()),
-                e,
-            )
-        })
-    }
-}
-
-impl Drop for Mw {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        if let Err(e) = self.dealloc_cmd() {
-            let label = format!("mw {} on {}", self.handle, self.pd.label());
-            crate::report_drop_error("dealloc_mw", &label, e);
+    pub fn dealloc(mut self) -> Result<(), DestroyError<Mw>> {
+        match self.obj.destroy() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }

@@ -3,17 +3,24 @@
 use std::sync::Arc;
 
 use uverbs_uapi::write::{
-    IbUverbsAllocPd, IbUverbsAllocPdResp, IbUverbsDeallocPd, IB_USER_VERBS_CMD_ALLOC_PD,
-    IB_USER_VERBS_CMD_DEALLOC_PD,
+    IbUverbsAllocPd, IbUverbsAllocPdResp, IB_USER_VERBS_CMD_ALLOC_PD, IB_USER_VERBS_CMD_DEALLOC_PD,
 };
 
 use crate::context::{legacy_cmd, Context};
-use crate::error::Result;
+use crate::error::{Errno, Error, Result};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 
 pub(crate) struct PdInner {
-    pub(crate) ctx: Context,
-    pub(crate) handle: u32,
+    obj: KernelObject,
 }
+
+/// `ibv_dealloc_pd`: `IB_USER_VERBS_CMD_DEALLOC_PD`.
+static DEALLOC_PD: Destroy = Destroy {
+    op: "dealloc_pd",
+    cmd: DestroyCmd::Write {
+        command: IB_USER_VERBS_CMD_DEALLOC_PD,
+    },
+};
 
 /// A protection domain (`struct ibv_pd`). Cheap to clone; deallocated when the last clone and
 /// the last MR, QP, SRQ and AH made in it are gone.
@@ -25,7 +32,7 @@ pub struct Pd {
 
 impl std::fmt::Debug for Pd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Pd({} on {})", self.inner.handle, self.inner.ctx.label())
+        write!(f, "Pd({})", self.inner.obj.label())
     }
 }
 
@@ -42,10 +49,10 @@ impl Context {
         );
         self.write_cmd("alloc_pd", &|| self.label().to_string(), &mut cmd)?;
         let resp: IbUverbsAllocPdResp = cmd.response_as();
+        let label = format!("pd {} on {}", resp.pd_handle, self.label());
         Ok(Pd {
             inner: Arc::new(PdInner {
-                ctx: self.clone(),
-                handle: resp.pd_handle,
+                obj: KernelObject::new(self.clone(), resp.pd_handle, &DEALLOC_PD, label),
             }),
         })
     }
@@ -63,28 +70,39 @@ impl Context {
 impl Pd {
     /// The kernel's handle of this PD.
     pub fn handle(&self) -> u32 {
-        self.inner.handle
+        self.inner.obj.handle()
     }
 
     /// The context the PD belongs to.
     pub fn context(&self) -> &Context {
-        &self.inner.ctx
+        self.inner.obj.context()
     }
 
     pub(crate) fn label(&self) -> String {
-        format!("pd {} on {}", self.inner.handle, self.inner.ctx.label())
+        self.inner.obj.label().to_owned()
     }
-}
 
-impl Drop for PdInner {
-    fn drop(&mut self) {
-        let cmd = IbUverbsDeallocPd {
-            pd_handle: self.handle,
+    /// Deallocates the PD now (`ibv_dealloc_pd`).
+    ///
+    /// The MRs, MWs, SRQs, QPs and AHs made in the PD hold it, as do its clones: while one
+    /// exists this fails with `EBUSY` (the kernel would refuse too) and the PD comes back in
+    /// the error ([`DestroyError::into_inner`]); release them and call `dealloc` again.
+    /// Dropping the last holder deallocates it anyway.
+    #[doc(alias = "ibv_dealloc_pd")]
+    pub fn dealloc(mut self) -> Result<(), DestroyError<Pd>> {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            let users = Arc::strong_count(&self.inner) - 1;
+            let e = Error::invalid(
+                "dealloc_pd",
+                self.label(),
+                Errno::BUSY,
+                format!("{users} object(s) made in this PD, or clones of it, still hold it"),
+            );
+            return Err(DestroyError::new(self, e));
         };
-        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_DEALLOC_PD, &cmd, &[], 0, 0);
-        if let Err(e) = self.ctx.inner.channel.write(&mut cmd) {
-            let label = format!("pd {} on {}", self.handle, self.ctx.label());
-            crate::report_drop_error("dealloc_pd", &label, e);
+        match inner.obj.destroy() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }

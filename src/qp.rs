@@ -48,7 +48,7 @@ use zerocopy::IntoBytes;
 use crate::ah::{Ah, AhAttr, GlobalRoute};
 use crate::channel::{IoctlCmd, MapKind, Mapping, WriteCmd};
 use crate::context::{legacy_cmd, Context};
-use crate::cq::{Cq, CqShared};
+use crate::cq::{Cq, QpCqs};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::{AccessFlags, Sge};
@@ -572,8 +572,7 @@ impl Drop for Doorbell {
 /// The kernel QP and what keeps its parents alive.
 pub(crate) struct QpInner {
     pub(crate) pd: Pd,
-    pub(crate) _send_cq: Option<Arc<CqShared>>,
-    pub(crate) _recv_cq: Option<Arc<CqShared>>,
+    pub(crate) _cqs: QpCqs,
     pub(crate) _srq: Option<Arc<SrqShared>>,
     pub(crate) handle: u32,
     pub(crate) qp_num: u32,
@@ -857,8 +856,7 @@ impl Pd {
 
         let inner = QpInner {
             pd: self.clone(),
-            _send_cq: attr.send_cq.map(|c| c.shared().clone()),
-            _recv_cq: attr.recv_cq.map(|c| c.shared().clone()),
+            _cqs: QpCqs::new(attr.send_cq, attr.recv_cq),
             _srq: attr.srq.map(|s| s.shared().clone()),
             handle,
             qp_num,
@@ -2090,7 +2088,10 @@ mod tests {
             true,
         );
         assert!(e.is(Errno::OPNOTSUPP), "{e}");
-        assert!(e.reason().contains("rxe does not support RAW_PACKET"), "{e}");
+        assert!(
+            e.reason().contains("rxe does not support RAW_PACKET"),
+            "{e}"
+        );
         // Another errno (the kernel ran out of memory) keeps the kernel's answer alone.
         let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::NOMEM), &attr, true);
         assert!(e.is(Errno::NOMEM) && e.reason().is_empty(), "{e}");

@@ -12,10 +12,10 @@ use uverbs_rxe::RecvQueue;
 use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
 use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
 use uverbs_uapi::write::{
-    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrq,
-    IbUverbsDestroySrqResp, IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp,
-    IB_USER_VERBS_CMD_CREATE_SRQ, IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ,
-    IB_USER_VERBS_CMD_MODIFY_SRQ, IB_USER_VERBS_CMD_QUERY_SRQ,
+    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrqResp,
+    IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp, IB_USER_VERBS_CMD_CREATE_SRQ,
+    IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_MODIFY_SRQ,
+    IB_USER_VERBS_CMD_QUERY_SRQ,
 };
 use zerocopy::IntoBytes;
 
@@ -24,6 +24,7 @@ use crate::context::legacy_cmd;
 use crate::cq::{Cq, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
 use crate::qp::{map_rxe_queue, post_recv_list};
 use crate::wr::{post_errno, PostError, RecvWr};
@@ -83,48 +84,40 @@ pub struct SrqInitAttrEx<'a> {
     pub cq: Option<&'a Cq>,
     /// Tag list size (TM SRQs).
     pub max_num_tags: u32,
+    /// The user's value for this SRQ (`srq_context` of `struct ibv_srq_init_attr`; a
+    /// number, not a pointer): read back with [`Srq::srq_context`] and returned with the
+    /// SRQ's async events ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub srq_context: u64,
 }
 
 /// The kernel SRQ, shared by the [`Srq`] and the QPs that receive from it.
 pub(crate) struct SrqShared {
+    // Destroyed before its parents (declared after it) are released.
+    obj: KernelObject,
     pd: Pd,
-    pub(crate) handle: u32,
     user_handle: u64,
+    /// The SRQ's entry in the event table: its `srq_context` and armed limit.
+    events: Registration,
     _xrcd: Option<Xrcd>,
     _cq: Option<Arc<CqShared>>,
-    destroyed: bool,
 }
+
+/// `ibv_destroy_srq`: `IB_USER_VERBS_CMD_DESTROY_SRQ`, answering the async event count.
+static DESTROY_SRQ: Destroy = Destroy {
+    op: "destroy_srq",
+    cmd: DestroyCmd::WriteWithResp {
+        command: IB_USER_VERBS_CMD_DESTROY_SRQ,
+        resp_len: std::mem::size_of::<IbUverbsDestroySrqResp>(),
+    },
+};
 
 impl SrqShared {
     fn label(&self) -> String {
-        format!("srq {} on {}", self.handle, self.pd.context().label())
+        self.obj.label().to_owned()
     }
 
-    fn destroy_cmd(&self) -> std::result::Result<IbUverbsDestroySrqResp, Errno> {
-        let req = IbUverbsDestroySrq {
-            srq_handle: self.handle,
-            ..Default::default()
-        };
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_DESTROY_SRQ,
-            &req,
-            &[],
-            std::mem::size_of::<IbUverbsDestroySrqResp>(),
-            0,
-        );
-        self.pd.context().inner.channel.write(&mut cmd)?;
-        Ok(cmd.response_as())
-    }
-}
-
-impl Drop for SrqShared {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        if let Err(e) = self.destroy_cmd() {
-            crate::report_drop_error("destroy_srq", &self.label(), e);
-        }
+    pub(crate) fn handle(&self) -> u32 {
+        self.obj.handle()
     }
 }
 
@@ -141,7 +134,7 @@ pub struct Srq {
 
 impl std::fmt::Debug for Srq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Srq({}, {:?})", self.shared.label(), self.attr)
+        write!(f, "Srq({}, {:?})", self.shared.label(), self.attr())
     }
 }
 
@@ -172,7 +165,7 @@ impl Pd {
             std::mem::size_of::<IbUverbsCreateSrqResp>(),
             std::mem::size_of::<RxeCreateSrqResp>(),
         );
-        self.finish_create_srq(cmd, req.user_handle, attr, None, None)
+        self.finish_create_srq(cmd, req.user_handle, attr, 0, None, None)
     }
 
     /// Creates an SRQ of any type (`ibv_create_srq_ex`, `IB_USER_VERBS_CMD_CREATE_XSRQ`).
@@ -240,6 +233,7 @@ impl Pd {
             cmd,
             req.user_handle,
             &init.attr,
+            init.srq_context,
             xrcd.cloned(),
             cq.map(|c| c.shared().clone()),
         )
@@ -250,6 +244,7 @@ impl Pd {
         mut cmd: WriteCmd,
         user_handle: u64,
         attr: &SrqAttr,
+        srq_context: u64,
         xrcd: Option<Xrcd>,
         cq: Option<Arc<CqShared>>,
     ) -> Result<Srq> {
@@ -268,29 +263,39 @@ impl Pd {
         })?;
         let resp: IbUverbsCreateSrqResp = cmd.response_as();
         let drv: RxeCreateSrqResp = cmd.driver_response_as();
+        let label = format!("srq {} on {}", resp.srq_handle, ctx.label());
         let shared = Arc::new(SrqShared {
+            obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, label),
             pd: self.clone(),
-            handle: resp.srq_handle,
             user_handle,
+            events: Registration::new(user_handle, srq_context),
             _xrcd: xrcd,
             _cq: cq,
-            destroyed: false,
         });
         let label = || shared.label();
         let (map, q) = map_rxe_queue(ctx, &drv.mi, op, &label, "SRQ")?;
         let rq = RecvQueue::new(q, resp.max_sge)
             .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
-        Ok(Srq {
+        let mut srq = Srq {
             rq,
             attr: SrqAttr {
                 max_wr: resp.max_wr,
                 max_sge: resp.max_sge,
-                srq_limit: attr.srq_limit,
+                srq_limit: 0,
             },
             srq_num: drv.srq_num,
             shared,
             map,
-        })
+        };
+        // What the kernel made, as `ibv_query_srq` reports it: the create response is not
+        // always that (6.1's rxe answers the max_wr asked for, 12, while its ring holds 15:
+        // rxe_queue_init rounds the ring up to a power of two and query reports its
+        // index mask).
+        let q = srq.query()?;
+        srq.attr.max_wr = q.max_wr;
+        srq.attr.max_sge = q.max_sge;
+        srq.shared.events.set_srq_limit(q.srq_limit);
+        Ok(srq)
     }
 }
 
@@ -301,7 +306,7 @@ impl Srq {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.shared.handle
+        self.shared.handle()
     }
 
     /// The PD.
@@ -314,9 +319,27 @@ impl Srq {
         self.shared.user_handle
     }
 
-    /// Sizes as the kernel made them (`max_wr`, `max_sge` written back at create/resize).
+    /// Sizes as the kernel made them (what `ibv_query_srq` reported at create and resize)
+    /// and the limit as armed: by `modify` with `LIMIT`, and disarmed (0) once the
+    /// `SRQ_LIMIT_REACHED` event for this SRQ has been read (`Context::get_async_event`).
+    /// The kernel disarms it when the event fires; [`Srq::query`] asks it directly.
     pub fn attr(&self) -> SrqAttr {
-        self.attr
+        SrqAttr {
+            srq_limit: self.shared.events.srq_limit(),
+            ..self.attr
+        }
+    }
+
+    /// The user's value given at creation ([`SrqInitAttrEx::srq_context`]) or last set.
+    pub fn srq_context(&self) -> u64 {
+        self.shared.events.context()
+    }
+
+    /// Replaces the user's value (`ibv_srq.srq_context = ...`); events read from now on carry
+    /// the new one.
+    #[doc(alias = "ibv_srq.srq_context")]
+    pub fn set_srq_context(&mut self, srq_context: u64) {
+        self.shared.events.set_context(srq_context);
     }
 
     /// The SRQ number (`ibv_get_srq_num`).
@@ -352,7 +375,7 @@ impl Srq {
             mmap_info_addr: (&mut mi as *mut Mminfo) as u64,
         };
         let req = IbUverbsModifySrq {
-            srq_handle: self.shared.handle,
+            srq_handle: self.shared.handle(),
             attr_mask: mask.bits(),
             max_wr: attr.max_wr,
             srq_limit: attr.srq_limit,
@@ -374,7 +397,7 @@ impl Srq {
                 }
             })?;
         if mask.contains(SrqAttrMask::LIMIT) {
-            self.attr.srq_limit = attr.srq_limit;
+            self.shared.events.set_srq_limit(attr.srq_limit);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
             // SAFETY: `mi` is a live, aligned local; the kernel wrote it during the write()
@@ -387,7 +410,9 @@ impl Srq {
             // Replace the view first, then the mapping it pointed into (unmapped last).
             self.rq = rq;
             self.map = map;
-            self.attr.max_wr = self.query()?.max_wr;
+            let q = self.query()?;
+            self.attr.max_wr = q.max_wr;
+            self.attr.max_sge = q.max_sge;
         }
         Ok(())
     }
@@ -396,7 +421,7 @@ impl Srq {
     #[doc(alias = "ibv_query_srq")]
     pub fn query(&self) -> Result<SrqAttr> {
         let req = IbUverbsQuerySrq {
-            srq_handle: self.shared.handle,
+            srq_handle: self.shared.handle(),
             ..Default::default()
         };
         let mut cmd = legacy_cmd(
@@ -417,41 +442,38 @@ impl Srq {
         })
     }
 
-    /// Destroys the SRQ now (`ibv_destroy_srq`).
+    /// Destroys the SRQ now (`ibv_destroy_srq`) and returns the async event count the kernel
+    /// reports.
     ///
-    /// QPs that receive from the SRQ hold it, so while one exists this fails with `EBUSY`
-    /// (the kernel would refuse too) and the SRQ is destroyed with its last QP.
+    /// On failure the SRQ comes back in the error ([`DestroyError::into_inner`]), still
+    /// usable (receives can still be posted): while QPs receive from it this fails with
+    /// `EBUSY` (the kernel would refuse too); destroy them and call `destroy` again.
+    /// Dropping the SRQ instead leaves the kernel object to be destroyed with the last of them.
     #[doc(alias = "ibv_destroy_srq")]
-    pub fn destroy(self) -> Result<SrqDestroyed> {
-        // The ring view holds no resources; the mapping is released after the kernel object.
-        let Srq { shared, map, .. } = self;
-        let r = match Arc::try_unwrap(shared) {
-            Ok(mut shared) => {
-                let r = shared.destroy_cmd();
-                shared.destroyed = true;
-                r.map(|resp| SrqDestroyed {
-                    events_reported: resp.events_reported,
-                })
-                .map_err(|e| {
-                    let err = Error::os("destroy_srq", shared.label(), e);
-                    if e == Errno::BUSY {
-                        err.with_reason("the kernel reports QPs still attached to the SRQ")
-                    } else {
-                        err
-                    }
-                })
-            }
-            Err(shared) => Err(Error::invalid(
+    pub fn destroy(mut self) -> Result<SrqDestroyed, DestroyError<Srq>> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            let users = Arc::strong_count(&self.shared) - 1;
+            let e = Error::invalid(
                 "destroy_srq",
-                shared.label(),
+                self.shared.label(),
                 Errno::BUSY,
-                format!(
-                    "{} QP(s) still receive from this SRQ; it is destroyed with the last of them",
-                    Arc::strong_count(&shared) - 1
-                ),
-            )),
+                format!("{users} QP(s) still receive from this SRQ; destroy them first"),
+            );
+            return Err(DestroyError::new(self, e));
         };
-        drop(map);
-        r
+        // The kernel object goes first; the ring mapping is released after it, with `self`.
+        match shared.obj.destroy() {
+            Ok([events, _]) => Ok(SrqDestroyed {
+                events_reported: events,
+            }),
+            Err(e) => {
+                let e = if e.is(Errno::BUSY) {
+                    e.with_reason("the kernel reports QPs still attached to the SRQ")
+                } else {
+                    e
+                };
+                Err(DestroyError::new(self, e))
+            }
+        }
     }
 }

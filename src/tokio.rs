@@ -84,6 +84,8 @@ fn io_error(op: &'static str, label: &str, e: &std::io::Error) -> Error {
 pub struct AsyncCompChannel {
     channel: CompChannel,
     fd: AsyncFd<OwnedFd>,
+    /// The context's removal wake fd (a duplicate), while the context is watched.
+    removal: Option<AsyncFd<OwnedFd>>,
 }
 
 impl CompChannel {
@@ -103,7 +105,12 @@ impl AsyncCompChannel {
             "comp_channel_into_async",
             &channel_label(&channel),
         )?;
-        Ok(AsyncCompChannel { channel, fd })
+        let removal = register_removal(&channel.inner.ctx, "comp_channel_into_async")?;
+        Ok(AsyncCompChannel {
+            channel,
+            fd,
+            removal,
+        })
     }
 
     /// The channel, for creating CQs on it and for the blocking calls.
@@ -115,7 +122,8 @@ impl AsyncCompChannel {
     /// (`ibv_get_cq_event`).
     ///
     /// Like the blocking call, it fails with `EINVAL` when no CQ on the channel has requested
-    /// a notification since its last event, because such a wait could never end.
+    /// a notification since its last event, because such a wait could never end, and with
+    /// [`crate::ErrorKind::DeviceRemoved`] when the device is removed while it waits.
     #[doc(alias = "ibv_get_cq_event")]
     pub async fn get_cq_event(&self) -> Result<CqEvent> {
         let op = "get_cq_event";
@@ -132,11 +140,31 @@ impl AsyncCompChannel {
                     )),
                 };
             }
-            let mut guard = self
-                .fd
-                .readable()
-                .await
-                .map_err(|e| io_error(op, &channel_label(&self.channel), &e))?;
+            let (fd, removal) = (&self.fd, self.removal.as_ref());
+            let woke = std::future::poll_fn(|cx| {
+                if let std::task::Poll::Ready(g) = fd.poll_read_ready(cx) {
+                    return std::task::Poll::Ready(g.map(Some));
+                }
+                match removal.map(|r| r.poll_read_ready(cx)) {
+                    Some(std::task::Poll::Ready(g)) => std::task::Poll::Ready(g.map(|_| None)),
+                    _ => std::task::Poll::Pending,
+                }
+            })
+            .await
+            .map_err(|e| io_error(op, &channel_label(&self.channel), &e))?;
+            let Some(mut guard) = woke else {
+                // Removed: an event already queued still comes first.
+                if let Some(ev) = self.channel.try_get_cq_event()? {
+                    return Ok(ev);
+                }
+                let ctx = &self.channel.inner.ctx;
+                return Err(Error::device_removed(
+                    op,
+                    channel_label(&self.channel),
+                    ctx.device().name(),
+                    Errno::NODEV,
+                ));
+            };
             match self.channel.try_get_cq_event()? {
                 Some(ev) => return Ok(ev),
                 // Another task took the event, or the readiness was stale: wait again.
@@ -189,11 +217,21 @@ fn channel_label(c: &CompChannel) -> String {
 }
 
 /// A context's async events, awaited from tokio (`Context::async_events`): QP and CQ errors,
-/// port changes, device removal (`ibv_get_async_event`).
+/// port changes, device removal (`ibv_get_async_event`), and uverbs' own
+/// [`AsyncEventType::DEVICE_REMOVED`](crate::AsyncEventType::DEVICE_REMOVED).
 #[derive(Debug)]
 pub struct AsyncEvents {
     ctx: Context,
     fd: AsyncFd<OwnedFd>,
+    /// The context's removal wake fd (a duplicate), while the context is watched.
+    removal: Option<AsyncFd<OwnedFd>>,
+}
+
+/// Registers a duplicate of the context's removal wake fd (readable once removed), if any.
+fn register_removal(ctx: &Context, op: &'static str) -> Result<Option<AsyncFd<OwnedFd>>> {
+    ctx.removal_fd()
+        .map(|fd| register(fd, op, ctx.label()))
+        .transpose()
 }
 
 impl Context {
@@ -204,23 +242,44 @@ impl Context {
     #[doc(alias = "ibv_get_async_event")]
     pub fn async_events(&self) -> Result<AsyncEvents> {
         let fd = register(self.async_fd(), "async_events", self.label())?;
+        let removal = register_removal(self, "async_events")?;
         Ok(AsyncEvents {
             ctx: self.clone(),
             fd,
+            removal,
         })
     }
 }
 
 impl AsyncEvents {
     /// Waits, without blocking the thread, for the next async event. The stream never ends:
-    /// after `DEVICE_FATAL` the device is gone and no more events come.
+    /// after `DEVICE_FATAL` or `DEVICE_REMOVED` the device is gone and no more events come.
     pub async fn next(&mut self) -> Result<AsyncEvent> {
+        let op = "get_async_event";
         loop {
-            let mut guard = self
-                .fd
-                .readable()
-                .await
-                .map_err(|e| io_error("get_async_event", self.ctx.label(), &e))?;
+            if let Some(ev) = self.ctx.take_removed_event() {
+                return Ok(ev);
+            }
+            // The removal fd only while our event is still due: once handed out it stays
+            // readable and would wake us for nothing.
+            let removal = self
+                .removal
+                .as_ref()
+                .filter(|_| self.ctx.inner.channel.state.pending_wake_fd().is_some());
+            let fd = &self.fd;
+            let woke = std::future::poll_fn(|cx| {
+                if let Some(r) = removal {
+                    if let std::task::Poll::Ready(g) = r.poll_read_ready(cx) {
+                        return std::task::Poll::Ready(g.map(|_| None));
+                    }
+                }
+                fd.poll_read_ready(cx).map(|g| g.map(Some))
+            })
+            .await
+            .map_err(|e| io_error(op, self.ctx.label(), &e))?;
+            let Some(mut guard) = woke else {
+                continue; // the removal: handed out at the top of the loop
+            };
             match self.ctx.get_async_event(Some(Duration::ZERO)) {
                 Ok(ev) => return Ok(ev),
                 // Nothing there after all (another reader took it): wait again.

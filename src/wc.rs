@@ -176,8 +176,12 @@ pub struct Wc {
     pub vendor_err: u32,
     /// Bytes transferred (receives, RDMA reads, atomics).
     pub byte_len: u32,
-    /// Immediate data (host order is the caller's business: the kernel's value is kept) or
-    /// the invalidated rkey, depending on `wc_flags`.
+    /// With `WcFlags::WITH_IMM`: the immediate data, in host order on every provider: the
+    /// value the sender passed (`WrOp::SendWithImm { imm_data }`, also host order), with no
+    /// `ntohl` to apply. (C's `ibv_wc.imm_data` is `__be32`, network order, to be passed
+    /// through `be32toh`; uverbs does that conversion, as it does `htobe32` on the send side.)
+    /// With `WcFlags::WITH_INV`: the invalidated rkey.
+    #[doc(alias = "ibv_wc.imm_data")]
     pub imm_data: u32,
     /// The local QP number.
     pub qp_num: u32,
@@ -211,7 +215,7 @@ impl Wc {
             .then_some(self.imm_data)
     }
 
-    /// The immediate data when `wc_flags` has `WITH_IMM`.
+    /// The immediate data (host order, see [`Wc::imm_data`]) when `wc_flags` has `WITH_IMM`.
     pub fn imm(&self) -> Option<u32> {
         self.wc_flags
             .contains(WcFlags::WITH_IMM)

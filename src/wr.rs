@@ -32,8 +32,8 @@ bitflags! {
 /// The operation of a send work request and its operands (`ibv_send_wr.opcode` with the
 /// matching part of `ibv_send_wr.wr`, `imm_data`, `invalidate_rkey`).
 ///
-/// Immediate data is host order here; it travels big-endian, and a completion carries it as
-/// the kernel stores it (`u32::from_be(wc.imm_data)`, or [`crate::PollCq::read_imm_data`]).
+/// Immediate data is host order here; it travels big-endian, and the receiver's completion
+/// gives back the same host-order value (`wc.imm_data`, [`crate::PollCq::read_imm_data`]).
 #[doc(alias = "ibv_wr_opcode")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrOp {

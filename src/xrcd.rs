@@ -7,45 +7,26 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
 
 use uverbs_uapi::write::{
-    IbUverbsCloseXrcd, IbUverbsOpenXrcd, IbUverbsOpenXrcdResp, IB_USER_VERBS_CMD_CLOSE_XRCD,
+    IbUverbsOpenXrcd, IbUverbsOpenXrcdResp, IB_USER_VERBS_CMD_CLOSE_XRCD,
     IB_USER_VERBS_CMD_OPEN_XRCD,
 };
 
 use crate::context::{legacy_cmd, Context};
 use crate::error::{Errno, Error, Result};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::ProviderInfo;
 
 pub(crate) struct XrcdInner {
-    ctx: Context,
-    handle: u32,
-    closed: bool,
+    obj: KernelObject,
 }
 
-impl XrcdInner {
-    fn label(&self) -> String {
-        format!("xrcd {} on {}", self.handle, self.ctx.label())
-    }
-}
-
-impl Drop for XrcdInner {
-    fn drop(&mut self) {
-        if self.closed {
-            return;
-        }
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_CLOSE_XRCD,
-            &IbUverbsCloseXrcd {
-                xrcd_handle: self.handle,
-            },
-            &[],
-            0,
-            0,
-        );
-        if let Err(e) = self.ctx.inner.channel.write(&mut cmd) {
-            crate::report_drop_error("close_xrcd", &self.label(), e);
-        }
-    }
-}
+/// `ibv_close_xrcd`: `IB_USER_VERBS_CMD_CLOSE_XRCD`.
+static CLOSE_XRCD: Destroy = Destroy {
+    op: "close_xrcd",
+    cmd: DestroyCmd::Write {
+        command: IB_USER_VERBS_CMD_CLOSE_XRCD,
+    },
+};
 
 /// An XRC domain (`struct ibv_xrcd`). Cheap to clone; closed with its last user.
 #[doc(alias = "ibv_xrcd")]
@@ -56,7 +37,7 @@ pub struct Xrcd {
 
 impl std::fmt::Debug for Xrcd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Xrcd({})", self.inner.label())
+        write!(f, "Xrcd({})", self.inner.obj.label())
     }
 }
 
@@ -93,11 +74,10 @@ impl Context {
                 }
             })?;
         let resp: IbUverbsOpenXrcdResp = cmd.response_as();
+        let label = format!("xrcd {} on {}", resp.xrcd_handle, self.label());
         Ok(Xrcd {
             inner: Arc::new(XrcdInner {
-                ctx: self.clone(),
-                handle: resp.xrcd_handle,
-                closed: false,
+                obj: KernelObject::new(self.clone(), resp.xrcd_handle, &CLOSE_XRCD, label),
             }),
         })
     }
@@ -106,36 +86,26 @@ impl Context {
 impl Xrcd {
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.inner.handle
+        self.inner.obj.handle()
     }
 
-    /// Closes the domain now (`ibv_close_xrcd`); `EBUSY` while other users hold it.
+    /// Closes the domain now (`ibv_close_xrcd`). While clones, SRQs or QPs hold it this
+    /// fails with `EBUSY` and the domain comes back in the error
+    /// ([`DestroyError::into_inner`]); release them and call `close` again.
     #[doc(alias = "ibv_close_xrcd")]
-    pub fn close(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            // Drop of the inner issues CLOSE_XRCD; do it here to return its error instead.
-            Ok(mut inner) => {
-                let mut cmd = legacy_cmd(
-                    IB_USER_VERBS_CMD_CLOSE_XRCD,
-                    &IbUverbsCloseXrcd {
-                        xrcd_handle: inner.handle,
-                    },
-                    &[],
-                    0,
-                    0,
-                );
-                let r = inner.ctx.inner.channel.write(&mut cmd);
-                // Closed, or failed and reported here: dropping must not try again.
-                inner.closed = true;
-                let label = inner.label();
-                r.map_err(|e| Error::os("close_xrcd", label, e))
-            }
-            Err(inner) => Err(Error::invalid(
+    pub fn close(mut self) -> Result<(), DestroyError<Xrcd>> {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            let e = Error::invalid(
                 "close_xrcd",
-                inner.label(),
+                self.inner.obj.label().to_owned(),
                 Errno::BUSY,
                 "SRQs or QPs still use the domain",
-            )),
+            );
+            return Err(DestroyError::new(self, e));
+        };
+        match inner.obj.destroy() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }

@@ -164,7 +164,11 @@ fn raw_destroy_in_the_wrong_order_is_refused_clearly() {
     assert!(e.reason().contains("already destroyed"), "{e}");
     // The safe wrapper's own deregistration now fails, and says so instead of panicking.
     let e = mr.dereg().unwrap_err();
-    assert_eq!(e.op(), "dereg_mr");
+    assert_eq!(e.error().op(), "dereg_mr");
+    // It hands the MR back; dropping it tries once more, and reports that failure too.
+    let before = uverbs::drop_error_count();
+    drop(e);
+    assert_eq!(uverbs::drop_error_count(), before + 1);
 
     let cq = ctx.create_cq(8, None, 0).unwrap();
     raw::destroy_cq(&ctx, cq.handle()).unwrap();

@@ -1256,3 +1256,82 @@ fn efa_srd_example_runs_against_the_model() {
     assert_eq!(sorted, (0..efa_srd::MESSAGES as u64).collect::<Vec<_>>());
     assert_ne!(got, sorted, "SRD delivery was reordered by the model");
 }
+
+#[allow(dead_code)] // the example's `main` is not called here
+#[path = "../examples/ud_any.rs"]
+mod ud_any;
+
+/// The one-program example (also run on rxe in the VM by tests/examples.rs) on two devices of
+/// the EFA model: `Context::create_cq`, `Pd::create_qp(UD)` (finding 5: it was a bare
+/// EPROTONOSUPPORT on EFA), `Pd::create_ah(&AhAttr)`, post and poll, unchanged.
+#[test]
+fn ud_any_example_runs_on_the_efa_model() {
+    if let Err(e) = ud_any::run_on_model() {
+        panic!("example ud_any on the EFA model failed: {e}");
+    }
+}
+
+/// Finding 5 and the refusals of what EFA cannot do: `create_qp` makes a UD QP on EFA (its
+/// type, caps and state as asked); RC, UC, an SRQ and SRD through `create_qp` are refused with
+/// the operation, the device and the reason.
+#[test]
+fn efa_create_qp_makes_ud_and_refuses_what_efa_cannot_do() {
+    let fab = EfaFabric::new(5);
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).expect("create_cq on EFA");
+    let c = QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mut qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Ud, &cq, &cq, c))
+        .expect("create_qp(UD) on EFA");
+    assert_eq!(qp.qp_type(), QpType::Ud);
+    assert_eq!(qp.state(), QpState::Reset);
+    assert!(
+        qp.cap().max_send_wr >= 8 && qp.cap().max_recv_wr >= 8,
+        "{:?}",
+        qp.cap()
+    );
+    efa::to_rts(&mut qp, QKEY).unwrap();
+    assert_eq!(qp.state(), QpState::Rts);
+    let q = qp.query(QpAttrMask::STATE | QpAttrMask::QKEY).unwrap();
+    assert_eq!((q.attr.qp_state, q.attr.qkey), (QpState::Rts, QKEY));
+    let name = ctx.device().name().to_string();
+    for t in [QpType::Rc, QpType::Uc, QpType::Srd] {
+        let e = pd
+            .create_qp(&QpInitAttr::new(t, &cq, &cq, c))
+            .expect_err("refused on EFA");
+        assert_eq!(e.op(), "create_qp");
+        assert!(e.is(Errno::OPNOTSUPP), "{t:?}: {e}");
+        assert!(e.object().contains(&name), "{e}");
+        assert!(!e.reason().is_empty(), "{e}");
+    }
+    let srq_err = pd
+        .create_srq(&uverbs::SrqAttr {
+            max_wr: 4,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .map(|_| ());
+    // EFA has no SRQs at all; if one could be made, a QP on it is refused just the same.
+    if let Ok(()) = srq_err {
+        panic!("create_srq on EFA succeeded");
+    }
+    let e = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr::new(QpType::Rc, &cq, &cq, c),
+            &EfaQpInitAttr::default(),
+        )
+        .expect_err("RC through efadv");
+    assert!(
+        e.is(Errno::OPNOTSUPP) && e.reason().contains("UD and SRD"),
+        "{e}"
+    );
+    fab.assert_no_violations();
+}

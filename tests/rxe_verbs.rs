@@ -265,7 +265,7 @@ fn rc_send_with_imm_and_inline_and_unsignaled() {
     assert_eq!(r[0].byte_len, 12);
     assert_eq!(read_mr(&dst, 0, 12), b"inline bytes");
     assert!(r[1].wc_flags.contains(WcFlags::WITH_IMM), "{:?}", r[1]);
-    assert_eq!(u32::from_be(r[1].imm_data), 0xdead_beef);
+    assert_eq!(r[1].imm_data, 0xdead_beef);
     assert_eq!(read_mr(&dst, 64, 3), b"imm");
 }
 
@@ -328,7 +328,7 @@ fn rc_rdma_write_read_and_write_with_imm() {
     let r = wait(&mut p.cq_b, 1);
     ok(&r);
     assert_eq!(r[0].opcode, WcOpcode::RECV_RDMA_WITH_IMM);
-    assert_eq!(u32::from_be(r[0].imm_data), 77);
+    assert_eq!(r[0].imm_data, 77);
 }
 
 #[test]
@@ -1229,7 +1229,8 @@ fn failed_qp_destroy_returns_the_qp_for_a_retry() {
     assert!(e.error.reason().contains("multicast"), "{e}");
     assert_eq!(e.qp.qp_num(), qpn, "the same QP comes back");
     let qp = *e.qp;
-    qp.detach_mcast(&mgid, 0).expect("detach_mcast after the failed destroy");
+    qp.detach_mcast(&mgid, 0)
+        .expect("detach_mcast after the failed destroy");
     qp.destroy().expect("destroy after detaching");
 }
 
@@ -1252,13 +1253,17 @@ fn uc_qp_on_an_srq_is_refused() {
     let e = pd.create_qp(&attr).expect_err("UC with an SRQ");
     assert_eq!(e.op(), "create_qp");
     assert!(e.is(Errno::INVAL), "{e}");
-    assert!(e.reason().contains("SRQ") && e.reason().contains("Uc"), "{e}");
+    assert!(
+        e.reason().contains("SRQ") && e.reason().contains("Uc"),
+        "{e}"
+    );
     assert!(e.object().contains(ctx.device().name()), "{e}");
     // RC and UD on the same SRQ are fine.
     for t in [QpType::Rc, QpType::Ud] {
         let mut a = QpInitAttr::new(t, &cq, &cq, cap(4, 1, 0));
         a.srq = Some(&srq);
-        pd.create_qp(&a).unwrap_or_else(|e| panic!("{t:?} on an SRQ: {e}"));
+        pd.create_qp(&a)
+            .unwrap_or_else(|e| panic!("{t:?} on an SRQ: {e}"));
     }
 }
 

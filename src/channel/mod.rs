@@ -38,6 +38,7 @@
 mod ioctl;
 mod kernel;
 mod mapping;
+mod trace;
 mod write;
 
 use std::fmt;
@@ -46,6 +47,8 @@ use std::os::fd::BorrowedFd;
 pub use ioctl::{AttrKind, AttrMut, AttrRef, IoctlCmd, MAX_ATTRS};
 pub use kernel::KernelChannel;
 pub use mapping::{anonymous, Mapping};
+pub(crate) use trace::enabled as trace_enabled;
+pub use trace::{describe_ioctl, describe_write, TraceChannel, TraceSetting, TRACE_VAR};
 pub use write::WriteCmd;
 
 pub use crate::error::Errno;

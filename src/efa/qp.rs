@@ -29,6 +29,7 @@ use super::table::QpTable;
 use crate::ah::Ah;
 use crate::channel::{MapKind, Mapping};
 use crate::context::legacy_cmd;
+use crate::cq::QpCqs;
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::Sge;
@@ -329,8 +330,7 @@ pub(crate) fn create_qp(
     // From here `inner` destroys the kernel QP if anything fails.
     let inner = QpInner {
         pd: pd.clone(),
-        _send_cq: Some(send_cq.shared().clone()),
-        _recv_cq: Some(recv_cq.shared().clone()),
+        _cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
         _srq: None,
         handle: resp.qp_handle,
         qp_num: resp.qpn,

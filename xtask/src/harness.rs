@@ -22,7 +22,7 @@ pub struct Harness {
     run_counter: u32,
 }
 
-/// Build the static `uverbs` CLI for the VM.
+/// Build the static `uverbs` CLI (the `uverbs-cli` package, `cli/`) for the VM.
 pub fn build_uverbs_cli() -> Result<PathBuf> {
     let root = crate::util::workspace_root();
     crate::util::run(
@@ -32,6 +32,8 @@ pub fn build_uverbs_cli() -> Result<PathBuf> {
                 "--release",
                 "--target",
                 MUSL_TARGET,
+                "-p",
+                "uverbs-cli",
                 "--bin",
                 "uverbs",
             ])

@@ -3,8 +3,10 @@
 //! (out-of-bounds or misaligned access, use after free, data races, invalid values).
 //! `cargo xtask test` runs it as a host step.
 //!
-//! Miri is a nightly component; this installs nothing. Without it the run fails and says how
-//! to install it (`.ci/run` does). `cargo miri` builds into its own directory, `target/miri`,
+//! Miri is a nightly component: `cargo xtask test` and `cargo xtask miri` install the nightly
+//! toolchain and its `miri` and `rust-src` components first when they are missing
+//! (`prereq::ensure_toolchain_components`); if that cannot be done, the run fails and says how
+//! to install them. `cargo miri` builds into its own directory, `target/miri`,
 //! so it never invalidates the normal build.
 
 use std::collections::BTreeMap;
@@ -210,6 +212,7 @@ pub fn command(args: &[String]) -> Result<bool> {
     if !args.is_empty() {
         return Err(err!("`cargo xtask miri` takes no arguments (got {args:?})"));
     }
+    crate::prereq::ensure_toolchain_components();
     let mut report = Report::new("miri");
     run(&mut report);
     report.print();

@@ -1,5 +1,8 @@
-//! Installs what the harness needs when it is missing: Debian packages (apt-get) and the
-//! rustup musl target. Says what it installs and why; a failure names the package.
+//! Installs what the harness needs when it is missing: Debian packages (apt-get), the rustup
+//! musl target, and (for `cargo xtask test`) the toolchain components its steps use: rustfmt
+//! and clippy on the default toolchain, a nightly toolchain with `miri` and `rust-src` (Miri),
+//! which the fuzzers build with too. Says what it installs and why; a failure names the piece
+//! and the command to run by hand.
 
 use std::process::Command;
 use std::sync::OnceLock;
@@ -151,6 +154,132 @@ pub fn ensure() -> Result<()> {
     ensure_musl_target()
 }
 
+/// A rustup component a `cargo xtask test` step needs, and why.
+struct Component {
+    toolchain: Option<&'static str>,
+    name: &'static str,
+    why: &'static str,
+}
+
+/// What `cargo xtask test` runs beyond a plain `cargo build`. `None` is the default toolchain
+/// (the one `rust-toolchain`/rustup's default selects for this workspace).
+const COMPONENTS: &[Component] = &[
+    Component {
+        toolchain: None,
+        name: "rustfmt",
+        why: "the `cargo fmt --all --check` step",
+    },
+    Component {
+        toolchain: None,
+        name: "clippy",
+        why: "the `cargo clippy ... -D warnings` step",
+    },
+    Component {
+        toolchain: Some("nightly"),
+        name: "miri",
+        why: "the providers' ring tests under Miri (`cargo xtask miri`)",
+    },
+    Component {
+        toolchain: Some("nightly"),
+        name: "rust-src",
+        why: "Miri builds its own standard library from source",
+    },
+];
+
+/// Whether `list` (`rustup component list --installed`, one per line such as
+/// `clippy-x86_64-unknown-linux-gnu` or `rust-src`) has component `name`.
+fn has_component(list: &str, name: &str) -> bool {
+    list.lines()
+        .map(str::trim)
+        .any(|l| l == name || l.starts_with(&format!("{name}-")))
+}
+
+/// Installs the toolchains and components `cargo xtask test` needs, saying what and why.
+///
+/// A bare machine with only rustup's default profile lacks the nightly toolchain (or, if one is
+/// there, its `miri` and `rust-src` components); `.ci/run` used to be the only place that added
+/// them. This never fails the run: a piece that cannot be installed is reported with the command
+/// to run, and the step that needs it then fails and names it.
+pub fn ensure_toolchain_components() {
+    let Ok(toolchains) = output(Command::new("rustup").args(["toolchain", "list"])) else {
+        println!(
+            "xtask: warning: rustup is not usable, so the components {} cannot be checked or \
+             installed; the steps that need them fail if they are missing",
+            COMPONENTS
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return;
+    };
+    for toolchain in [None, Some("nightly")] {
+        let wanted: Vec<&Component> = COMPONENTS
+            .iter()
+            .filter(|c| c.toolchain == toolchain)
+            .collect();
+        let names: Vec<&str> = wanted.iter().map(|c| c.name).collect();
+        let label = toolchain.unwrap_or("the default toolchain");
+        if let Some(tc) = toolchain {
+            if !toolchains.lines().any(|l| l.starts_with(tc)) {
+                println!(
+                    "xtask: installing the {tc} toolchain with {}:",
+                    names.join(", ")
+                );
+                for c in &wanted {
+                    println!("  {:<10} {}", c.name, c.why);
+                }
+                let mut cmd = Command::new("rustup");
+                cmd.args([
+                    "toolchain",
+                    "install",
+                    tc,
+                    "--profile",
+                    "minimal",
+                    "--component",
+                ])
+                .arg(names.join(","));
+                if let Err(e) = crate::util::run(&mut cmd) {
+                    println!(
+                        "xtask: warning: could not install the {tc} toolchain ({e}); run `{}`",
+                        show(&cmd)
+                    );
+                }
+                continue;
+            }
+        }
+        let mut list_cmd = Command::new("rustup");
+        if let Some(tc) = toolchain {
+            list_cmd.arg(format!("+{tc}"));
+        }
+        list_cmd.args(["component", "list", "--installed"]);
+        let installed = output(&mut list_cmd).unwrap_or_default();
+        let missing: Vec<&&Component> = wanted
+            .iter()
+            .filter(|c| !has_component(&installed, c.name))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        println!("xtask: adding rustup components to {label}:");
+        for c in &missing {
+            println!("  {:<10} {}", c.name, c.why);
+        }
+        let mut cmd = Command::new("rustup");
+        cmd.args(["component", "add"]);
+        if let Some(tc) = toolchain {
+            cmd.args(["--toolchain", tc]);
+        }
+        cmd.args(missing.iter().map(|c| c.name));
+        if let Err(e) = crate::util::run(&mut cmd) {
+            println!(
+                "xtask: warning: could not add them ({e}); run `{}`",
+                show(&cmd)
+            );
+        }
+    }
+}
+
 fn ensure_musl_target() -> Result<()> {
     let installed = match output(Command::new("rustup").args(["target", "list", "--installed"])) {
         Ok(list) => list,
@@ -176,4 +305,23 @@ fn ensure_musl_target() -> Result<()> {
     println!("xtask: installing the Rust target {MUSL_TARGET} (static executables for the VM)");
     crate::util::run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))
         .map_err(|e| err!("could not add the Rust target {MUSL_TARGET}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_component;
+
+    #[test]
+    fn components_are_found_with_or_without_a_target_suffix() {
+        let list = "cargo-x86_64-unknown-linux-gnu\nclippy-x86_64-unknown-linux-gnu\nrust-src\n";
+        assert!(has_component(list, "clippy"));
+        assert!(has_component(list, "rust-src"));
+        assert!(!has_component(list, "miri"));
+        assert!(!has_component(list, "rustfmt"));
+        // `rust-std-...` is not `rust-src`.
+        assert!(!has_component(
+            "rust-std-x86_64-unknown-linux-gnu\n",
+            "rust-src"
+        ));
+    }
 }

@@ -554,6 +554,7 @@ fn host_check(report: &mut Report, name: &str, args: &[&str]) {
 pub fn full() -> Result<bool> {
     let start = Instant::now();
     crate::prereq::ensure()?;
+    crate::prereq::ensure_toolchain_components();
 
     let mut host = Report::new("host");
     host_check(

@@ -89,7 +89,12 @@ pub fn wc_status_from_efa(status: u8) -> u32 {
 }
 
 /// The `ibv_wc_opcode` of a send completion by its `op_type` (3 bits): RDMA write and read
-/// by name, everything else a send (as rdma-core's `efa_wc_read_opcode`).
+/// by name, everything else a send.
+///
+/// This departs from rdma-core on purpose: its `efa_wc_read_opcode` (and `efa_poll_one`)
+/// name only RDMA write and report every other send-queue completion, an RDMA read's
+/// included, as `IBV_WC_SEND`. ibv_poll_cq(3) says an RDMA read completes as
+/// `IBV_WC_RDMA_READ`, which is what rxe reports too, so that is what we report.
 const SEND_OPCODE: [u32; 8] = {
     let mut t = [IBV_WC_SEND; 8];
     t[EFA_IO_RDMA_WRITE as usize] = IBV_WC_RDMA_WRITE;
@@ -146,6 +151,7 @@ mod tests {
         assert_eq!(IBV_WC_RESP_TIMEOUT_ERR, 20);
         assert_eq!(IBV_WC_RECV_RDMA_WITH_IMM, 129);
         assert_eq!(send_wc_opcode(EFA_IO_SEND), IBV_WC_SEND);
+        // Not rdma-core's IBV_WC_SEND: the verbs value (see SEND_OPCODE).
         assert_eq!(send_wc_opcode(EFA_IO_RDMA_READ), IBV_WC_RDMA_READ);
         assert_eq!(send_wc_opcode(EFA_IO_RDMA_WRITE), IBV_WC_RDMA_WRITE);
         for op in 3..8 {

@@ -40,7 +40,7 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use rustix::mm::MprotectFlags;
 use uverbs::Errno;
 
-use super::Region;
+use crate::state::Region;
 
 /// Trapped pages that can exist at once in the process.
 pub(crate) const SLOTS: usize = 256;

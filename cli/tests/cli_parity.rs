@@ -8,6 +8,8 @@
 //! Where our binary is: `UVERBS_BIN` if set, else the one cargo built for this test, else
 //! `/usr/bin/uverbs` (where the VM harness installs it).
 
+// The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;

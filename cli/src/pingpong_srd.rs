@@ -13,10 +13,11 @@
 //! reposted right after its completion, so with `chk` each message is checked in place against
 //! the pattern its sender wrote (message number and direction in every byte).
 //!
-//! This file uses only the public uverbs API and std (no clap, no CLI types), so a test can
-//! include it (`#[path = "../src/bin/uverbs/pingpong_srd.rs"] mod srd;`) and run both sides
-//! on the EFA device model. The loop posts and polls with objects this function owns and work
-//! requests built before it: no lock, no allocation, no indirect call on the data path.
+//! This file uses only the public uverbs API, std and the CLI's std-only TCP module
+//! ([`crate::exchange`]; no clap, no CLI types), so a test can include the two
+//! (`cli/tests/efa_pingpong.rs`: `#[path = "../src/pingpong_srd.rs"] mod srd;`) and run both
+//! sides on the EFA device model. The loop posts and polls with objects this function owns and
+//! work requests built before it: no lock, no allocation, no indirect call on the data path.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -27,10 +28,10 @@ use uverbs::{
     EfaWc, Gid, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge,
 };
 
+use crate::exchange;
+
 /// Bytes of one address message: `sizeof "0000:000000:000000:00000000:" + 32` with the NUL.
 pub const SRD_MSG_LEN: usize = 61;
-/// The client's final message, with its NUL (`sizeof "done"`).
-const DONE: &[u8; 5] = b"done\0";
 /// wr_id of the one send (receives use their slot number, below `rx_depth`).
 const SEND_WRID: u64 = u64::MAX;
 /// Empty polls between two looks at the clock.
@@ -99,10 +100,13 @@ pub struct SrdDest {
 impl SrdDest {
     /// The 61-byte message `"%04x:%06x:%06x:%08x:%s"`, NUL-terminated.
     pub fn to_wire(self) -> [u8; SRD_MSG_LEN] {
-        let gid: String = self.gid.iter().map(|b| format!("{b:02x}")).collect();
         let text = format!(
-            "{:04x}:{:06x}:{:06x}:{:08x}:{gid}",
-            self.lid, self.qpn, self.psn, self.qkey
+            "{:04x}:{:06x}:{:06x}:{:08x}:{}",
+            self.lid,
+            self.qpn,
+            self.psn,
+            self.qkey,
+            exchange::wire_gid(&self.gid)
         );
         let mut msg = [0u8; SRD_MSG_LEN];
         let n = text.len().min(SRD_MSG_LEN - 1);
@@ -131,14 +135,7 @@ impl SrdDest {
         let qpn = hex(f[1], 6)?;
         let psn = hex(f[2], 6)?;
         let qkey = hex(f[3], 8)?;
-        let g = f[4];
-        if g.len() != 32 || !g.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let mut gid = [0u8; 16];
-        for (i, b) in gid.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&g[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
+        let gid = exchange::gid_from_wire(f[4]).ok_or_else(bad)?;
         Ok(SrdDest {
             lid,
             qpn,
@@ -255,7 +252,7 @@ fn exchange(stream: &mut TcpStream, role: Role, my: SrdDest) -> Result<SrdDest, 
                 .read_exact(&mut msg)
                 .map_err(|e| format!("Couldn't read remote address: {e}"))?;
             stream
-                .write_all(DONE)
+                .write_all(exchange::DONE)
                 .map_err(|e| format!("Couldn't send \"done\": {e}"))?;
             SrdDest::from_wire(&msg)
         }
@@ -267,15 +264,7 @@ fn exchange(stream: &mut TcpStream, role: Role, my: SrdDest) -> Result<SrdDest, 
             stream
                 .write_all(&my.to_wire())
                 .map_err(|e| format!("Couldn't send local address: {e}"))?;
-            let mut done = [0u8; DONE.len()];
-            stream
-                .read_exact(&mut done)
-                .map_err(|e| format!("Couldn't read \"done\": {e}"))?;
-            if &done != DONE {
-                return Err(format!(
-                    "the client ended the exchange with {done:?}, not \"done\""
-                ));
-            }
+            exchange::wait_done(stream)?;
             Ok(rem)
         }
     }

@@ -15,9 +15,9 @@
 //! requests, SGEs and completion array built before the loop (no allocation in it).
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use uverbs::{
     AccessFlags, Ah, AhAttr, CompChannel, Context, Cq, Gid, GlobalRoute, LinkLayer, Mr, Mtu, Pd,
@@ -25,7 +25,7 @@ use uverbs::{
     Wc,
 };
 
-use crate::{pingpong_srd, Failure};
+use crate::{exchange, pingpong_srd, Failure};
 
 const PINGPONG_RECV_WRID: u64 = 1;
 const PINGPONG_SEND_WRID: u64 = 2;
@@ -33,8 +33,6 @@ const PINGPONG_SEND_WRID: u64 = 2;
 const MAX_QP: usize = 256;
 /// Bytes of one address message: `sizeof "0000:000000:000000:" + 32 hex digits` with the NUL.
 const MSG_LEN: usize = 52;
-/// The client's final message, with its NUL (`sizeof "done"`).
-const DONE: &[u8; 5] = b"done\0";
 /// The Q_Key `ud_pingpong.c` uses.
 const UD_QKEY: u32 = 0x1111_1111;
 /// The room a UD receive keeps for the GRH (`sizeof(struct ibv_grh)`).
@@ -120,7 +118,7 @@ impl Dest {
             self.lid,
             self.qpn,
             self.psn,
-            wire_gid(&self.gid)
+            exchange::wire_gid(&self.gid.raw)
         );
         let mut msg = [0u8; MSG_LEN];
         let n = text.len().min(MSG_LEN - 1);
@@ -147,20 +145,11 @@ impl Dest {
         let qpn = hex(0xff_ffff)?;
         let psn = hex(0xff_ffff)?;
         let g = parts.next().ok_or_else(bad)?;
-        if g.len() != 32 || !g.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let mut gid = Gid::default();
-        for (i, b) in gid.raw.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&g[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
+        let gid = Gid {
+            raw: exchange::gid_from_wire(g).ok_or_else(bad)?,
+        };
         Ok(Dest { lid, qpn, psn, gid })
     }
-}
-
-/// `gid_to_wire_gid`: the 16 bytes in order as 32 lower-case hex digits.
-fn wire_gid(gid: &Gid) -> String {
-    gid.raw.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn mtu_from_bytes(v: u32) -> Option<Mtu> {
@@ -325,6 +314,16 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
             .ok_or_else(|| Failure("No IB devices found".into()))?,
     };
     let ctx = Context::open(&dev)?;
+    let watch = ctx.clone();
+    let r = run_on(ctx, &args, set);
+    // Everything `run_on` made is dropped by now; `watch` only keeps the context open until
+    // this returns.
+    crate::removal::explain(r, &watch)
+}
+
+/// The run proper, on an open context; every object it makes is dropped when it returns.
+fn run_on(ctx: Context, args: &Args, set: Settings) -> Result<ExitCode, Failure> {
+    let mode = set.mode;
     let mut pp = init(ctx, &set, args.events)?;
 
     // One SGE for every receive (the whole buffer) and one for every send.
@@ -463,6 +462,8 @@ pub fn run(args: Args) -> Result<ExitCode, Failure> {
             if ne > 0 || args.events {
                 break ne;
             }
+            // Nothing came: a removed device will not send anything more.
+            crate::removal::check(&pp.ctx)?;
         };
         for wc in &wcs[..ne] {
             if !wc.status.is_success() {
@@ -575,14 +576,14 @@ fn run_srd(args: Args) -> Result<ExitCode, Failure> {
     };
     pingpong_srd::check_size(&ctx, opt.ib_port, opt.size).map_err(Failure)?;
     let (mut stream, role) = match &args.servername {
-        Some(host) => (connect_to(host, args.port)?, pingpong_srd::Role::Client),
-        None => {
-            let listener = listen(args.port)?;
-            let (conn, _) = listener
-                .accept()
-                .map_err(|e| Failure(format!("accept() failed: {e}")))?;
-            (conn, pingpong_srd::Role::Server)
-        }
+        Some(host) => (
+            exchange::connect(host, args.port, Duration::ZERO).map_err(Failure)?,
+            pingpong_srd::Role::Client,
+        ),
+        None => (
+            exchange::accept(args.port).map_err(Failure)?,
+            pingpong_srd::Role::Server,
+        ),
     };
     let out = pingpong_srd::run(&ctx, &mut stream, role, &opt, &mut std::io::stdout())
         .map_err(Failure)?;
@@ -838,40 +839,16 @@ fn connect(pp: &mut Pingpong, set: &Settings, my: &[Dest], rem: &[Dest]) -> Resu
     Ok(())
 }
 
-/// Connects to the first address of `host` that answers, as rdma-core's client does.
-fn connect_to(host: &str, port: u16) -> Result<TcpStream, Failure> {
-    let fail = |why: String| Failure(format!("Couldn't connect to {host}:{port}: {why}"));
-    let addrs = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Failure(format!("{e} for {host}:{port}")))?;
-    let mut last = String::from("no address");
-    for a in addrs {
-        match TcpStream::connect(a) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = e.to_string(),
-        }
-    }
-    Err(fail(last))
-}
-
-/// Listens on `port`: std sets SO_REUSEADDR on Unix listeners, as rdma-core does. `[::]` also
-/// takes IPv4 clients; without IPv6, fall back to 0.0.0.0.
-fn listen(port: u16) -> Result<TcpListener, Failure> {
-    TcpListener::bind(("::", port))
-        .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
-        .map_err(|e| Failure(format!("Couldn't listen to port {port}: {e}")))
-}
-
 /// `pp_client_exch_dest`: connect, send our address(es), read theirs, send `"done"`.
 fn client_exch(host: &str, port: u16, my: &[Dest]) -> Result<Vec<Dest>, Failure> {
-    let mut sock = connect_to(host, port)?;
+    let mut sock = exchange::connect(host, port, Duration::ZERO).map_err(Failure)?;
     for d in my {
         sock.write_all(&d.to_wire())
             .map_err(|e| Failure(format!("Couldn't send local address: {e}")))?;
     }
     let rem = read_dests(&mut sock, my.len())
         .map_err(|e| Failure(format!("Couldn't read/write remote address: {e}")))?;
-    sock.write_all(DONE)
+    sock.write_all(exchange::DONE)
         .map_err(|e| Failure(format!("Couldn't read/write remote address: {e}")))?;
     Ok(rem)
 }
@@ -884,11 +861,7 @@ fn server_exch(
     port: u16,
     my: &[Dest],
 ) -> Result<Vec<Dest>, Failure> {
-    let listener = listen(port)?;
-    let (mut conn, _) = listener
-        .accept()
-        .map_err(|e| Failure(format!("accept() failed: {e}")))?;
-    drop(listener);
+    let mut conn = exchange::accept(port).map_err(Failure)?;
     let rem = read_dests(&mut conn, my.len())
         .map_err(|e| Failure(format!("Couldn't read remote address: {e}")))?;
     connect(pp, set, my, &rem)
@@ -897,22 +870,7 @@ fn server_exch(
         conn.write_all(&d.to_wire())
             .map_err(|e| Failure(format!("Couldn't send local address: {e}")))?;
     }
-    let mut done = [0u8; MSG_LEN];
-    let mut n = 0;
-    while n < DONE.len() {
-        match conn.read(&mut done[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Failure(format!("Couldn't read \"done\": {e}"))),
-        }
-    }
-    if n != DONE.len() {
-        return Err(Failure(format!(
-            "Couldn't send/recv local address: read {n} bytes where the client's \"done\" has {}",
-            DONE.len()
-        )));
-    }
+    exchange::wait_done(&mut conn).map_err(Failure)?;
     Ok(rem)
 }
 

@@ -7,10 +7,12 @@
 #![recursion_limit = "256"]
 
 mod devices;
+mod exchange;
 mod info;
 mod perf;
 mod pingpong;
 mod pingpong_srd;
+mod removal;
 
 use std::process::ExitCode;
 

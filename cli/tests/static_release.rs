@@ -1,14 +1,16 @@
 //! The release CLI is one static binary that needs nothing else on the machine.
 //!
-//! * On the host (`host_only`): `cargo build --release --target x86_64-unknown-linux-musl`
-//!   gives a `uverbs` executable with no `PT_INTERP` (no dynamic loader) and no dynamic
-//!   section at all: `.cargo/config.toml` builds the musl target with `crt-static` and the
+//! * On the host (`host_only`): `cargo build --release --target x86_64-unknown-linux-musl
+//!   -p uverbs-cli` gives a `uverbs` executable with no `PT_INTERP` (no dynamic loader) and no
+//!   dynamic section at all: `.cargo/config.toml` builds the musl target with `crt-static` and the
 //!   static relocation model, so the result is a plain `ET_EXEC` (not static-PIE, which would
 //!   keep a `PT_DYNAMIC` of self-relocations).
 //! * In the VM: the harness installs that binary as `/usr/bin/uverbs`; the test copies it
 //!   into an otherwise empty root (only `/dev` and `/sys` bound in: no libc, no loader, no
 //!   rdma-core) and runs it there with `chroot`.
 
+// The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -70,23 +72,30 @@ fn inspect(bytes: &[u8]) -> (u16, bool, bool, Vec<u64>) {
     (e_type, interp, dynamic, tags)
 }
 
+/// The workspace root (this package is `cli/` in it).
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cli/ is inside the workspace")
+}
+
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 #[test]
 fn release_cli_is_a_static_binary_host_only() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["build", "--release", "--target", MUSL, "--bin", "uverbs"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--release", "--target", MUSL, "-p", "uverbs-cli"])
+        .current_dir(workspace_root())
         .output()
         .expect("running cargo build");
     assert!(
         out.status.success(),
-        "cargo build --release --target {MUSL} --bin uverbs failed ({}); is the target \
+        "cargo build --release --target {MUSL} -p uverbs-cli failed ({}); is the target \
          installed (rustup target add {MUSL})?\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)

@@ -11,6 +11,8 @@
 //! Where our binary is: `UVERBS_BIN` if set, else `/usr/bin/uverbs` (where the VM harness
 //! installs it) if it exists, else the one cargo built for this test.
 
+// The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::io::Read;

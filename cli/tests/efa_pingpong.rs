@@ -1,6 +1,6 @@
 //! `uverbs pingpong srd` without EFA hardware.
 //!
-//! The SRD pingpong logic (`src/bin/uverbs/pingpong_srd.rs`, public uverbs API and std only)
+//! The SRD pingpong logic (`cli/src/pingpong_srd.rs`, public uverbs API and std only)
 //! runs here as server and client on two threads, against two devices of one strict EFA
 //! device model fabric (`uverbs-efa-model`) that a third thread drives with
 //! `EfaFabric::process` until both sides are done. The sides talk over a real TCP connection
@@ -13,12 +13,19 @@
 //! (`srd_on_rxe_is_refused_naming_the_device`): the built CLI must fail at once, naming rxe0
 //! and saying SRD needs EFA.
 
+// The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::efa;
 
 #[allow(dead_code)]
-#[path = "../src/bin/uverbs/pingpong_srd.rs"]
+#[path = "../src/pingpong_srd.rs"]
 mod srd;
+
+// What srd.rs reaches as `crate::exchange`: the CLI's TCP address exchange.
+#[allow(dead_code)]
+#[path = "../src/exchange.rs"]
+mod exchange;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
