@@ -1261,7 +1261,7 @@ impl Qp {
         match &mut self.ring {
             QpRing::Efa(r) => r.post_send(
                 wrs,
-                self.state == QpState::Rts,
+                matches!(self.state, QpState::Rts),
                 self.sq_sig_all,
                 &self.inner,
             ),

@@ -599,12 +599,21 @@ fn ahn(ah: &Ah) -> u16 {
 
 /// A generic send WR as the provider's, borrowing its SGEs and inline data.
 #[inline(always)]
-fn to_efa_wr<'w>(wr: &'w SendWr<'_>, inner: &QpInner) -> Result<EfaWr<'w>> {
+fn to_efa_wr<'w>(
+    wr: &'w SendWr<'_>,
+    inner: &QpInner,
+    checked: &mut *const crate::ah::AhInner,
+) -> Result<EfaWr<'w>> {
     let op = efa_op(wr.op).map_err(|o| op_error(inner, "post_send", o))?;
     let Some(d) = &wr.ud else {
         return Err(no_dest(inner, "post_send"));
     };
-    crate::qp::check_ah_pd(inner, "post_send", d.ah)?;
+    let ah = Arc::as_ptr(&d.ah.inner);
+    if ah != *checked {
+        crate::qp::check_ah_pd(inner, "post_send", d.ah)?;
+        // Only compared, never dereferenced: the borrow of `wrs` keeps the AH alive anyway.
+        *checked = ah;
+    }
     let payload = match &wr.data {
         WrData::Sge(s) => Payload::Sge(efa_sges(s)),
         WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
@@ -645,7 +654,8 @@ impl EfaQpRing {
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
         if let ([wr], true) = (wrs, rts) {
-            if let (WrOp::Send, WrData::Sge(s @ [_]), Some(d)) = (wr.op, wr.data, &wr.ud) {
+            // Matched by reference: no copy of the (large) operation enum.
+            if let (WrOp::Send, WrData::Sge(s @ [_]), Some(d)) = (&wr.op, &wr.data, &wr.ud) {
                 if Arc::ptr_eq(&d.ah.inner.pd.inner, &inner.pd.inner) {
                     let ew = EfaWr {
                         wr_id: wr.wr_id,
@@ -685,12 +695,14 @@ impl EfaQpRing {
             });
         }
         let mut base = 0;
+        // The AH last found to be of this QP's PD: a list to one destination checks it once.
+        let mut checked: *const crate::ah::AhInner = std::ptr::null();
         for chunk in wrs.chunks(CHUNK) {
             let mut buf = [const { MaybeUninit::<EfaWr<'_>>::uninit() }; CHUNK];
             let mut n = 0;
             let mut refused = None;
             for (slot, wr) in buf.iter_mut().zip(chunk) {
-                match to_efa_wr(wr, inner) {
+                match to_efa_wr(wr, inner, &mut checked) {
                     Ok(w) => {
                         slot.write(w);
                         n += 1;
