@@ -3,17 +3,17 @@
 //! (`ibv_post_send`, `ibv_post_recv`, the `ibv_wr_*` API) through the generic work requests.
 #![allow(unsafe_code)]
 
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
 use bitflags::bitflags;
 use uverbs_efa::rq::{RecvQueue, RqConfig};
 use uverbs_efa::sq::{
-    DeviceCaps, Payload, QpType as EfaType, SendOp, SendQueue, SendWr as EfaWr, Sge as EfaSge,
-    SqConfig, UdAddr,
+    DeviceCaps, Payload, PlainWr, QpType as EfaType, SendOp, SendQueue, SendWr as EfaWr,
+    Sge as EfaSge, SqConfig, UdAddr,
 };
 use uverbs_efa::RecvWr as EfaRecvWr;
+use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
     EFA_QP_DRIVER_TYPE_SRD, EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
@@ -540,7 +540,7 @@ pub(crate) fn modify_req(
     Ok(req)
 }
 
-/// How many generic WRs a list post converts at a time (on the stack, not initialised).
+/// How many generic receive WRs a list post converts at a time (on the stack).
 const CHUNK: usize = 32;
 
 /// The provider's operation for `op`, or why EFA cannot post it.
@@ -597,39 +597,70 @@ fn ahn(ah: &Ah) -> u16 {
     ah.inner.ah_num as u16
 }
 
-/// A generic send WR as the provider's, borrowing its SGEs and inline data.
+/// What the provider cannot check of a generic send WR: an operation EFA has, a destination,
+/// an AH of the QP's PD (`checked`: the AH last found good).
 #[inline(always)]
-fn to_efa_wr<'w>(
-    wr: &'w SendWr<'_>,
+fn check_wr(
+    wr: &SendWr<'_>,
     inner: &QpInner,
     checked: &mut *const crate::ah::AhInner,
-) -> Result<EfaWr<'w>> {
-    let op = efa_op(wr.op).map_err(|o| op_error(inner, "post_send", o))?;
+) -> Result<()> {
+    if let Err(o) = efa_op(wr.op) {
+        return Err(op_error(inner, "post_send", o));
+    }
     let Some(d) = &wr.ud else {
         return Err(no_dest(inner, "post_send"));
     };
     let ah = Arc::as_ptr(&d.ah.inner);
     if ah != *checked {
         crate::qp::check_ah_pd(inner, "post_send", d.ah)?;
-        // Only compared, never dereferenced: the borrow of `wrs` keeps the AH alive anyway.
+        // Only compared, never dereferenced: the borrow of the list keeps the AH alive.
         *checked = ah;
     }
-    let payload = match &wr.data {
-        WrData::Sge(s) => Payload::Sge(efa_sges(s)),
-        WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
-    };
-    Ok(EfaWr {
-        wr_id: wr.wr_id,
-        op,
-        dest: UdAddr {
-            ah: ahn(d.ah),
-            remote_qpn: d.remote_qpn,
-            remote_qkey: d.remote_qkey,
-        },
-        payload,
-        signaled: wr.flags.contains(SendFlags::SIGNALED),
-        processing_hints: 0,
-    })
+    Ok(())
+}
+
+/// The generic send WR, read in place by the provider's send queue.
+impl uverbs_efa::SendWrSource for SendWr<'_> {
+    #[inline(always)]
+    fn plain(&self) -> Option<PlainWr<'_>> {
+        match (&self.op, &self.data, &self.ud) {
+            (WrOp::Send, WrData::Sge([sge]), Some(d)) => Some(PlainWr {
+                wr_id: self.wr_id,
+                dest: UdAddr {
+                    ah: ahn(d.ah),
+                    remote_qpn: d.remote_qpn,
+                    remote_qkey: d.remote_qkey,
+                },
+                sge: &efa_sges(std::slice::from_ref(sge))[0],
+                signaled: self.flags.contains(SendFlags::SIGNALED),
+                processing_hints: 0,
+            }),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn send_wr(&self) -> Option<EfaWr<'_>> {
+        let op = efa_op(self.op).ok()?;
+        let d = self.ud.as_ref()?;
+        let payload = match &self.data {
+            WrData::Sge(s) => Payload::Sge(efa_sges(s)),
+            WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
+        };
+        Some(EfaWr {
+            wr_id: self.wr_id,
+            op,
+            dest: UdAddr {
+                ah: ahn(d.ah),
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+            },
+            payload,
+            signaled: self.flags.contains(SendFlags::SIGNALED),
+            processing_hints: 0,
+        })
+    }
 }
 
 impl EfaQpRing {
@@ -644,7 +675,7 @@ impl EfaQpRing {
     /// `ibv_post_send`. One plain WR (a signaled SEND of one SGE) on an RTS QP, the common
     /// case of a latency-bound poster, goes straight to the provider's single-WR path;
     /// everything else, and whatever that path declines (it then has done nothing), goes the
-    /// general way.
+    /// general way. The provider reads the generic WRs in place ([`SendWrSource`]).
     #[inline]
     pub(crate) fn post_send(
         &mut self,
@@ -654,23 +685,12 @@ impl EfaQpRing {
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
         if let ([wr], true) = (wrs, rts) {
-            // Matched by reference: no copy of the (large) operation enum.
-            if let (WrOp::Send, WrData::Sge(s @ [_]), Some(d)) = (&wr.op, &wr.data, &wr.ud) {
+            if let Some(d) = &wr.ud {
                 if Arc::ptr_eq(&d.ah.inner.pd.inner, &inner.pd.inner) {
-                    let ew = EfaWr {
-                        wr_id: wr.wr_id,
-                        op: SendOp::Send,
-                        dest: UdAddr {
-                            ah: ahn(d.ah),
-                            remote_qpn: d.remote_qpn,
-                            remote_qkey: d.remote_qkey,
-                        },
-                        payload: Payload::Sge(efa_sges(s)),
-                        signaled: wr.flags.contains(SendFlags::SIGNALED),
-                        processing_hints: 0,
-                    };
-                    if self.sq.post_single(&ew, sig_all) {
-                        return Ok(());
+                    if let Some(p) = wr.plain() {
+                        if self.sq.post_plain(&p, sig_all) {
+                            return Ok(());
+                        }
                     }
                 }
             }
@@ -678,8 +698,9 @@ impl EfaQpRing {
         self.post_send_general(wrs, rts, sig_all, inner)
     }
 
-    /// [`post_send`](Self::post_send) for every list but a single plain WR: the WRs converted
-    /// `CHUNK` at a time into the provider's form on the stack, each chunk posted as a list.
+    /// [`post_send`](Self::post_send) for every list but a single plain WR: what the provider
+    /// cannot tell (an operation EFA lacks, no destination, an AH of another PD) is checked
+    /// first, then the WRs before the first refused one go to the provider as they are.
     #[inline(never)]
     fn post_send_general(
         &mut self,
@@ -694,51 +715,33 @@ impl EfaQpRing {
                 error: not_rts(inner, "post_send"),
             });
         }
-        let mut base = 0;
         // The AH last found to be of this QP's PD: a list to one destination checks it once.
         let mut checked: *const crate::ah::AhInner = std::ptr::null();
-        for chunk in wrs.chunks(CHUNK) {
-            let mut buf = [const { MaybeUninit::<EfaWr<'_>>::uninit() }; CHUNK];
-            let mut n = 0;
-            let mut refused = None;
-            for (slot, wr) in buf.iter_mut().zip(chunk) {
-                match to_efa_wr(wr, inner, &mut checked) {
-                    Ok(w) => {
-                        slot.write(w);
-                        n += 1;
-                    }
-                    Err(e) => {
-                        refused = Some(e);
-                        break;
-                    }
-                }
+        let mut refused = None;
+        for (i, wr) in wrs.iter().enumerate() {
+            if let Err(e) = check_wr(wr, inner, &mut checked) {
+                refused = Some((i, e));
+                break;
             }
-            // SAFETY: the first `n` elements of `buf` were written just above (`n` counts the
-            // writes, in order from 0), and `MaybeUninit<T>` has the layout of `T`.
-            let ews: &[EfaWr<'_>] =
-                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<EfaWr<'_>>(), n) };
-            if n > 0 {
-                if let Err(e) = self.sq.post_send_with(ews, sig_all) {
-                    return Err(PostError {
-                        index: base + e.index,
-                        error: Error::invalid(
-                            "post_send",
-                            inner.label(),
-                            Errno::from_raw_os_error(e.error.errno()),
-                            e.error.to_string(),
-                        ),
-                    });
-                }
-            }
-            if let Some(error) = refused {
+        }
+        let ok = refused.as_ref().map_or(wrs.len(), |r| r.0);
+        if ok > 0 {
+            if let Err(e) = self.sq.post_send_with(&wrs[..ok], sig_all) {
                 return Err(PostError {
-                    index: base + n,
-                    error,
+                    index: e.index,
+                    error: Error::invalid(
+                        "post_send",
+                        inner.label(),
+                        Errno::from_raw_os_error(e.error.errno()),
+                        e.error.to_string(),
+                    ),
                 });
             }
-            base += n;
         }
-        Ok(())
+        match refused {
+            None => Ok(()),
+            Some((index, error)) => Err(PostError { index, error }),
+        }
     }
 
     /// `ibv_post_recv` (in INIT, RTR or RTS).
