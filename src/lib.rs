@@ -65,8 +65,8 @@ pub use mw::{Mw, MwType};
 pub use object::DestroyError;
 pub use pd::Pd;
 pub use qp::{
-    Qp, QpAttr, QpAttrMask, QpCap, QpDestroyError, QpDestroyed, QpInitAttr, QpQuery, QpState,
-    QpType, SendOpsFlags, WrBatch,
+    Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
+    WrBatch,
 };
 pub use query::{
     format_fw_ver, speed_str, AtomicCap, CqModerationCaps, DeviceAttr, DeviceAttrEx,

@@ -52,6 +52,7 @@ use crate::cq::{Cq, QpCqs};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::{AccessFlags, Sge};
+use crate::object::DestroyError;
 use crate::pd::Pd;
 use crate::query::{Gid, Mtu};
 use crate::srq::{Srq, SrqShared};
@@ -686,42 +687,6 @@ impl std::fmt::Debug for Qp {
     }
 }
 
-/// A failed [`Qp::destroy`]: the QP is handed back unchanged, so the caller can remove the
-/// cause (for `EBUSY`, detach its multicast groups) and destroy it again.
-pub struct QpDestroyError {
-    /// The QP, still alive in the kernel (boxed: a `Qp` holds its rings inline, and an error
-    /// type should stay small).
-    pub qp: Box<Qp>,
-    /// Why the kernel refused.
-    pub error: Error,
-}
-
-impl std::fmt::Debug for QpDestroyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.error, f)
-    }
-}
-
-impl std::fmt::Display for QpDestroyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl std::error::Error for QpDestroyError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-impl From<QpDestroyError> for Error {
-    /// Keeps the error; the QP is dropped (which tries the destroy once more and reports a
-    /// failure on standard error, see [`crate::drop_error_count`]).
-    fn from(e: QpDestroyError) -> Error {
-        e.error
-    }
-}
-
 impl Pd {
     /// Creates a QP (`ibv_create_qp`). The caps actually made are in [`Qp::cap`].
     ///
@@ -1163,7 +1128,7 @@ impl Qp {
     /// comes back in the error, unchanged: detach it ([`Qp::detach_mcast`]) and destroy it
     /// again, as ibv_destroy_qp(3) says.
     #[doc(alias = "ibv_destroy_qp")]
-    pub fn destroy(mut self) -> std::result::Result<QpDestroyed, QpDestroyError> {
+    pub fn destroy(mut self) -> std::result::Result<QpDestroyed, DestroyError<Qp>> {
         match self.inner.destroy_cmd() {
             Ok(resp) => {
                 self.inner.destroyed = true;
@@ -1180,10 +1145,7 @@ impl Qp {
                     } else {
                         ""
                     });
-                Err(QpDestroyError {
-                    qp: Box::new(self),
-                    error,
-                })
+                Err(DestroyError::new(self, error))
             }
         }
     }

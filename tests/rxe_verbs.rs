@@ -1225,10 +1225,10 @@ fn failed_qp_destroy_returns_the_qp_for_a_retry() {
     p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
     let qpn = p.a.qp_num();
     let e = p.a.destroy().expect_err("destroy while attached must fail");
-    assert!(e.error.is(Errno::BUSY), "{e}");
-    assert!(e.error.reason().contains("multicast"), "{e}");
-    assert_eq!(e.qp.qp_num(), qpn, "the same QP comes back");
-    let qp = *e.qp;
+    assert!(e.is(Errno::BUSY), "{e}");
+    assert!(e.error().reason().contains("multicast"), "{e}");
+    let qp = e.into_inner();
+    assert_eq!(qp.qp_num(), qpn, "the same QP comes back");
     qp.detach_mcast(&mgid, 0)
         .expect("detach_mcast after the failed destroy");
     qp.destroy().expect("destroy after detaching");
