@@ -573,11 +573,17 @@ impl CmId {
         qp.modify(&rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
     }
 
-    /// Destroys the id's QP (`rdma_destroy_qp`).
+    /// Destroys the id's QP (`rdma_destroy_qp`). If the kernel refuses (e.g. `EBUSY` while
+    /// the QP is attached to a multicast group), the QP stays with the id, usable, and the
+    /// error is returned, so the cause can be removed and the call repeated.
     #[doc(alias = "rdma_destroy_qp")]
     pub fn destroy_qp(&mut self) -> Result<()> {
         match self.qp.take() {
-            Some(qp) => qp.destroy().map(|_| ()),
+            Some(qp) => qp.destroy().map(|_| ()).map_err(|e| {
+                let (qp, err) = e.into_parts();
+                self.qp = Some(qp);
+                err
+            }),
             None => Ok(()),
         }
     }
