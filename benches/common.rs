@@ -3,9 +3,12 @@
 //! measured post or poll is exactly what an application's costs (minus the hardware).
 #![allow(dead_code)]
 
+#[path = "../tests/common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
-    EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, EfaUdAddr, EfaWcFlags, Mr, Pd, SendOpsFlags,
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, EfaWcFlags, Mr, Pd, Qp,
+    QpCap, QpInitAttr, QpType, RecvWr, SendOpsFlags, SendWr, Sge,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -13,7 +16,7 @@ pub const QKEY: u32 = 0x1234_5678;
 
 /// One side; fields drop in order (QP before CQs, MR before PD).
 pub struct Side {
-    pub qp: EfaQp,
+    pub qp: Qp,
     pub scq: Cq,
     pub rcq: Cq,
     pub mr: Mr,
@@ -23,15 +26,17 @@ pub struct Side {
 pub struct Pair {
     pub a: Side,
     pub b: Side,
-    _ah: uverbs::EfaAh,
+    _ah: uverbs::Ah,
     pub fab: EfaFabric,
 }
 
 /// What the work requests name (kept apart from the QPs so both can be borrowed at once).
 pub struct Wrs {
-    pub dest: EfaUdAddr,
-    pub ssge: [EfaSge; 1],
-    pub rsge: [EfaSge; 1],
+    /// The destination: an AH to `b`, `b`'s QP number (the Q_Key is [`QKEY`]).
+    pub ah: uverbs::Ah,
+    pub remote_qpn: u32,
+    pub ssge: [Sge; 1],
+    pub rsge: [Sge; 1],
 }
 
 impl Pair {
@@ -62,24 +67,30 @@ impl Pair {
             };
             let (scq, rcq) = (cq(), cq());
             let mut qp = pd
-                .efadv_create_qp(&EfaQpInitAttr {
-                    qp_type: EfaQpType::Srd,
-                    send_cq: &scq,
-                    recv_cq: &rcq,
-                    cap: EfaQpCap {
-                        max_send_wr: depth,
-                        max_recv_wr: depth,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: 0,
+                .efadv_create_qp_ex(
+                    &QpInitAttr {
+                        sq_sig_all: true,
+                        send_ops_flags: SendOpsFlags::SEND,
+                        ..QpInitAttr::new(
+                            QpType::Srd,
+                            &scq,
+                            &rcq,
+                            QpCap {
+                                max_send_wr: depth,
+                                max_recv_wr: depth,
+                                max_send_sge: 1,
+                                max_recv_sge: 1,
+                                max_inline_data: 0,
+                            },
+                        )
                     },
-                    sq_sig_all: true,
-                    flags: EfaQpFlags::empty(),
-                    sl: 0,
-                    send_ops_flags: SendOpsFlags::SEND,
-                })
+                    &EfaQpInitAttr {
+                        flags: EfaQpFlags::empty(),
+                        sl: 0,
+                    },
+                )
                 .expect("efadv_create_qp");
-            qp.modify_to_rts(QKEY).expect("modify to RTS");
+            efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
             let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
             Side {
                 qp,
@@ -91,23 +102,30 @@ impl Pair {
         };
         let a = side(&da);
         let b = side(&db);
-        let ah = a.pd.efadv_create_ah(db.gid()).unwrap();
-        let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
-        let ssge = [a.mr.sge(0, 64).unwrap().into()];
-        let rsge = [b.mr.sge(0, 64).unwrap().into()];
-        (Pair { a, b, _ah: ah, fab }, Wrs { dest, ssge, rsge })
+        let ah = a.pd.create_ah(&efa::ah_attr(db.gid())).unwrap();
+        let remote_qpn = b.qp.qp_num();
+        let ssge = [a.mr.sge(0, 64).unwrap()];
+        let rsge = [b.mr.sge(0, 64).unwrap()];
+        let wrs = Wrs {
+            ah: ah.clone(),
+            remote_qpn,
+            ssge,
+            rsge,
+        };
+        (Pair { a, b, _ah: ah, fab }, wrs)
     }
 }
 
 impl Wrs {
-    pub fn send(&self) -> EfaSendWr<'_> {
-        EfaSendWr::send(1, self.dest)
-            .sge_list(&self.ssge)
-            .signaled(true)
+    pub fn send(&self) -> SendWr<'_> {
+        SendWr::send(1)
+            .ud(&self.ah, self.remote_qpn, QKEY)
+            .sge(&self.ssge)
+            .signaled()
     }
 
-    pub fn recv(&self) -> EfaRecvWr<'_> {
-        EfaRecvWr {
+    pub fn recv(&self) -> RecvWr<'_> {
+        RecvWr {
             wr_id: 2,
             sg_list: &self.rsge,
         }

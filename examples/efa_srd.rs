@@ -1,7 +1,7 @@
 //! SRD on EFA: reliable, unordered datagrams between two hosts, with the efadv extras.
 //!
 //! Each side opens the EFA device, creates an EFA CQ (`efadv_create_cq`, with source GIDs when
-//! the device can) and an SRD QP (`efadv_create_qp`), brings it to RTS, and tells the other
+//! the device can) and an SRD QP (`efadv_create_qp_ex`), brings it to RTS, and tells the other
 //! side its GID and QP number over TCP. The client sends `MESSAGES` messages; the server
 //! receives them (in any order: SRD does not keep it) and checks every byte, then answers with
 //! one message so the client knows all arrived. Every SRD send must be signaled; a send that
@@ -24,9 +24,9 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, Context, Cq, CqInitAttr, Driver, EfaAh, EfaCqInitAttr, EfaDeviceCaps, EfaQp,
-    EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, EfaWc,
-    EfaWcFlags, Mr, Pd, SendOpsFlags, WcStatus,
+    AccessFlags, Ah, AhAttr, Context, Cq, CqInitAttr, Driver, EfaCqInitAttr, EfaDeviceCaps,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Gid, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask,
+    QpCap, QpInitAttr, QpState, QpType, RecvWr, SendOpsFlags, SendWr, Sge, WcStatus,
 };
 
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
@@ -66,7 +66,7 @@ impl Addr {
 /// One side: PD, CQ, SRD QP and a registered buffer of `MESSAGES` slots.
 pub struct Endpoint {
     // Field order is drop order: QP before its CQ, MR and PD.
-    qp: EfaQp,
+    qp: Qp,
     cq: Cq,
     mr: Mr,
     pd: Pd,
@@ -97,23 +97,50 @@ impl Endpoint {
             },
         )?;
         let pd = ctx.alloc_pd()?;
-        let mut qp = pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            cap: EfaQpCap {
-                max_send_wr: MESSAGES as u32,
-                max_recv_wr: MESSAGES as u32,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        let mut qp = pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SendOpsFlags::SEND,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &cq,
+                    &cq,
+                    QpCap {
+                        max_send_wr: MESSAGES as u32,
+                        max_recv_wr: MESSAGES as u32,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SendOpsFlags::SEND,
-        })?;
-        qp.modify_to_rts(QKEY)?;
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )?;
+        // RESET -> INIT (Q_Key, P_Key index, port) -> RTR -> RTS (send PSN), as libfabric does.
+        let attr = QpAttr {
+            qp_state: QpState::Init,
+            qkey: QKEY,
+            pkey_index: 0,
+            port_num: 1,
+            ..Default::default()
+        };
+        qp.modify(
+            &attr,
+            QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT,
+        )?;
+        for (qp_state, mask) in [
+            (QpState::Rtr, QpAttrMask::STATE),
+            (QpState::Rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN),
+        ] {
+            let attr = QpAttr {
+                qp_state,
+                ..Default::default()
+            };
+            qp.modify(&attr, mask)?;
+        }
         let mr = pd.reg_mr(MESSAGES * MSG, AccessFlags::LOCAL_WRITE)?;
         Ok(Endpoint {
             qp,
@@ -137,15 +164,15 @@ impl Endpoint {
         Ok(self.ctx.query_gid(1, 0)?.raw)
     }
 
-    fn slot(&self, i: usize) -> Result<EfaSge> {
-        Ok(self.mr.sge(i * MSG, MSG as u32)?.into())
+    fn slot(&self, i: usize) -> Result<Sge> {
+        Ok(self.mr.sge(i * MSG, MSG as u32)?)
     }
 
     /// Posts `n` receives, one per buffer slot (wr_id = slot).
     pub fn post_recvs(&mut self, n: usize) -> Result<()> {
         for i in 0..n {
             let s = [self.slot(i)?];
-            self.qp.post_recv(&[EfaRecvWr {
+            self.qp.post_recv(&[RecvWr {
                 wr_id: i as u64,
                 sg_list: &s,
             }])?;
@@ -154,18 +181,28 @@ impl Endpoint {
     }
 
     /// An address handle for the peer.
-    pub fn ah(&self, peer: Addr) -> Result<EfaAh> {
-        Ok(self.pd.efadv_create_ah(peer.gid)?)
+    pub fn ah(&self, peer: Addr) -> Result<Ah> {
+        let attr = AhAttr {
+            grh: GlobalRoute {
+                dgid: Gid { raw: peer.gid },
+                ..Default::default()
+            },
+            is_global: true,
+            port_num: 1,
+            ..Default::default()
+        };
+        Ok(self.pd.create_ah(&attr)?)
     }
 
     /// Sends `n` messages to `peer` through `ah`; message `i` is byte `i` repeated.
-    pub fn send(&mut self, ah: &EfaAh, peer: Addr, n: usize) -> Result<()> {
-        let dest = ah.ud_addr(peer.qpn, QKEY);
+    pub fn send(&mut self, ah: &Ah, peer: Addr, n: usize) -> Result<()> {
         for i in 0..n {
             self.mr.fill(i * MSG, MSG, i as u8)?;
             let s = [self.slot(i)?];
-            self.qp
-                .post_send(&[EfaSendWr::send(i as u64, dest).sge_list(&s)])?;
+            self.qp.post_send(&[SendWr::send(i as u64)
+                .sge(&s)
+                .signaled()
+                .ud(ah, peer.qpn, QKEY)])?;
         }
         Ok(())
     }

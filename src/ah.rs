@@ -1,7 +1,9 @@
 //! Address handles (`ibv_create_ah`, `ibv_destroy_ah`) and address vectors (`ibv_ah_attr`).
 //!
-//! An [`Ah`] is the kernel AH (`IB_USER_VERBS_CMD_CREATE_AH`) plus what rxe needs in a UD send
-//! WQE: the kernel's AH index (`rxe_create_ah_resp.ah_num`, non-zero on every kernel since
+//! An [`Ah`] is the kernel AH (`IB_USER_VERBS_CMD_CREATE_AH`) plus the number a UD send WQE
+//! carries. On EFA that is the device's AH number from the driver response
+//! (`efa_ibv_create_ah_resp.efa_address_handle`, what libefa's `efa_create_ah` keeps). On rxe
+//! it is the kernel's AH index (`rxe_create_ah_resp.ah_num`, non-zero on every kernel since
 //! 5.10, including both test kernels). Kernels older than that return 0 and expect a full
 //! `struct rxe_av` (with the destination MAC resolved from the neighbour table) in every WQE;
 //! uverbs refuses those kernels with `EOPNOTSUPP` rather than sending with a guessed MAC.
@@ -11,6 +13,7 @@
 
 use std::sync::Arc;
 
+use uverbs_uapi::efa::{EfaIbvCreateAhResp, EFA_USER_CMDS_SUPP_UDATA_CREATE_AH};
 use uverbs_uapi::rxe::RxeCreateAhResp;
 use uverbs_uapi::write::{
     IbUverbsAhAttr, IbUverbsCreateAh, IbUverbsCreateAhResp, IbUverbsDestroyAh, IbUverbsGlobalRoute,
@@ -102,8 +105,10 @@ impl AhAttr {
 pub(crate) struct AhInner {
     pub(crate) pd: Pd,
     pub(crate) handle: u32,
-    /// rxe's AH index for UD WQEs (non-zero).
+    /// The number send WQEs carry: rxe's AH index (non-zero), EFA's device AH number.
     pub(crate) ah_num: u32,
+    /// An EFA AH (`ah_num` is the device's AH number).
+    pub(crate) efa: bool,
     pub(crate) attr: AhAttr,
     destroyed: bool,
 }
@@ -166,14 +171,29 @@ impl Pd {
     pub fn create_ah(&self, attr: &AhAttr) -> Result<Ah> {
         let op = "create_ah";
         let ctx = self.context();
-        if !matches!(ctx.provider(), ProviderInfo::Rxe) {
-            return Err(Error::invalid(
-                op,
-                self.label(),
-                Errno::OPNOTSUPP,
-                "only rxe address handles are implemented here",
-            ));
-        }
+        let efa = match ctx.provider() {
+            ProviderInfo::Rxe => false,
+            ProviderInfo::Efa(uctx) => {
+                if uctx.cmds_supp_udata_mask & EFA_USER_CMDS_SUPP_UDATA_CREATE_AH == 0 {
+                    return Err(Error::invalid(
+                        op,
+                        self.label(),
+                        Errno::OPNOTSUPP,
+                        "this EFA kernel driver does not return AH numbers, which sends need",
+                    ));
+                }
+                true
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(Error::invalid(
+                    op,
+                    self.label(),
+                    Errno::OPNOTSUPP,
+                    "address handles are implemented for rxe and EFA only",
+                ))
+            }
+        };
         if attr.port_num == 0 {
             return Err(Error::invalid(
                 op,
@@ -187,7 +207,11 @@ impl Pd {
                 op,
                 self.label(),
                 Errno::INVAL,
-                "RoCE address handles need a GRH (is_global with dgid and sgid_index)",
+                if efa {
+                    "EFA address handles need a GRH (is_global with the destination GID)"
+                } else {
+                    "RoCE address handles need a GRH (is_global with dgid and sgid_index)"
+                },
             ));
         }
         let req = IbUverbsCreateAh {
@@ -196,12 +220,19 @@ impl Pd {
             attr: attr.to_uverbs(),
             ..Default::default()
         };
+        // libefa's efa_create_ah and rdma-core's rxe: no driver command; the driver response
+        // carries the AH number send WQEs name.
+        let drv_len = if efa {
+            std::mem::size_of::<EfaIbvCreateAhResp>()
+        } else {
+            std::mem::size_of::<RxeCreateAhResp>()
+        };
         let mut cmd = legacy_cmd(
             IB_USER_VERBS_CMD_CREATE_AH,
             &req,
             &[],
             std::mem::size_of::<IbUverbsCreateAhResp>(),
-            std::mem::size_of::<RxeCreateAhResp>(),
+            drv_len,
         );
         ctx.write_cmd(op, &|| self.label(), &mut cmd).map_err(|e| {
             if e.is(Errno::INVAL) || e.is(Errno::NOENT) || e.is(Errno::NODATA) {
@@ -214,15 +245,23 @@ impl Pd {
             }
         })?;
         let resp: IbUverbsCreateAhResp = cmd.response_as();
-        let drv: RxeCreateAhResp = cmd.driver_response_as();
+        let ah_num = if efa {
+            u32::from(
+                cmd.driver_response_as::<EfaIbvCreateAhResp>()
+                    .efa_address_handle,
+            )
+        } else {
+            cmd.driver_response_as::<RxeCreateAhResp>().ah_num
+        };
         let mut inner = AhInner {
             pd: self.clone(),
             handle: resp.ah_handle,
-            ah_num: drv.ah_num,
+            ah_num,
+            efa,
             attr: *attr,
             destroyed: false,
         };
-        if drv.ah_num == 0 {
+        if !efa && ah_num == 0 {
             let label = inner.label();
             // Destroy what the kernel made before refusing.
             let r = inner.destroy_cmd();
@@ -251,9 +290,24 @@ impl Ah {
         self.inner.handle
     }
 
-    /// rxe's AH index, as UD work queue entries carry it.
+    /// The number work queue entries carry: rxe's AH index, or EFA's device AH number
+    /// (also [`Ah::efadv_query_ah`]).
     pub fn ah_num(&self) -> u32 {
         self.inner.ah_num
+    }
+
+    /// The device's AH number of an AH on an EFA device (`efadv_query_ah`'s `ahn`), which
+    /// EFA peers use to name this destination. Refused (`EOPNOTSUPP`) on other devices.
+    pub fn efadv_query_ah(&self) -> Result<u16> {
+        if !self.inner.efa {
+            return Err(Error::invalid(
+                "efadv_query_ah",
+                self.inner.label(),
+                Errno::OPNOTSUPP,
+                "not an EFA device: efadv_query_ah is EFA's",
+            ));
+        }
+        Ok(self.inner.ah_num as u16)
     }
 
     /// The attributes the AH was created with.

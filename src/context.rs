@@ -120,6 +120,10 @@ impl Context {
             let why = match e {
                 Errno::NOENT => "the uverbs character device does not exist",
                 Errno::ACCESS | Errno::PERM => "no permission to open the uverbs character device",
+                // A node that outlived its device (a container's static /dev after a removal).
+                Errno::NXIO | Errno::NODEV => {
+                    "no device is behind the uverbs character device (removed?)"
+                }
                 _ => "cannot open the uverbs character device",
             };
             Error::os("open_device", label.clone(), e)

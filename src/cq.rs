@@ -199,12 +199,10 @@ impl Context {
         }
         match self.provider() {
             ProviderInfo::Rxe => self.create_rxe_cq(attr),
-            ProviderInfo::Efa(_) => Err(Error::invalid(
-                op,
-                self.label().to_string(),
-                Errno::OPNOTSUPP,
-                "EFA CQs are created with efadv_create_cq",
-            )),
+            // libefa's efa_create_cq: efadv's create with no EFA attributes.
+            ProviderInfo::Efa(_) => {
+                self.efadv_create_cq(attr, &crate::efa::EfaCqInitAttr::default())
+            }
         }
     }
 

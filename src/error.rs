@@ -188,6 +188,13 @@ pub fn errno_name(e: Errno) -> &'static str {
         Errno::NOTCONN => "ENOTCONN",
         Errno::CONNREFUSED => "ECONNREFUSED",
         Errno::NETDOWN => "ENETDOWN",
+        Errno::ADDRINUSE => "EADDRINUSE",
+        Errno::ADDRNOTAVAIL => "EADDRNOTAVAIL",
+        Errno::NETUNREACH => "ENETUNREACH",
+        Errno::HOSTUNREACH => "EHOSTUNREACH",
+        Errno::CONNRESET => "ECONNRESET",
+        Errno::AFNOSUPPORT => "EAFNOSUPPORT",
+        Errno::NODATA => "ENODATA",
         _ => "errno",
     }
 }

@@ -25,6 +25,7 @@
 
 mod ah;
 pub mod channel;
+pub mod cm;
 mod context;
 mod cq;
 mod cq_ex;
@@ -54,7 +55,10 @@ pub use cq_ex::PollCq;
 pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
-pub use efa::*;
+pub use efa::{
+    EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
+};
 pub use error::{errno_name, Errno, Error, ErrorKind, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};
 pub use mr::{AccessFlags, Mr, MrBuffer, Sge};

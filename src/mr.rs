@@ -65,6 +65,7 @@ bitflags! {
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` in the MR of `lkey`.
 #[doc(alias = "ibv_sge")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct Sge {
     /// Start address (a virtual address inside the MR, or an offset for zero-based MRs).
     pub addr: u64,

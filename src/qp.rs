@@ -15,6 +15,7 @@
 
 use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bitflags::bitflags;
@@ -35,11 +36,12 @@ use uverbs_uapi::cmds::{
 use uverbs_uapi::rxe::{Mminfo, RxeCreateQpResp};
 use uverbs_uapi::verbs::{IbUverbsQpCap, IB_UVERBS_QP_CREATE_SQ_SIG_ALL};
 use uverbs_uapi::write::{
-    IbUverbsAttachMcast, IbUverbsCmdHdr, IbUverbsDestroyQpResp, IbUverbsDetachMcast,
-    IbUverbsExModifyQp, IbUverbsExModifyQpResp, IbUverbsModifyQp, IbUverbsPostSend,
-    IbUverbsPostSendResp, IbUverbsQpDest, IbUverbsQueryQp, IbUverbsQueryQpResp, IbUverbsSendWr,
-    IB_USER_VERBS_CMD_ATTACH_MCAST, IB_USER_VERBS_CMD_DETACH_MCAST, IB_USER_VERBS_CMD_MODIFY_QP,
-    IB_USER_VERBS_CMD_POST_SEND, IB_USER_VERBS_CMD_QUERY_QP, IB_USER_VERBS_EX_CMD_MODIFY_QP,
+    IbUverbsAttachMcast, IbUverbsCmdHdr, IbUverbsDestroyQp, IbUverbsDestroyQpResp,
+    IbUverbsDetachMcast, IbUverbsExModifyQp, IbUverbsExModifyQpResp, IbUverbsModifyQp,
+    IbUverbsPostSend, IbUverbsPostSendResp, IbUverbsQpDest, IbUverbsQueryQp, IbUverbsQueryQpResp,
+    IbUverbsSendWr, IB_USER_VERBS_CMD_ATTACH_MCAST, IB_USER_VERBS_CMD_DESTROY_QP,
+    IB_USER_VERBS_CMD_DETACH_MCAST, IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_POST_SEND,
+    IB_USER_VERBS_CMD_QUERY_QP, IB_USER_VERBS_EX_CMD_MODIFY_QP,
 };
 use zerocopy::IntoBytes;
 
@@ -50,6 +52,7 @@ use crate::cq::{Cq, QpCqs};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::{AccessFlags, Sge};
+use crate::object::DestroyError;
 use crate::pd::Pd;
 use crate::query::{Gid, Mtu};
 use crate::srq::{Srq, SrqShared};
@@ -73,6 +76,11 @@ pub enum QpType {
     XrcSend,
     /// `IBV_QPT_XRC_RECV` (XRC target, created in an XRCD; rxe has no XRC).
     XrcRecv,
+    /// EFA's SRD (`IBV_QPT_DRIVER` with `EFADV_QP_DRIVER_TYPE_SRD`): reliable, unordered
+    /// datagrams. Created only by [`Pd::efadv_create_qp_ex`]; addressed like UD (an [`Ah`], a
+    /// remote QPN and a Q_Key per send).
+    #[doc(alias = "EFADV_QP_DRIVER_TYPE_SRD")]
+    Srd,
 }
 
 impl QpType {
@@ -85,7 +93,13 @@ impl QpType {
             QpType::RawPacket => 8,
             QpType::XrcSend => 9,
             QpType::XrcRecv => 10,
+            QpType::Srd => 0xff,
         }
+    }
+
+    /// Whether sends name a destination (UD and SRD).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Srd)
     }
 
     fn rxe(self) -> Option<RxeQpType> {
@@ -487,27 +501,38 @@ pub(crate) fn map_rxe_queue(
 }
 
 /// The prebuilt rxe send doorbell: `IB_USER_VERBS_CMD_POST_SEND` with zero WRs.
-struct Doorbell {
+pub(crate) struct Doorbell {
     fd: RawFd,
     req: [u8; DB_LEN],
-    /// Where the kernel writes `bad_wr`; boxed so its address (inside `req`) stays fixed when
-    /// the QP moves. Never read: with zero WRs there is nothing to report.
-    _resp: Box<IbUverbsPostSendResp>,
+    /// Where the kernel writes `bad_wr` (`response` inside `req` holds this address). Never
+    /// read: with zero WRs there is nothing to report.
+    ///
+    /// A heap block owned through this raw pointer (from `Box::into_raw`, freed in `Drop`),
+    /// not a `Box`: a `Box` asserts unique access whenever it is moved, which would
+    /// invalidate the address the kernel writes through (`req`) each time the QP moves. A raw
+    /// pointer asserts nothing, and the block itself never moves.
+    resp: NonNull<IbUverbsPostSendResp>,
 }
+
+// SAFETY: `resp` is owned by this Doorbell alone (allocated in `new`, freed in `drop`); Rust
+// code never reads or writes it, only the kernel does, during a `write()` made by `ring`,
+// which needs `&self` of the QP that owns the Doorbell: whichever thread has the QP is the one
+// whose syscall writes it. Nothing about it is tied to the creating thread.
+unsafe impl Send for Doorbell {}
 
 const DB_LEN: usize =
     std::mem::size_of::<IbUverbsCmdHdr>() + std::mem::size_of::<IbUverbsPostSend>();
 
 impl Doorbell {
     fn new(fd: RawFd, qp_handle: u32) -> Self {
-        let mut resp = Box::new(IbUverbsPostSendResp::default());
+        let resp = NonNull::from(Box::leak(Box::new(IbUverbsPostSendResp::default())));
         let hdr = IbUverbsCmdHdr {
             command: IB_USER_VERBS_CMD_POST_SEND,
             in_words: (DB_LEN / 4) as u16,
             out_words: (std::mem::size_of::<IbUverbsPostSendResp>() / 4) as u16,
         };
         let cmd = IbUverbsPostSend {
-            response: (&mut *resp as *mut IbUverbsPostSendResp) as u64,
+            response: resp.as_ptr() as u64,
             qp_handle,
             wr_count: 0,
             sge_count: 0,
@@ -516,11 +541,7 @@ impl Doorbell {
         let mut req = [0u8; DB_LEN];
         req[..8].copy_from_slice(hdr.as_bytes());
         req[8..].copy_from_slice(cmd.as_bytes());
-        Doorbell {
-            fd,
-            req,
-            _resp: resp,
-        }
+        Doorbell { fd, req, resp }
     }
 
     /// One `write()`: the kernel runs the SQ (rdma-core's `post_send_db`).
@@ -540,23 +561,48 @@ impl Doorbell {
     }
 }
 
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        // SAFETY: `resp` came from `Box::into_raw` (via `Box::leak`) in `new` and is freed
+        // only here, once; the kernel writes it only during `ring`, which cannot run any more
+        // (we have `&mut self`).
+        drop(unsafe { Box::from_raw(self.resp.as_ptr()) });
+    }
+}
+
 /// The kernel QP and what keeps its parents alive.
-struct QpInner {
-    pd: Pd,
-    _cqs: QpCqs,
-    _srq: Option<Arc<SrqShared>>,
-    handle: u32,
-    qp_num: u32,
-    user_handle: u64,
-    destroyed: bool,
+pub(crate) struct QpInner {
+    pub(crate) pd: Pd,
+    pub(crate) _cqs: QpCqs,
+    pub(crate) _srq: Option<Arc<SrqShared>>,
+    pub(crate) handle: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) user_handle: u64,
+    /// Destroy with the legacy `write()` command (EFA, as libefa does) instead of the ioctl.
+    pub(crate) legacy_destroy: bool,
+    pub(crate) destroyed: bool,
 }
 
 impl QpInner {
-    fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("qp {} on {}", self.qp_num, self.pd.context().label())
     }
 
     fn destroy_cmd(&self) -> std::result::Result<IbUverbsDestroyQpResp, Errno> {
+        if self.legacy_destroy {
+            let mut cmd = legacy_cmd(
+                IB_USER_VERBS_CMD_DESTROY_QP,
+                &IbUverbsDestroyQp {
+                    qp_handle: self.handle,
+                    ..Default::default()
+                },
+                &[],
+                std::mem::size_of::<IbUverbsDestroyQpResp>(),
+                0,
+            );
+            self.pd.context().inner.channel.write(&mut cmd)?;
+            return Ok(cmd.response_as::<IbUverbsDestroyQpResp>());
+        }
         let mut resp = IbUverbsDestroyQpResp::default();
         let mut cmd = IoctlCmd::new(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY);
         cmd.idr(UVERBS_ATTR_DESTROY_QP_HANDLE, self.handle)
@@ -571,36 +617,63 @@ impl Drop for QpInner {
         if self.destroyed {
             return;
         }
+        self.destroyed = true;
         if let Err(e) = self.destroy_cmd() {
             crate::report_drop_error("destroy_qp", &self.label(), e);
         }
     }
 }
 
-/// A queue pair (`struct ibv_qp`, `struct ibv_qp_ex`).
-///
-/// `Send` (move it to the thread that posts) and not `Sync`: posting takes `&mut self`.
-#[doc(alias = "ibv_qp")]
-#[doc(alias = "ibv_qp_ex")]
-pub struct Qp {
-    // Field order is drop order: ring views, then the kernel QP, then the AHs queued sends
-    // named, then the mappings (unmapped only after the kernel object is destroyed).
+/// The rxe rings of a QP and the doorbell.
+pub(crate) struct RxeRing {
     sq: SendQueue,
     rq: Option<RecvQueue>,
     db: Doorbell,
-    inner: QpInner,
     /// For each SQ slot, the AH of the UD send last written there: kept until the slot is
     /// reused, which the ring allows only after the kernel consumed that send.
     ah_slots: Box<[Option<Ah>]>,
     /// Counts posted WQEs modulo the ring size (same period as the ring's producer index).
     sq_shadow: u32,
-    qp_type: QpType,
-    cap: QpCap,
-    state: QpState,
-    sq_sig_all: bool,
-    send_ops: Option<SendOpsFlags>,
     _sq_map: Mapping,
     _rq_map: Option<Mapping>,
+}
+
+/// The provider's rings, dispatched by `match` (no indirect calls on post).
+pub(crate) enum QpRing {
+    Rxe(RxeRing),
+    /// EFA: LLQ SQ, RQ, the wr_id pools shared with the CQs (see `crate::efa`).
+    Efa(crate::efa::EfaQpRing),
+}
+
+/// A queue pair (`struct ibv_qp`, `struct ibv_qp_ex`), on any provider.
+///
+/// `Send` (move it to the thread that posts) and not `Sync`: posting takes `&mut self`.
+#[doc(alias = "ibv_qp")]
+#[doc(alias = "ibv_qp_ex")]
+pub struct Qp {
+    // Drop order (see `Drop for Qp`): the kernel QP is destroyed first, then the rings, the
+    // AHs queued sends named and the mappings go (field order), then the parents (`inner`).
+    pub(crate) ring: QpRing,
+    pub(crate) inner: QpInner,
+    pub(crate) qp_type: QpType,
+    pub(crate) cap: QpCap,
+    pub(crate) state: QpState,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) send_ops: Option<SendOpsFlags>,
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        if !self.inner.destroyed {
+            self.inner.destroyed = true;
+            if let Err(e) = self.inner.destroy_cmd() {
+                crate::report_drop_error("destroy_qp", &self.inner.label(), e);
+            }
+        }
+        if let QpRing::Efa(r) = &self.ring {
+            r.unregister();
+        }
+    }
 }
 
 impl std::fmt::Debug for Qp {
@@ -616,6 +689,10 @@ impl std::fmt::Debug for Qp {
 
 impl Pd {
     /// Creates a QP (`ibv_create_qp`). The caps actually made are in [`Qp::cap`].
+    ///
+    /// Every type the device's kernel driver accepts: RC, UC and UD on rxe; UD on EFA (SRD
+    /// through [`Pd::efadv_create_qp_ex`]). What the provider cannot do (an SRQ or a connected
+    /// QP on EFA, SRD on rxe) is refused here with `EOPNOTSUPP` and the reason.
     #[doc(alias = "ibv_create_qp")]
     pub fn create_qp(&self, attr: &QpInitAttr<'_>) -> Result<Qp> {
         self.create_qp_inner(attr, None)
@@ -633,6 +710,31 @@ impl Pd {
         let ctx = self.context();
         let object = || self.label();
         let bad = |why: String| Error::invalid(op, self.label(), Errno::INVAL, why);
+        let notsup = |why: String| Error::invalid(op, self.label(), Errno::OPNOTSUPP, why);
+        if attr.qp_type == QpType::Srd {
+            return Err(notsup(if matches!(ctx.provider(), ProviderInfo::Efa(_)) {
+                "SRD QPs are created with efadv_create_qp_ex".into()
+            } else {
+                "SRD is an EFA transport; rxe has RC, UC and UD".into()
+            }));
+        }
+        if let ProviderInfo::Efa(_) = ctx.provider() {
+            return crate::efa::create_qp(
+                self,
+                op,
+                attr,
+                &crate::efa::EfaQpInitAttr::default(),
+                send_ops,
+            );
+        }
+        // ibv_create_qp(3): a QP with an SRQ must be RC or UD (XRC_RECV aside); the kernel
+        // does not check it for rxe.
+        if attr.srq.is_some() && !matches!(attr.qp_type, QpType::Rc | QpType::Ud) {
+            return Err(bad(format!(
+                "a {:?} QP cannot use an SRQ: only RC and UD QPs can (ibv_create_qp(3))",
+                attr.qp_type
+            )));
+        }
         for cq in [attr.send_cq, attr.recv_cq].into_iter().flatten() {
             if !Arc::ptr_eq(&cq.shared().ctx.inner, &ctx.inner) {
                 return Err(bad("a CQ belongs to another device context".into()));
@@ -724,6 +826,7 @@ impl Pd {
             handle,
             qp_num,
             user_handle,
+            legacy_destroy: false,
             destroyed: false,
         };
         // From here `inner` destroys the kernel QP if anything fails.
@@ -735,7 +838,12 @@ impl Pd {
                 format!("{:?} QPs have no rxe rings", attr.qp_type),
             ));
         };
-        let cap = QpCap::from_uverbs(&cap_out);
+        let mut cap = QpCap::from_uverbs(&cap_out);
+        if attr.srq.is_some() {
+            // The QP has no receive queue: what was asked for it is ignored (QpCap docs).
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
         let qlabel = || inner.label();
         let (sq_map, sq_q) = map_rxe_queue(ctx, &drv.sq_mi, op, &qlabel, "send queue")?;
         let sq = SendQueue::new(
@@ -766,32 +874,45 @@ impl Pd {
         };
         let slots = sq.queue().num_slots() as usize;
         Ok(Qp {
-            db: Doorbell::new(dbfd, handle),
-            sq,
-            rq,
-            // Only UD sends carry an AH (the ring refuses one on other QP types): other QPs
-            // keep no per-slot table, so an RC QP costs no more heap than rdma-core's.
-            ah_slots: if attr.qp_type == QpType::Ud {
-                (0..slots).map(|_| None).collect()
-            } else {
-                Box::default()
-            },
-            sq_shadow: 0,
+            ring: QpRing::Rxe(RxeRing {
+                db: Doorbell::new(dbfd, handle),
+                sq,
+                rq,
+                // Only UD sends carry an AH (the ring refuses one on other QP types): other
+                // QPs keep no per-slot table, so an RC QP costs no more heap than rdma-core's.
+                ah_slots: if attr.qp_type == QpType::Ud {
+                    (0..slots).map(|_| None).collect()
+                } else {
+                    Box::default()
+                },
+                sq_shadow: 0,
+                _sq_map: sq_map,
+                _rq_map: rq_map,
+            }),
             qp_type: attr.qp_type,
             cap,
             state: QpState::Reset,
             sq_sig_all: attr.sq_sig_all,
             send_ops,
             inner,
-            _sq_map: sq_map,
-            _rq_map: rq_map,
         })
     }
 }
 
 fn explain_create_error(e: Error, attr: &QpInitAttr<'_>, ctx: &Context) -> Error {
-    let rxe = matches!(ctx.provider(), ProviderInfo::Rxe);
-    if rxe && attr.qp_type.rxe().is_none() {
+    explain_create_errno(e, attr, matches!(ctx.provider(), ProviderInfo::Rxe))
+}
+
+/// A reason for the kernel's refusal of a create that keeps the kernel's errno: the
+/// provider's "does not support" only for the errnos that mean it.
+fn explain_create_errno(e: Error, attr: &QpInitAttr<'_>, rxe: bool) -> Error {
+    if attr.qp_type == QpType::RawPacket && e.is(Errno::PERM) {
+        return e.with_reason(
+            "RAW_PACKET QPs need CAP_NET_RAW (the kernel checks it before asking the driver)",
+        );
+    }
+    let unsupported = e.is(Errno::OPNOTSUPP) || e.is(Errno::INVAL) || e.is(Errno::NOSYS);
+    if rxe && attr.qp_type.rxe().is_none() && unsupported {
         let why = match attr.qp_type {
             QpType::RawPacket => "rxe does not support RAW_PACKET QPs",
             _ => "rxe does not support XRC",
@@ -892,7 +1013,11 @@ impl Qp {
             alt_timeout: attr.alt_timeout,
             reserved: [0; 2],
         };
-        let mut cmd = if mask.contains(QpAttrMask::RATE_LIMIT) {
+        let mut cmd = if matches!(self.ring, QpRing::Efa(_)) {
+            let req = crate::efa::modify_req(&base, mask)
+                .map_err(|why| Error::invalid(op, self.label(), Errno::OPNOTSUPP, why))?;
+            legacy_cmd(IB_USER_VERBS_CMD_MODIFY_QP, &req, &[], 0, 0)
+        } else if mask.contains(QpAttrMask::RATE_LIMIT) {
             let ex = IbUverbsExModifyQp {
                 base,
                 rate_limit: attr.rate_limit,
@@ -998,16 +1123,30 @@ impl Qp {
     /// Destroys the QP now (`ibv_destroy_qp`) and returns how many async events the kernel
     /// delivered for it. Its CQs, SRQ and PD are released (destroyed if this was their last
     /// user); completions already in the CQs stay there.
+    ///
+    /// If the kernel refuses (`EBUSY` while the QP is attached to a multicast group), the QP
+    /// comes back in the error, unchanged: detach it ([`Qp::detach_mcast`]) and destroy it
+    /// again, as ibv_destroy_qp(3) says.
     #[doc(alias = "ibv_destroy_qp")]
-    pub fn destroy(mut self) -> Result<QpDestroyed> {
-        let r = self.inner.destroy_cmd();
-        // Destroyed, or failed and reported here: dropping must not try again.
-        self.inner.destroyed = true;
-        match r {
-            Ok(resp) => Ok(QpDestroyed {
-                events_reported: resp.events_reported,
-            }),
-            Err(e) => Err(Error::os("destroy_qp", self.label(), e)),
+    pub fn destroy(mut self) -> std::result::Result<QpDestroyed, DestroyError<Qp>> {
+        match self.inner.destroy_cmd() {
+            Ok(resp) => {
+                self.inner.destroyed = true;
+                // `Drop` unregisters an EFA QP from its CQs' tables.
+                drop(self);
+                Ok(QpDestroyed {
+                    events_reported: resp.events_reported,
+                })
+            }
+            Err(e) => {
+                let error =
+                    Error::os("destroy_qp", self.label(), e).with_reason(if e == Errno::BUSY {
+                        "the QP is still attached to a multicast group: detach it and destroy again"
+                    } else {
+                        ""
+                    });
+                Err(DestroyError::new(self, error))
+            }
         }
     }
 
@@ -1062,41 +1201,157 @@ impl Qp {
 
     // ----- data path ---------------------------------------------------------------------
 
-    fn state_error(&self, op: &'static str, need: &str) -> Error {
-        Error::invalid(
-            op,
-            self.label(),
-            Errno::INVAL,
-            format!("the QP is in state {:?}; {need}", self.state),
-        )
-    }
-
     /// Posts a list of send work requests (`ibv_post_send`).
     ///
-    /// Every work request is checked (opcode for the QP type, SGE count, inline size, atomic
-    /// length and alignment, UD destination, queue space) and written into the send queue;
-    /// then all of them are published with one store and the kernel is kicked with one
-    /// doorbell `write()`. No lock, no allocation.
+    /// Every work request is checked (opcode for the QP type and provider, SGE count, inline
+    /// size, atomic length and alignment, UD destination, queue space) and written into the
+    /// send queue; then the device is told with one doorbell per batch (rxe: one `write()`;
+    /// EFA: an MMIO store every `max_tx_batch` WQEs and at the end). No lock, no allocation.
     ///
     /// On failure the error names the index of the first work request that was not posted
     /// (`bad_wr`): the ones before it *were* posted and the doorbell rung for them; it and
-    /// all after it were not. If the doorbell write itself fails, `index` is the number of
-    /// work requests that were queued (they run on the next successful post).
+    /// all after it were not. If the rxe doorbell write itself fails, `index` is the number
+    /// of work requests that were queued (they run on the next successful post).
     ///
-    /// A UD send borrows its [`Ah`]; the QP keeps a clone until the queue slot is reused, so
-    /// the AH can never be destroyed while the kernel may still read it.
+    /// A datagram send (UD, SRD) names its destination with [`SendWr::ud`]: an [`Ah`] of this
+    /// QP's PD, the remote QPN and Q_Key. On rxe the QP keeps a clone of the AH until the
+    /// queue slot is reused, so the AH can never be destroyed while the kernel may read it.
+    /// On EFA every send must be signaled (`IBV_SEND_SIGNALED` or `sq_sig_all`).
     #[doc(alias = "ibv_post_send")]
+    #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-            return Err(PostError {
-                index: 0,
-                error: self.state_error("post_send", "sends need RTS (or SQD/SQE/ERR)"),
-            });
+        match &mut self.ring {
+            QpRing::Efa(r) => r.post_send(
+                wrs,
+                matches!(self.state, QpState::Rts),
+                self.sq_sig_all,
+                &self.inner,
+            ),
+            QpRing::Rxe(r) => {
+                if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
+                    return Err(PostError {
+                        index: 0,
+                        error: state_error(
+                            &self.inner,
+                            self.state,
+                            "post_send",
+                            "sends need RTS (or SQD/SQE/ERR)",
+                        ),
+                    });
+                }
+                r.post_send(&self.inner, self.cap.max_send_sge, wrs)
+            }
         }
+    }
+
+    /// Posts a list of receive work requests (`ibv_post_recv`): written into the RQ and
+    /// published with one store (rxe) or doorbell (EFA); no syscall. Failure names the first
+    /// WR not posted (those before it were posted).
+    #[doc(alias = "ibv_post_recv")]
+    #[inline]
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let op = "post_recv";
+        match &mut self.ring {
+            QpRing::Efa(r) => r.post_recv(wrs, self.state, &self.inner),
+            QpRing::Rxe(r) => {
+                if self.state == QpState::Reset {
+                    return Err(PostError {
+                        index: 0,
+                        error: state_error(
+                            &self.inner,
+                            self.state,
+                            op,
+                            "receives need INIT or later",
+                        ),
+                    });
+                }
+                r.post_recv(&self.inner, wrs)
+            }
+        }
+    }
+
+    /// Opens a batch of `wr_*` calls (`ibv_wr_start`); only on a QP made by
+    /// [`Pd::create_qp_ex`] or [`Pd::efadv_create_qp_ex`]. Nothing reaches the queue until
+    /// [`WrBatch::complete`]; dropping the batch without completing it aborts it
+    /// (`ibv_wr_abort`).
+    #[doc(alias = "ibv_wr_start")]
+    pub fn wr_start(&mut self) -> Result<WrBatch<'_>> {
+        let op = "wr_start";
+        if self.send_ops.is_none() {
+            return Err(Error::invalid(
+                op,
+                self.label(),
+                Errno::OPNOTSUPP,
+                "the wr_* API needs a QP created with create_qp_ex (or efadv_create_qp_ex)",
+            ));
+        }
+        let start = match &mut self.ring {
+            QpRing::Rxe(r) => {
+                if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
+                    return Err(state_error(
+                        &self.inner,
+                        self.state,
+                        op,
+                        "sends need RTS (or SQD/SQE/ERR)",
+                    ));
+                }
+                r.sq.wr_start()
+                    .map_err(|e| ring_error(&self.inner, op, e))?;
+                r.sq_shadow
+            }
+            QpRing::Efa(_) => {
+                if self.state != QpState::Rts {
+                    return Err(state_error(&self.inner, self.state, op, "sends need RTS"));
+                }
+                0
+            }
+        };
+        Ok(WrBatch {
+            qp: self,
+            start,
+            n: 0,
+            err: None,
+            open: true,
+        })
+    }
+}
+
+#[cold]
+fn state_error(inner: &QpInner, state: QpState, op: &'static str, need: &str) -> Error {
+    Error::invalid(
+        op,
+        inner.label(),
+        Errno::INVAL,
+        format!("the QP is in state {state:?}; {need}"),
+    )
+}
+
+#[cold]
+fn ring_error(inner: &QpInner, op: &'static str, e: uverbs_rxe::PostError) -> Error {
+    Error::invalid(op, inner.label(), post_errno(&e), e.to_string())
+}
+
+/// The refusal of an SGE list longer than the stack buffer posts convert through (only a
+/// device reporting more than [`crate::wr::MAX_STACK_SGE`] SGEs per WR gets here).
+#[cold]
+fn too_many_sges(n: usize) -> uverbs_rxe::PostError {
+    uverbs_rxe::PostError::TooManySge {
+        num_sge: n,
+        max_sge: crate::wr::MAX_STACK_SGE as u32,
+    }
+}
+
+impl RxeRing {
+    fn post_send(
+        &mut self,
+        inner: &QpInner,
+        max_send_sge: u32,
+        wrs: &[SendWr<'_>],
+    ) -> Result<(), PostError> {
         let mut failed = None;
         let mut posted = 0usize;
         for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = self.post_one(wr) {
+            if let Err(e) = self.post_one(inner, max_send_sge, wr) {
                 failed = Some((i, e));
                 break;
             }
@@ -1107,7 +1362,7 @@ impl Qp {
             if let Err(e) = self.db.ring() {
                 return Err(PostError {
                     index: posted,
-                    error: Error::os("post_send", self.label(), e).with_reason(format!(
+                    error: Error::os("post_send", inner.label(), e).with_reason(format!(
                         "the doorbell write failed; {posted} work request(s) are queued and run \
                          on the next successful post"
                     )),
@@ -1121,19 +1376,20 @@ impl Qp {
     }
 
     #[inline]
-    fn post_one(&mut self, wr: &SendWr<'_>) -> Result<()> {
+    fn post_one(&mut self, inner: &QpInner, max_send_sge: u32, wr: &SendWr<'_>) -> Result<()> {
         // The common one-SGE WR converts into a one-element buffer; only longer lists pay for
         // zero-filling the 64-entry one (1 KiB per WR otherwise).
         let mut one = [RxeSge::default(); 1];
         let mut sgbuf;
         let payload = match wr.data {
             WrData::Sge(s) => {
-                if s.len() > self.cap.max_send_sge as usize {
-                    return Err(self.ring_error(
+                if s.len() > max_send_sge as usize {
+                    return Err(ring_error(
+                        inner,
                         "post_send",
                         uverbs_rxe::PostError::TooManySge {
                             num_sge: s.len(),
-                            max_sge: self.cap.max_send_sge,
+                            max_sge: max_send_sge,
                         },
                     ));
                 }
@@ -1148,14 +1404,14 @@ impl Qp {
                     sgbuf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
                     match to_rxe_sges(s, &mut sgbuf) {
                         Some(s) => Payload::Sge(s),
-                        None => unreachable_sge(),
+                        None => return Err(ring_error(inner, "post_send", too_many_sges(s.len()))),
                     }
                 }
             }
             WrData::Inline(d) => Payload::Inline(d),
         };
         let ud = match &wr.ud {
-            Some(d) => Some(self.ud_dest(d)?),
+            Some(d) => Some(ud_dest(inner, "post_send", d)?),
             None => None,
         };
         let rwr = uverbs_rxe::SendWr {
@@ -1167,7 +1423,7 @@ impl Qp {
         };
         self.sq
             .post(&rwr)
-            .map_err(|e| self.ring_error("post_send", e))?;
+            .map_err(|e| ring_error(inner, "post_send", e))?;
         self.note_slot(wr.ud.as_ref().map(|d| d.ah));
         Ok(())
     }
@@ -1185,55 +1441,14 @@ impl Qp {
         self.sq_shadow = self.sq_shadow.wrapping_add(1) & mask;
     }
 
-    #[inline]
-    fn ud_dest<'b>(&self, d: &crate::wr::UdDest<'b>) -> Result<uverbs_rxe::UdDest<'b>> {
-        if !Arc::ptr_eq(&d.ah.inner.pd.inner, &self.inner.pd.inner) {
-            return Err(Error::invalid(
-                "post_send",
-                self.label(),
-                Errno::INVAL,
-                "the AH belongs to another PD",
-            ));
-        }
-        let Some(n) = NonZeroU32::new(d.ah.inner.ah_num) else {
-            // create_ah refuses ah_num 0, so this is unreachable for an Ah made by uverbs.
-            return Err(Error::invalid(
-                "post_send",
-                self.label(),
-                Errno::INVAL,
-                "the AH has no rxe AH index",
-            ));
-        };
-        Ok(uverbs_rxe::UdDest {
-            ah: UdAh::Num(n),
-            remote_qpn: d.remote_qpn,
-            remote_qkey: d.remote_qkey,
-        })
-    }
-
-    fn ring_error(&self, op: &'static str, e: uverbs_rxe::PostError) -> Error {
-        Error::invalid(op, self.label(), post_errno(&e), e.to_string())
-    }
-
-    /// Posts a list of receive work requests (`ibv_post_recv`): written into the RQ and
-    /// published with one store; no syscall. Failure names the first WR not posted (those
-    /// before it were posted).
-    #[doc(alias = "ibv_post_recv")]
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    fn post_recv(&mut self, inner: &QpInner, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let op = "post_recv";
-        if self.state == QpState::Reset {
-            return Err(PostError {
-                index: 0,
-                error: self.state_error(op, "receives need INIT or later"),
-            });
-        }
-        let label = || self.inner.label();
         let Some(rq) = self.rq.as_mut() else {
             return Err(PostError {
                 index: 0,
                 error: Error::invalid(
                     op,
-                    label(),
+                    inner.label(),
                     Errno::INVAL,
                     "the QP uses an SRQ (or has no receive queue): post to the SRQ",
                 ),
@@ -1243,43 +1458,46 @@ impl Qp {
         rq.publish();
         r.map_err(|(index, e)| PostError {
             index,
-            error: Error::invalid(op, label(), post_errno(&e), e.to_string()),
-        })
-    }
-
-    /// Opens a batch of `wr_*` calls (`ibv_wr_start`); only on a QP made by
-    /// [`Pd::create_qp_ex`]. Nothing reaches the queue until [`WrBatch::complete`]; dropping
-    /// the batch without completing it aborts it (`ibv_wr_abort`).
-    #[doc(alias = "ibv_wr_start")]
-    pub fn wr_start(&mut self) -> Result<WrBatch<'_>> {
-        let op = "wr_start";
-        if self.send_ops.is_none() {
-            return Err(Error::invalid(
-                op,
-                self.label(),
-                Errno::OPNOTSUPP,
-                "the wr_* API needs a QP created with create_qp_ex",
-            ));
-        }
-        if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-            return Err(self.state_error(op, "sends need RTS (or SQD/SQE/ERR)"));
-        }
-        self.sq.wr_start().map_err(|e| self.ring_error(op, e))?;
-        let start = self.sq_shadow;
-        Ok(WrBatch {
-            qp: self,
-            start,
-            err: None,
-            open: true,
+            error: Error::invalid(op, inner.label(), post_errno(&e), e.to_string()),
         })
     }
 }
 
-#[cold]
-fn unreachable_sge() -> ! {
-    // The SGE count was checked against max_send_sge, which the kernel keeps at 32 for rxe
-    // and SendQueue::new checked against the slot; MAX_STACK_SGE is 64.
-    unreachable!("SGE list longer than the stack buffer after the max_send_sge check")
+/// Checks that `d`'s AH belongs to the QP's PD (and so to its device).
+#[inline]
+pub(crate) fn check_ah_pd(inner: &QpInner, op: &'static str, ah: &Ah) -> Result<()> {
+    if !Arc::ptr_eq(&ah.inner.pd.inner, &inner.pd.inner) {
+        return Err(Error::invalid(
+            op,
+            inner.label(),
+            Errno::INVAL,
+            "the AH belongs to another PD",
+        ));
+    }
+    Ok(())
+}
+
+#[inline]
+fn ud_dest<'b>(
+    inner: &QpInner,
+    op: &'static str,
+    d: &crate::wr::UdDest<'b>,
+) -> Result<uverbs_rxe::UdDest<'b>> {
+    check_ah_pd(inner, op, d.ah)?;
+    let Some(n) = NonZeroU32::new(d.ah.inner.ah_num) else {
+        // create_ah refuses ah_num 0, so this is unreachable for an Ah made by uverbs.
+        return Err(Error::invalid(
+            op,
+            inner.label(),
+            Errno::INVAL,
+            "the AH has no rxe AH index",
+        ));
+    };
+    Ok(uverbs_rxe::UdDest {
+        ah: UdAh::Num(n),
+        remote_qpn: d.remote_qpn,
+        remote_qkey: d.remote_qkey,
+    })
 }
 
 /// Writes `wrs` into `rq`; on failure returns the index of the first not written.
@@ -1299,7 +1517,7 @@ pub(crate) fn post_recv_list(
             ));
         }
         let Some(s) = to_rxe_sges(wr.sg_list, &mut sgbuf) else {
-            unreachable_sge()
+            return Err((i, too_many_sges(wr.sg_list.len())));
         };
         rq.post(wr.wr_id, s).map_err(|e| (i, e))?;
     }
@@ -1362,7 +1580,7 @@ fn rxe_op(op: WrOp) -> SendOp {
     }
 }
 
-fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
+pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
     match op {
         WrOp::Send => SendOpsFlags::SEND,
         WrOp::SendWithImm { .. } => SendOpsFlags::SEND_WITH_IMM,
@@ -1378,16 +1596,21 @@ fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
 }
 
 /// An open `ibv_wr_*` batch on a QP (`ibv_qp_ex` between `ibv_wr_start` and
-/// `ibv_wr_complete`/`ibv_wr_abort`).
+/// `ibv_wr_complete`/`ibv_wr_abort`), on any provider.
 ///
 /// Each builder (`send`, `rdma_write`, …) starts one work request; the setters (`set_sge`,
 /// `set_sge_list`, `set_inline_data`, `set_ud_addr`) complete the last one. As in libibverbs,
 /// errors are sticky: the first one is returned by [`WrBatch::complete`], which then posts
-/// nothing. Dropping the batch without `complete` aborts it.
+/// nothing. Dropping the batch without `complete` aborts it. An operation the provider cannot
+/// do (atomics, memory windows or invalidation on EFA; RDMA on an EFA UD QP) is refused by the
+/// builder and reported by `complete`.
 #[doc(alias = "ibv_qp_ex")]
 pub struct WrBatch<'q> {
     qp: &'q mut Qp,
+    /// rxe: the SQ shadow index at `wr_start`.
     start: u32,
+    /// EFA: work requests staged so far.
+    n: usize,
     err: Option<Error>,
     open: bool,
 }
@@ -1413,25 +1636,39 @@ impl WrBatch<'_> {
                 "wr_start",
                 self.qp.label(),
                 Errno::OPNOTSUPP,
-                format!("{need:?} is not in the QP's send_ops_flags {allowed:?}"),
+                format!(
+                    "work request {}: {need:?} is not in the QP's send_ops_flags {allowed:?}",
+                    self.len()
+                ),
             ));
             return self;
         }
-        let r = self.qp.sq.wr_op(
-            wr_id,
-            RxeSendFlags::from_bits_truncate(flags.bits()),
-            rxe_op(op),
-        );
-        match r {
-            Ok(()) => self.qp.note_slot(None),
-            Err(e) => self.err = Some(self.qp.ring_error("wr_start", e)),
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                match r.sq.wr_op(
+                    wr_id,
+                    RxeSendFlags::from_bits_truncate(flags.bits()),
+                    rxe_op(op),
+                ) {
+                    Ok(()) => {
+                        r.note_slot(None);
+                        Ok(())
+                    }
+                    Err(e) => Err(ring_error(inner, "wr_start", e)),
+                }
+            }
+            QpRing::Efa(r) => r.wr_op(&mut self.n, wr_id, flags, op, inner),
+        };
+        if let Err(e) = r {
+            self.err = Some(e);
         }
         self
     }
 
-    fn setter(&mut self, r: std::result::Result<(), uverbs_rxe::PostError>) -> &mut Self {
+    fn set(&mut self, r: Result<()>) -> &mut Self {
         if let (Err(e), None) = (r, &self.err) {
-            self.err = Some(self.qp.ring_error("wr_start", e));
+            self.err = Some(e);
         }
         self
     }
@@ -1549,8 +1786,15 @@ impl WrBatch<'_> {
         if self.err.is_some() {
             return self;
         }
-        let r = self.qp.sq.wr_set_sge(lkey, addr, length);
-        self.setter(r)
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                r.sq.wr_set_sge(lkey, addr, length)
+                    .map_err(|e| ring_error(inner, "wr_start", e))
+            }
+            QpRing::Efa(r) => r.wr_set_sges(self.n, &[Sge { addr, length, lkey }], inner),
+        };
+        self.set(r)
     }
 
     /// `ibv_wr_set_sge_list`.
@@ -1559,19 +1803,30 @@ impl WrBatch<'_> {
         if self.err.is_some() {
             return self;
         }
-        if sges.len() > self.qp.cap.max_send_sge as usize {
-            let e = uverbs_rxe::PostError::TooManySge {
-                num_sge: sges.len(),
-                max_sge: self.qp.cap.max_send_sge,
-            };
-            return self.setter(Err(e));
-        }
-        let mut buf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
-        let Some(s) = to_rxe_sges(sges, &mut buf) else {
-            unreachable_sge()
+        let inner = &self.qp.inner;
+        let max = self.qp.cap.max_send_sge;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                let mut buf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
+                if sges.len() > max as usize {
+                    Err(ring_error(
+                        inner,
+                        "wr_start",
+                        uverbs_rxe::PostError::TooManySge {
+                            num_sge: sges.len(),
+                            max_sge: max,
+                        },
+                    ))
+                } else if let Some(s) = to_rxe_sges(sges, &mut buf) {
+                    r.sq.wr_set_sge_list(s)
+                        .map_err(|e| ring_error(inner, "wr_start", e))
+                } else {
+                    Err(ring_error(inner, "wr_start", too_many_sges(sges.len())))
+                }
+            }
+            QpRing::Efa(r) => r.wr_set_sges(self.n, sges, inner),
         };
-        let r = self.qp.sq.wr_set_sge_list(s);
-        self.setter(r)
+        self.set(r)
     }
 
     /// `ibv_wr_set_inline_data`.
@@ -1580,79 +1835,123 @@ impl WrBatch<'_> {
         if self.err.is_some() {
             return self;
         }
-        let r = self.qp.sq.wr_set_inline_data(data);
-        self.setter(r)
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                r.sq.wr_set_inline_data(data)
+                    .map_err(|e| ring_error(inner, "wr_start", e))
+            }
+            QpRing::Efa(r) => r.wr_set_inline(self.n, data, inner),
+        };
+        self.set(r)
     }
 
-    /// `ibv_wr_set_ud_addr` (UD QPs): the AH is kept by the QP while the send is queued.
+    /// `ibv_wr_set_ud_addr` (UD and SRD QPs): the destination of the last work request. On
+    /// rxe the AH is kept by the QP while the send is queued.
     #[doc(alias = "ibv_wr_set_ud_addr")]
     pub fn set_ud_addr(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> &mut Self {
         if self.err.is_some() {
             return self;
         }
-        let dest = crate::wr::UdDest {
-            ah,
-            remote_qpn,
-            remote_qkey,
-        };
-        match self.qp.ud_dest(&dest) {
-            Ok(d) => {
-                let r = self.qp.sq.wr_set_ud_addr(d);
-                if r.is_ok() {
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                let dest = crate::wr::UdDest {
+                    ah,
+                    remote_qpn,
+                    remote_qkey,
+                };
+                ud_dest(inner, "wr_start", &dest).and_then(|d| {
+                    r.sq.wr_set_ud_addr(d)
+                        .map_err(|e| ring_error(inner, "wr_start", e))?;
                     // The WQE just built sits one slot behind the shadow index.
-                    let mask = self.qp.sq.queue().index_mask();
-                    let slot = (self.qp.sq_shadow.wrapping_sub(1) & mask) as usize;
-                    if let Some(s) = self.qp.ah_slots.get_mut(slot) {
+                    let mask = r.sq.queue().index_mask();
+                    let slot = (r.sq_shadow.wrapping_sub(1) & mask) as usize;
+                    if let Some(s) = r.ah_slots.get_mut(slot) {
                         *s = Some(ah.clone());
                     }
-                }
-                self.setter(r)
+                    Ok(())
+                })
             }
-            Err(e) => {
-                self.err = Some(e);
-                self
-            }
-        }
+            QpRing::Efa(r) => check_ah_pd(inner, "wr_start", ah)
+                .and_then(|()| r.wr_set_ud(self.n, ah, remote_qpn, remote_qkey, inner)),
+        };
+        self.set(r)
     }
 
-    /// Posts the batch (`ibv_wr_complete`): one publish and one doorbell. On any error in
-    /// the batch nothing is posted and the first error is returned.
+    /// Posts the batch (`ibv_wr_complete`): every work request or none. On any error in the
+    /// batch nothing is posted and the first error is returned.
     #[doc(alias = "ibv_wr_complete")]
     pub fn complete(mut self) -> Result<()> {
         self.open = false;
-        if let Some(e) = self.err.take() {
-            self.qp.sq.wr_abort();
-            self.qp.sq_shadow = self.start;
-            return Err(e);
-        }
-        match self.qp.sq.wr_complete() {
-            Ok(0) => Ok(()),
-            Ok(_) => self
-                .qp
-                .db
-                .ring()
-                .map_err(|e| Error::os("wr_complete", self.qp.label(), e)),
-            Err(e) => {
-                self.qp.sq_shadow = self.start;
-                Err(self.qp.ring_error("wr_complete", e))
+        let err = self.err.take();
+        let n = self.n;
+        let start = self.start;
+        let qp = &mut *self.qp;
+        let inner = &qp.inner;
+        match &mut qp.ring {
+            QpRing::Rxe(r) => {
+                if let Some(e) = err {
+                    r.sq.wr_abort();
+                    r.sq_shadow = start;
+                    return Err(e);
+                }
+                match r.sq.wr_complete() {
+                    Ok(0) => Ok(()),
+                    Ok(_) => {
+                        r.db.ring()
+                            .map_err(|e| Error::os("wr_complete", inner.label(), e))
+                    }
+                    Err(e) => {
+                        r.sq_shadow = start;
+                        Err(ring_error(inner, "wr_complete", e))
+                    }
+                }
             }
+            QpRing::Efa(r) => match err {
+                Some(e) => Err(e),
+                None => r.wr_complete(n, qp.sq_sig_all, inner),
+            },
         }
+    }
+
+    /// How many work requests the batch holds so far (including a refused one, which makes
+    /// [`WrBatch::complete`] fail).
+    pub fn len(&self) -> usize {
+        match &self.qp.ring {
+            QpRing::Rxe(r) => {
+                let mask = r.sq.queue().index_mask();
+                (r.sq_shadow.wrapping_sub(self.start) & mask) as usize
+            }
+            QpRing::Efa(_) => self.n,
+        }
+    }
+
+    /// Whether the batch holds no work request.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Drops every work request of the batch (`ibv_wr_abort`).
     #[doc(alias = "ibv_wr_abort")]
     pub fn abort(mut self) {
+        self.discard();
+    }
+
+    fn discard(&mut self) {
         self.open = false;
-        self.qp.sq.wr_abort();
-        self.qp.sq_shadow = self.start;
+        if let QpRing::Rxe(r) = &mut self.qp.ring {
+            r.sq.wr_abort();
+            r.sq_shadow = self.start;
+        }
+        // EFA: staged work requests live in the QP's staging area and are simply forgotten.
     }
 }
 
 impl Drop for WrBatch<'_> {
     fn drop(&mut self) {
         if self.open {
-            self.qp.sq.wr_abort();
-            self.qp.sq_shadow = self.start;
+            self.discard();
         }
     }
 }
@@ -1676,7 +1975,7 @@ mod tests {
         assert_eq!(u16::from_ne_bytes(db.req[4..6].try_into().unwrap()), 8);
         assert_eq!(u16::from_ne_bytes(db.req[6..8].try_into().unwrap()), 1);
         let resp = u64::from_ne_bytes(db.req[8..16].try_into().unwrap());
-        assert_eq!(resp, &*db._resp as *const IbUverbsPostSendResp as u64);
+        assert_eq!(resp, db.resp.as_ptr() as u64);
         assert_eq!(u32::from_ne_bytes(db.req[16..20].try_into().unwrap()), 77);
         assert_eq!(u32::from_ne_bytes(db.req[20..24].try_into().unwrap()), 0);
         assert_eq!(u32::from_ne_bytes(db.req[28..32].try_into().unwrap()), 56);
@@ -1700,5 +1999,117 @@ mod tests {
             QpAttrMask::DEST_QPN.bits(),
             uverbs_uapi::verbs::IB_QP_DEST_QPN
         );
+    }
+
+    /// Finding 12: the doorbell's response block must stay writable through the address in
+    /// the prebuilt request after the Doorbell (and so the QP) moves. The write below stands
+    /// in for the kernel's; under Miri (`cargo +nightly miri test -p uverbs --lib doorbell`)
+    /// the earlier `Box` field made it undefined behaviour (a moved `Box` asserts unique
+    /// access, invalidating the address taken before).
+    #[test]
+    fn doorbell_response_survives_moves() {
+        let db = Doorbell::new(3, 77);
+        let moved = vec![db];
+        let db = moved.into_iter().next().unwrap();
+        let boxed = Box::new(db);
+        let resp = u64::from_ne_bytes(boxed.req[8..16].try_into().unwrap());
+        let p = resp as usize as *mut IbUverbsPostSendResp;
+        // SAFETY: `p` is the response block the Doorbell owns (its address is in `req`, which
+        // the test just read), alive until `boxed` drops; nothing else accesses it now. This is
+        // exactly what the kernel does during the doorbell `write()`.
+        unsafe { p.write(IbUverbsPostSendResp { bad_wr: 9 }) };
+        // SAFETY: as above; reading back what was written.
+        assert_eq!(unsafe { p.read() }.bad_wr, 9);
+        assert_eq!(boxed.resp.as_ptr(), p);
+        drop(boxed);
+    }
+
+    /// Finding 3: the kernel's errno is kept, and the provider's "does not support" reason is
+    /// given only for the errnos that mean it; EPERM (no CAP_NET_RAW) says so.
+    #[test]
+    fn raw_packet_refusal_keeps_the_kernel_errno_and_its_reason() {
+        let cap = QpCap::default();
+        let attr = QpInitAttr {
+            qp_type: QpType::RawPacket,
+            send_cq: None,
+            recv_cq: None,
+            srq: None,
+            xrcd: None,
+            cap,
+            sq_sig_all: false,
+            create_flags: 0,
+            send_ops_flags: SendOpsFlags::empty(),
+        };
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::PERM), &attr, true);
+        assert!(e.is(Errno::PERM), "{e}");
+        assert!(e.reason().contains("CAP_NET_RAW"), "{e}");
+        assert!(!e.reason().contains("does not support"), "{e}");
+        let e = explain_create_errno(
+            Error::os("create_qp", "pd 1", Errno::OPNOTSUPP),
+            &attr,
+            true,
+        );
+        assert!(e.is(Errno::OPNOTSUPP), "{e}");
+        assert!(
+            e.reason().contains("rxe does not support RAW_PACKET"),
+            "{e}"
+        );
+        // Another errno (the kernel ran out of memory) keeps the kernel's answer alone.
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::NOMEM), &attr, true);
+        assert!(e.is(Errno::NOMEM) && e.reason().is_empty(), "{e}");
+    }
+
+    /// A heap block laid out as an rxe queue (`rxe_queue_buf` header, then the slots), for
+    /// ring views without a kernel.
+    struct HeapQueue {
+        words: Vec<u64>,
+    }
+
+    impl HeapQueue {
+        fn new(log2_elem: u32, log2_slots: u32) -> Self {
+            use uverbs_uapi::rxe::{RxeQueueBuf, RXE_QUEUE_BUF_DATA_OFFSET};
+            let len = RXE_QUEUE_BUF_DATA_OFFSET + (1usize << (log2_elem + log2_slots));
+            let mut words = vec![0u64; len.div_ceil(8)];
+            let hdr = RxeQueueBuf {
+                log2_elem_size: log2_elem,
+                index_mask: (1 << log2_slots) - 1,
+                ..Default::default()
+            };
+            words.as_mut_bytes()[..std::mem::size_of::<RxeQueueBuf>()]
+                .copy_from_slice(hdr.as_bytes());
+            HeapQueue { words }
+        }
+    }
+
+    /// Finding 9: a receive queue whose slots hold more SGEs than the 64-entry stack buffer
+    /// (a device reporting max_sge > 64) refuses a longer list with an error, no panic.
+    #[test]
+    fn more_than_64_sges_are_refused_not_a_panic() {
+        let mut mem = HeapQueue::new(11, 2);
+        let len = mem.words.len() * 8;
+        // SAFETY: `mem` is a live, 8-aligned, writable block of `len` bytes with a valid
+        // header, outliving `rq` (dropped first, below); nothing else touches it.
+        let q = unsafe {
+            uverbs_rxe::Queue::from_raw(
+                NonNull::new(mem.words.as_mut_ptr().cast::<u8>()).unwrap(),
+                len,
+                None,
+            )
+        }
+        .unwrap();
+        let mut rq = RecvQueue::new(q, 100).unwrap();
+        let sges = [Sge::default(); 65];
+        let wrs = [RecvWr::new(1, &sges)];
+        let (index, e) = post_recv_list(&mut rq, &wrs).unwrap_err();
+        assert_eq!(index, 0);
+        assert!(
+            matches!(e, uverbs_rxe::PostError::TooManySge { num_sge: 65, .. }),
+            "{e}"
+        );
+        // 64 still go.
+        post_recv_list(&mut rq, &[RecvWr::new(2, &sges[..64])]).unwrap();
+        // `rq` points into `mem`: it must not be used after `mem` goes.
+        let _rq = rq;
+        let _mem = mem;
     }
 }

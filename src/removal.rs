@@ -410,7 +410,7 @@ impl Identity {
         roots: &Roots,
     ) -> Option<Self> {
         let st = rustix::fs::fstat(fd).ok()?;
-        let seqnum = std::fs::read_to_string(roots.sys.join("kernel/uevent_seqnum"))
+        let seqnum = read_small(&roots.sys.join("kernel/uevent_seqnum"))
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
@@ -430,7 +430,7 @@ impl Identity {
     /// the fd is not on a live device of that name.
     pub(crate) fn check_at_open(&self, roots: &Roots) -> Result<(), String> {
         let dir = roots.class_dir(&self.uverbs);
-        let name = match std::fs::read_to_string(dir.join("ibdev")) {
+        let name = match read_small(&dir.join("ibdev")) {
             Ok(s) => s.trim().to_string(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("{} is gone from sysfs", self.uverbs))
@@ -453,7 +453,7 @@ impl Identity {
     /// deleted or replaced. Renames do not count (the name is not compared).
     fn check(&self, roots: &Roots, node: bool) -> Result<(), String> {
         let dir = roots.class_dir(&self.uverbs);
-        let dev = match std::fs::read_to_string(dir.join("dev")) {
+        let dev = match read_small(&dir.join("dev")) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("{} is gone from sysfs", self.uverbs))
@@ -492,6 +492,23 @@ impl Identity {
             Err(_) => Ok(()),
         }
     }
+}
+
+/// Reads a short sysfs file (a number, a name) through a stack buffer. `read_to_string` would
+/// size a heap buffer by the 4 KiB sysfs reports for every attribute: on every context open,
+/// that churn made musl's allocator map and unmap a region, and the process's mappings drift.
+fn read_small(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = [0u8; 128];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 fn same_node(st: &Stat, node: (u64, u64)) -> bool {
@@ -550,28 +567,66 @@ pub(crate) fn parse_uevent(msg: &[u8]) -> Option<UverbsRemove> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The watcher: one thread per process while watched contexts exist.
+// The watcher: one thread per process, started with the first watched context. It holds its
+// fds (uevent socket, inotify, a stop eventfd) only while watched contexts exist: with the
+// last one gone they are closed before that context's drop returns, and the thread parks with
+// no fd until the next context. It is not stopped and restarted each time: under musl a new
+// thread stack per context moved other mappings around (the soak test saw the process's
+// mapping count drift), while one parked thread keeps one stack mapped for good.
 
 struct Watched {
     id: Identity,
     state: Arc<State>,
 }
 
-struct Running {
-    stop: Arc<OwnedFd>,
-    handle: std::thread::JoinHandle<()>,
+/// What watches during one active period (from a first watched context to the last).
+struct Active {
+    gen: u64,
+    sources: Sources,
+    /// Readable when the period ends.
+    stop: OwnedFd,
     watch: RemovalWatch,
 }
 
 struct Registry {
     watched: Vec<Arc<Watched>>,
-    running: Option<Running>,
+    active: Option<Arc<Active>>,
+    /// The process the thread runs in (a forked child has no thread: it starts afresh).
+    pid: Option<rustix::process::Pid>,
+    thread: bool,
+    next_gen: u64,
+    /// The last period whose `Active` the thread let go of.
+    released: u64,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     watched: Vec::new(),
-    running: None,
+    active: None,
+    pid: None,
+    thread: false,
+    next_gen: 0,
+    released: 0,
 });
+
+/// Signalled when a period starts (the thread wakes) or the thread lets one go.
+static CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+fn registry() -> MutexGuard<'static, Registry> {
+    let mut reg = lock(&REGISTRY);
+    let me = rustix::process::getpid();
+    if reg.pid != Some(me) {
+        // First use, or a forked child: the thread (if any) is the parent's.
+        *reg = Registry {
+            watched: Vec::new(),
+            active: None,
+            pid: Some(me),
+            thread: false,
+            next_gen: reg.next_gen,
+            released: reg.next_gen,
+        };
+    }
+    reg
+}
 
 /// A context's place in the watcher; unregisters when the context is dropped.
 pub(crate) struct Registration {
@@ -585,14 +640,28 @@ impl fmt::Debug for Registration {
 }
 
 impl Registration {
-    /// Starts watching `id` for `state` (and the watcher thread, if this is the first).
+    /// Starts watching `id` for `state` (opening the watcher's fds, and starting its thread,
+    /// if this is the first watched context).
     pub(crate) fn new(id: Identity, state: Arc<State>) -> Registration {
         let watched = Arc::new(Watched { id, state });
-        let mut reg = lock(&REGISTRY);
-        if reg.running.is_none() {
-            reg.running = start();
+        let mut reg = registry();
+        if reg.active.is_none() {
+            reg.next_gen += 1;
+            let gen = reg.next_gen;
+            reg.active = activate(gen).map(Arc::new);
+            if reg.active.is_some() && !reg.thread {
+                let spawned = std::thread::Builder::new()
+                    .name("uverbs-removal".into())
+                    .stack_size(64 * 1024)
+                    .spawn(run);
+                reg.thread = spawned.is_ok();
+                if !reg.thread {
+                    reg.active = None;
+                }
+            }
+            CHANGED.notify_all();
         }
-        let watch = reg.running.as_ref().map(|r| r.watch).unwrap_or_default();
+        let watch = reg.active.as_ref().map(|a| a.watch).unwrap_or_default();
         *lock(&watched.state.watch) = watch;
         reg.watched.push(watched.clone());
         Registration { watched }
@@ -605,19 +674,23 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let stopping = {
-            let mut reg = lock(&REGISTRY);
-            reg.watched.retain(|w| !Arc::ptr_eq(w, &self.watched));
-            if reg.watched.is_empty() {
-                reg.running.take()
-            } else {
-                None
-            }
+        let mut reg = registry();
+        reg.watched.retain(|w| !Arc::ptr_eq(w, &self.watched));
+        if !reg.watched.is_empty() {
+            return;
+        }
+        let Some(active) = reg.active.take() else {
+            return;
         };
-        if let Some(r) = stopping {
-            let _ = rustix::io::write(&*r.stop, &1u64.to_ne_bytes());
-            // Joined so that its fds are closed when the last context's drop returns.
-            let _ = r.handle.join();
+        let gen = active.gen;
+        let _ = rustix::io::write(&active.stop, &1u64.to_ne_bytes());
+        // Under the lock the count is exact: 1 means the thread never took this period.
+        let thread_holds = Arc::strong_count(&active) > 1;
+        drop(active);
+        // The thread drops the last reference (closing the fds) and says so: the last
+        // context's drop returns with the watcher's fds closed.
+        while thread_holds && reg.thread && reg.released < gen {
+            reg = CHANGED.wait(reg).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
@@ -667,7 +740,7 @@ fn inotify_fd(roots: &Roots) -> Option<OwnedFd> {
     Some(fd)
 }
 
-fn start() -> Option<Running> {
+fn activate(gen: u64) -> Option<Active> {
     let roots = Roots::system();
     let sources = Sources {
         uevent: enabled("uevent").then(uevent_socket).flatten(),
@@ -679,24 +752,43 @@ fn start() -> Option<Running> {
         dev_node: sources.inotify.is_some(),
         sysfs: sources.sysfs,
     };
-    let stop = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?);
-    let stop2 = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name("uverbs-removal".into())
-        .stack_size(64 * 1024)
-        .spawn(move || run(sources, &stop2, &roots))
-        .ok()?;
-    Some(Running {
+    let stop = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
+    Some(Active {
+        gen,
+        sources,
         stop,
-        handle,
         watch,
     })
 }
 
+/// The thread: waits for a period, watches through it, lets it go, and so on.
+fn run() {
+    let roots = Roots::system();
+    loop {
+        let active = {
+            let mut reg = lock(&REGISTRY);
+            loop {
+                if let Some(a) = &reg.active {
+                    break a.clone();
+                }
+                reg = CHANGED.wait(reg).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        watch(&active, &roots);
+        let gen = active.gen;
+        drop(active);
+        let mut reg = lock(&REGISTRY);
+        reg.released = reg.released.max(gen);
+        CHANGED.notify_all();
+    }
+}
+
 const SYSFS_PERIOD: Duration = Duration::from_secs(1);
 
-fn run(sources: Sources, stop: &OwnedFd, roots: &Roots) {
-    let mut buf = vec![0u8; 16 * 1024];
+/// Watches until `active.stop` is readable.
+fn watch(active: &Active, roots: &Roots) {
+    let (sources, stop) = (&active.sources, &active.stop);
+    let mut buf = [0u8; 8 * 1024];
     let ts = Timespec {
         tv_sec: SYSFS_PERIOD.as_secs() as i64,
         tv_nsec: 0,
@@ -736,7 +828,7 @@ fn run(sources: Sources, stop: &OwnedFd, roots: &Roots) {
         }
         if let Some(i) = &sources.inotify {
             if ready[idx] {
-                check_all |= drain_inotify(i, &mut buf, &mut node_names);
+                check_all |= drain_inotify(i, &mut node_names);
             }
         }
         let periodic = last_sysfs.elapsed() >= SYSFS_PERIOD;
@@ -796,9 +888,9 @@ fn drain_uevents(fd: &OwnedFd, buf: &mut [u8], out: &mut Vec<UverbsRemove>) -> b
 
 /// Reads every queued inotify event; collects the names they are about. Returns whether
 /// events were lost or the directory itself went away (then every context is checked).
-fn drain_inotify(fd: &OwnedFd, buf: &mut [u8], out: &mut Vec<String>) -> bool {
+fn drain_inotify(fd: &OwnedFd, out: &mut Vec<String>) -> bool {
     let mut lost = false;
-    let mut raw = vec![std::mem::MaybeUninit::<u8>::uninit(); buf.len()];
+    let mut raw = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
     let mut reader = inotify::Reader::new(fd, &mut raw);
     loop {
         match reader.next() {

@@ -51,7 +51,11 @@ use crate::error::{Errno, Error, Result};
 use crate::{AsyncEvent, CompChannel, Context, Cq, CqEvent, Wc};
 
 /// Makes `fd` non-blocking and registers a duplicate of it with the current tokio runtime.
-fn register(fd: BorrowedFd<'_>, op: &'static str, label: &str) -> Result<AsyncFd<OwnedFd>> {
+pub(crate) fn register(
+    fd: BorrowedFd<'_>,
+    op: &'static str,
+    label: &str,
+) -> Result<AsyncFd<OwnedFd>> {
     if ::tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::invalid(
             op,
@@ -72,7 +76,7 @@ fn register(fd: BorrowedFd<'_>, op: &'static str, label: &str) -> Result<AsyncFd
         .map_err(|e| io_error(op, label, &e.into()))
 }
 
-fn io_error(op: &'static str, label: &str, e: &std::io::Error) -> Error {
+pub(crate) fn io_error(op: &'static str, label: &str, e: &std::io::Error) -> Error {
     let errno = Errno::from_io_error(e).unwrap_or(Errno::IO);
     Error::os(op, label.to_string(), errno).with_reason(format!("tokio reactor: {e}"))
 }

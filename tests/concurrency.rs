@@ -1,9 +1,9 @@
 //! The `Send`/`Sync` contract of the public API, at compile time and at run time.
 //!
 //! The contract (docs/architecture.md, "Single owner, no locks"): objects whose methods only
-//! issue kernel commands (`Context`, `Pd`, `Mr`, `Ah`, `CompChannel`, `Xrcd`, `Mw`, `EfaAh`) are
+//! issue kernel commands (`Context`, `Pd`, `Mr`, `Ah`, `CompChannel`, `Xrcd`, `Mw`, `Ah`) are
 //! `Send + Sync` and may be shared between threads; objects that own a ring and post or poll
-//! through `&mut self` (`Cq`, `Qp`, `Srq`, `EfaQp`, and the borrows that post or poll through
+//! through `&mut self` (`Cq`, `Qp`, `Srq`, and the borrows that post or poll through
 //! them) are `Send` but not `Sync`: move each to the thread that uses it. Several QPs may
 //! complete into one CQ (each QP holds the CQ's kernel object), while the `Cq` itself, the right
 //! to poll, stays with one thread.
@@ -18,6 +18,7 @@
 //! * Run time, on the host: the same four-thread shape against the EFA device model.
 
 mod common;
+use common::efa;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,9 +26,9 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, Ah, AhAttr, CompChannel, Context, Cq, Device, EfaAh, EfaQp, EfaSendSession, Gid,
-    Mr, MrBuffer, Mw, Pd, PollCq, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
-    RecvWr, SendWr, Srq, SrqAttr, Wc, WcOpcode, WcStatus, WrBatch, Xrcd,
+    AccessFlags, Ah, AhAttr, CompChannel, Context, Cq, Device, Gid, Mr, MrBuffer, Mw, Pd, PollCq,
+    Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, SrqAttr,
+    UdDest, Wc, WcOpcode, WcStatus, WrBatch, Xrcd,
 };
 
 // ----- compile time -------------------------------------------------------------------------
@@ -73,17 +74,15 @@ const _: () = {
     sync::<Xrcd>();
     send::<Mw>();
     sync::<Mw>();
-    send::<EfaAh>();
-    sync::<EfaAh>();
+    send::<Ah>();
+    sync::<Ah>();
     send::<uverbs::Error>();
     sync::<uverbs::Error>();
     // Single owners of a ring: movable to the thread that posts or polls.
     send::<Cq>();
     send::<Qp>();
     send::<Srq>();
-    send::<EfaQp>();
     send::<WrBatch<'static>>();
-    send::<EfaSendSession<'static>>();
     send::<PollCq<'static>>();
 };
 
@@ -99,9 +98,7 @@ const _: () = {
 assert_not_impl!(Cq, Sync);
 assert_not_impl!(Qp, Sync);
 assert_not_impl!(Srq, Sync);
-assert_not_impl!(EfaQp, Sync);
 assert_not_impl!(WrBatch<'static>, Sync);
-assert_not_impl!(EfaSendSession<'static>, Sync);
 assert_not_impl!(PollCq<'static>, Sync);
 
 // ----- helpers for the VM tests -------------------------------------------------------------
@@ -584,8 +581,8 @@ fn one_context_and_pd_serve_four_threads_at_once() {
 /// (thread, sequence) is checked to arrive exactly once rather than in order.
 #[test]
 fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
-    use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType};
-    use uverbs::{EfaRecvWr, EfaSendWr, EfaWcFlags, Errno, SendOpsFlags};
+    use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, QpCap, QpInitAttr, QpType};
+    use uverbs::{EfaWcFlags, Errno, RecvWr, SendOpsFlags, SendWr};
     use uverbs_efa_model::{EfaFabric, ModelConfig};
     const THREADS: usize = 4;
     const PER_THREAD: u64 = 1_500;
@@ -614,7 +611,7 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
     };
     let (a_scq, a_rcq) = (efa_cq(&ctx_a), efa_cq(&ctx_a));
     let (b_scq, b_rcq) = (efa_cq(&ctx_b), efa_cq(&ctx_b));
-    let cap = EfaQpCap {
+    let cap = QpCap {
         max_send_wr: WINDOW as u32,
         max_recv_wr: WINDOW as u32,
         max_send_sge: 1,
@@ -623,22 +620,26 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
     };
     let qp = |pd: &Pd, scq: &Cq, rcq: &Cq| {
         let mut qp = pd
-            .efadv_create_qp(&EfaQpInitAttr {
-                qp_type: EfaQpType::Srd,
-                send_cq: scq,
-                recv_cq: rcq,
-                cap,
-                sq_sig_all: true,
-                flags: EfaQpFlags::empty(),
-                sl: 0,
-                send_ops_flags: SendOpsFlags::SEND,
-            })
+            .efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: SendOpsFlags::SEND,
+                    ..QpInitAttr::new(QpType::Srd, scq, rcq, cap)
+                },
+                &EfaQpInitAttr {
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                },
+            )
             .expect("efadv_create_qp");
-        qp.modify_to_rts(QKEY).expect("modify to RTS");
+        efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
         qp
     };
-    // `EfaAh` is `Sync`: one AH shared by the four posting threads.
-    let ah = Arc::new(pd_a.efadv_create_ah(dev_b.gid()).expect("efadv_create_ah"));
+    // `Ah` is `Sync`: one AH shared by the four posting threads.
+    let ah = Arc::new(
+        pd_a.create_ah(&efa::ah_attr(dev_b.gid()))
+            .expect("efadv_create_ah"),
+    );
     let mut route = HashMap::new();
     let mut workers = Vec::new();
     let mut inboxes = Vec::new();
@@ -692,12 +693,16 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
         .enumerate()
         .map(|(i, ((mut s, mut r, rmr, ah), inbox))| {
             std::thread::spawn(move || {
-                let dest = ah.ud_addr(r.qp_num(), QKEY);
+                let dest = UdDest {
+                    ah: &ah,
+                    remote_qpn: r.qp_num(),
+                    remote_qkey: QKEY,
+                };
                 let rsg: Vec<_> = (0..WINDOW)
-                    .map(|k| [rmr.sge(k * MSG, MSG as u32).unwrap().into()])
+                    .map(|k| [rmr.sge(k * MSG, MSG as u32).unwrap()])
                     .collect();
                 for (k, sg) in rsg.iter().enumerate() {
-                    r.post_recv(&[EfaRecvWr {
+                    r.post_recv(&[RecvWr {
                         wr_id: k as u64,
                         sg_list: sg,
                     }])
@@ -716,9 +721,12 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
                         msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
                         msg[8..].copy_from_slice(&next.to_le_bytes());
                         let bufs: [&[u8]; 1] = [&msg];
-                        match s.post_send(&[EfaSendWr::send(next, dest).inline_data(&bufs)]) {
+                        match s.post_send(&[SendWr::send(next)
+                            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                            .inline(bufs[0])])
+                        {
                             Ok(_) => next += 1,
-                            Err(e) if e.is(Errno::NOMEM) => break,
+                            Err(e) if e.error.is(Errno::NOMEM) => break,
                             Err(e) => panic!("worker {i}: post_send: {e}"),
                         }
                     }
@@ -752,7 +760,7 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
                         );
                         nr += 1;
                         if recvs_posted < PER_THREAD {
-                            r.post_recv(&[EfaRecvWr {
+                            r.post_recv(&[RecvWr {
                                 wr_id: k as u64,
                                 sg_list: &rsg[k],
                             }])

@@ -5,9 +5,12 @@
 //! `--workspace`, the CLI's `efa_hw` target too: `cli/tests/efa_hw.rs`).
 //! These send nothing and need no peer.
 
+#[path = "common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    Context, CqInitAttr, Driver, EfaCqInitAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpState,
-    EfaQpType, EfaWcFlags,
+    Context, CqInitAttr, Driver, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, EfaWcFlags, QpAttrMask,
+    QpCap, QpInitAttr, QpState, QpType,
 };
 
 fn efa_context() -> Context {
@@ -58,29 +61,37 @@ fn efa_hw_create_cq_qp_and_modify_to_rts() {
         .unwrap();
     assert!(cq.cqe() >= 256);
     let pd = ctx.alloc_pd().unwrap();
-    for ty in [EfaQpType::Srd, EfaQpType::Ud] {
+    for ty in [QpType::Srd, QpType::Ud] {
         let mut qp = pd
-            .efadv_create_qp(&EfaQpInitAttr {
-                qp_type: ty,
-                send_cq: &cq,
-                recv_cq: &cq,
-                cap: EfaQpCap {
-                    max_send_wr: 64,
-                    max_recv_wr: 64,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
+            .efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: uverbs::SendOpsFlags::SEND,
+                    ..QpInitAttr::new(
+                        ty,
+                        &cq,
+                        &cq,
+                        QpCap {
+                            max_send_wr: 64,
+                            max_recv_wr: 64,
+                            max_send_sge: 1,
+                            max_recv_sge: 1,
+                            max_inline_data: 0,
+                        },
+                    )
                 },
-                sq_sig_all: true,
-                flags: EfaQpFlags::empty(),
-                sl: 0,
-                send_ops_flags: uverbs::SendOpsFlags::SEND,
-            })
+                &EfaQpInitAttr {
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                },
+            )
             .unwrap();
-        qp.modify_to_rts(0x1111_2222).unwrap();
-        let q = qp.query().unwrap();
-        assert_eq!(q.state, EfaQpState::Rts);
-        assert_eq!(q.qkey, 0x1111_2222);
+        efa::to_rts(&mut qp, 0x1111_2222).unwrap();
+        let q = qp
+            .query(QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::SQ_PSN | QpAttrMask::CAP)
+            .unwrap();
+        assert_eq!(q.attr.qp_state, QpState::Rts);
+        assert_eq!(q.attr.qkey, 0x1111_2222);
         qp.destroy().unwrap();
     }
     let mut w = [uverbs::Wc::default(); 4];

@@ -2,10 +2,13 @@
 //! hands the CQ back, still polling; immediate data arrives as the value sent; CQ
 //! notification without a channel; the user context of a CQ.
 
+#[path = "common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    AccessFlags, Context, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags,
-    EfaQpInitAttr, EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, Errno, Mr, Pd, SendOpsFlags, Wc,
-    WcFlags, WcOpcode, WcStatus,
+    AccessFlags, Context, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, Errno, Mr, Pd,
+    Qp, QpCap, QpInitAttr, QpType, RecvWr, SendOpsFlags, SendWr, Sge, UdDest, Wc, WcFlags,
+    WcOpcode, WcStatus, WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -16,7 +19,7 @@ struct Host {
     pd: Pd,
     scq: Cq,
     rcq: Cq,
-    qp: EfaQp,
+    qp: Qp,
     mr: Mr,
     gid: [u8; 16],
 }
@@ -39,24 +42,30 @@ fn host(fab: &EfaFabric) -> Host {
     let scq = efa_cq(&ctx);
     let rcq = efa_cq(&ctx);
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &scq,
-            recv_cq: &rcq,
-            cap: EfaQpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &scq,
+                    &rcq,
+                    QpCap {
+                        max_send_wr: 16,
+                        max_recv_wr: 16,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
-        })
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .expect("efadv_create_qp");
-    qp.modify_to_rts(QKEY).expect("modify to RTS");
+    efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
     let mr = pd.reg_mr(1 << 14, AccessFlags::LOCAL_WRITE).unwrap();
     Host {
         ctx,
@@ -69,8 +78,8 @@ fn host(fab: &EfaFabric) -> Host {
     }
 }
 
-fn sge(mr: &Mr, off: usize, len: u32) -> EfaSge {
-    mr.sge(off, len).unwrap().into()
+fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
+    mr.sge(off, len).unwrap()
 }
 
 fn poll_n(cq: &mut Cq, n: usize) -> Vec<Wc> {
@@ -92,21 +101,27 @@ fn poll_n(cq: &mut Cq, n: usize) -> Vec<Wc> {
 fn send_imm(
     fab: &EfaFabric,
     a: &mut Host,
-    (bqp, bmr, bgid): (&mut EfaQp, &Mr, [u8; 16]),
+    (bqp, bmr, bgid): (&mut Qp, &Mr, [u8; 16]),
     rcq: &mut Cq,
     imm: u32,
 ) -> Wc {
-    let ah = a.pd.efadv_create_ah(bgid).unwrap();
+    let ah = a.pd.create_ah(&efa::ah_attr(bgid)).unwrap();
     let rsge = [sge(bmr, 4096, 64)];
-    bqp.post_recv(&[EfaRecvWr {
+    bqp.post_recv(&[RecvWr {
         wr_id: 9,
         sg_list: &rsge,
     }])
     .unwrap();
     a.mr.write(0, b"efa imm").unwrap();
     let ssge = [sge(&a.mr, 0, 7)];
-    let dest = ah.ud_addr(bqp.qp_num(), QKEY);
-    a.qp.post_send(&[EfaSendWr::send_imm(3, dest, imm).sge_list(&ssge)])
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: bqp.qp_num(),
+        remote_qkey: QKEY,
+    };
+    a.qp.post_send(&[SendWr::new(3, WrOp::SendWithImm { imm_data: imm })
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&ssge)])
         .unwrap();
     assert_eq!(fab.process(), 1);
     let s = poll_n(&mut a.scq, 1);
@@ -156,16 +171,22 @@ fn efa_send_imm_arrives_as_sent() {
     assert_eq!(w.imm_data, IMM);
     assert_eq!(w.imm(), Some(IMM));
     // The same through the extended poll.
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
     let rsge = [sge(&b.mr, 4096, 64)];
-    b.qp.post_recv(&[EfaRecvWr {
+    b.qp.post_recv(&[RecvWr {
         wr_id: 10,
         sg_list: &rsge,
     }])
     .unwrap();
     let ssge = [sge(&a.mr, 0, 7)];
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
-    a.qp.post_send(&[EfaSendWr::send_imm(4, dest, IMM).sge_list(&ssge)])
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
+    a.qp.post_send(&[SendWr::new(4, WrOp::SendWithImm { imm_data: IMM })
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&ssge)])
         .unwrap();
     assert_eq!(fab.process(), 1);
     let g = b.rcq.start_poll().unwrap().expect("the receive");

@@ -4,10 +4,13 @@
 //! very same work; and a QP destroyed while a poll is open (on the same thread) neither hangs
 //! nor confuses the poll.
 
+#[path = "common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaAh, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
-    EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, EfaWc, EfaWcFlags, Mr, Pd, SendOpsFlags, Wc, WcFlags,
-    WcOpcode, WcStatus,
+    AccessFlags, Ah, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
+    Mr, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest,
+    Wc, WcFlags, WcOpcode, WcStatus, WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -15,7 +18,7 @@ const QKEY: u32 = 0x1234_5678;
 
 /// One side; fields drop in order (QP before CQs, MR before PD).
 struct Side {
-    qp: EfaQp,
+    qp: Qp,
     scq: Cq,
     rcq: Cq,
     mr: Mr,
@@ -26,7 +29,7 @@ struct Side {
 struct World {
     a: Side,
     b: Side,
-    ah: EfaAh,
+    ah: Ah,
     fab: EfaFabric,
 }
 
@@ -67,30 +70,33 @@ fn side(fab: &EfaFabric, flags: EfaQpFlags) -> Side {
 }
 
 /// An SRD QP on `pd` completing into `scq`/`rcq`, in RTS.
-fn srd_qp(pd: &Pd, scq: &Cq, rcq: &Cq, flags: EfaQpFlags) -> EfaQp {
+fn srd_qp(pd: &Pd, scq: &Cq, rcq: &Cq, flags: EfaQpFlags) -> Qp {
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: scq,
-            recv_cq: rcq,
-            cap: EfaQpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 32,
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SendOpsFlags::SEND
+                    | SendOpsFlags::SEND_WITH_IMM
+                    | SendOpsFlags::RDMA_READ
+                    | SendOpsFlags::RDMA_WRITE
+                    | SendOpsFlags::RDMA_WRITE_WITH_IMM,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    scq,
+                    rcq,
+                    QpCap {
+                        max_send_wr: 16,
+                        max_recv_wr: 16,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 32,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags,
-            sl: 0,
-            send_ops_flags: SendOpsFlags::SEND
-                | SendOpsFlags::SEND_WITH_IMM
-                | SendOpsFlags::RDMA_READ
-                | SendOpsFlags::RDMA_WRITE
-                | SendOpsFlags::RDMA_WRITE_WITH_IMM,
-        })
+            &EfaQpInitAttr { flags, sl: 0 },
+        )
         .expect("efadv_create_qp");
-    qp.modify_to_rts(QKEY).expect("modify to RTS");
+    efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
     qp
 }
 
@@ -100,24 +106,28 @@ fn world(seed: u64) -> World {
     let fab = EfaFabric::new(seed);
     let a = side(&fab, EfaQpFlags::empty());
     let b = side(&fab, EfaQpFlags::UNSOLICITED_WRITE_RECV);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
     World { a, b, ah, fab }
 }
 
-fn sge(mr: &Mr, off: usize, len: u32) -> EfaSge {
-    mr.sge(off, len).unwrap().into()
+fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
+    mr.sge(off, len).unwrap()
 }
 
 /// Round `r` of the work: a few receives, then sends with and without immediate, RDMA
 /// writes with and without immediate (some finding no receive: unsolicited), an RDMA read,
 /// and more sends than receives (receiver-not-ready errors).
 fn work(w: &mut World, r: u64) {
-    let dest = w.ah.ud_addr(w.b.qp.qp_num(), QKEY);
+    let dest = UdDest {
+        ah: &w.ah,
+        remote_qpn: w.b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let rr = [sge(&w.b.mr, 0, 64)];
     let recvs = (r % 3) as usize + 1;
     for i in 0..recvs {
         w.b.qp
-            .post_recv(&[EfaRecvWr {
+            .post_recv(&[RecvWr {
                 wr_id: 1000 * r + i as u64,
                 sg_list: &rr,
             }])
@@ -126,27 +136,32 @@ fn work(w: &mut World, r: u64) {
     let s = [sge(&w.a.mr, 0, 16)];
     let (rkey, base) = (w.b.mr.rkey(), w.b.mr.addr());
     let mut x = w.a.qp.wr_start().unwrap();
-    x.send_imm(10 * r, dest, 0xab00 + r as u32, &s);
+    x.send_imm(10 * r, SendFlags::SIGNALED, 0xab00 + r as u32)
+        .set_sge_list(&s)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
     x.rdma_write_imm(
         10 * r + 1,
-        dest,
+        SendFlags::SIGNALED,
         rkey,
         base + 4096,
         0xfeed_0000 + r as u32,
-        &s,
-    );
-    x.rdma_write(10 * r + 2, dest, rkey, base + 8192, &s);
-    x.rdma_read(
-        10 * r + 3,
-        dest,
-        rkey,
-        base + 8192,
-        &[sge(&w.a.mr, 1024, 16)],
-    );
-    x.send(10 * r + 4, dest, &s);
+    )
+    .set_sge_list(&s)
+    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    x.rdma_write(10 * r + 2, SendFlags::SIGNALED, rkey, base + 8192)
+        .set_sge_list(&s)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    x.rdma_read(10 * r + 3, SendFlags::SIGNALED, rkey, base + 8192)
+        .set_sge_list(&[sge(&w.a.mr, 1024, 16)])
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    x.send(10 * r + 4, SendFlags::SIGNALED)
+        .set_sge_list(&s)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
     x.complete().unwrap();
     w.a.qp
-        .post_send(&[EfaSendWr::send(10 * r + 5, dest).sge_list(&s)])
+        .post_send(&[SendWr::send(10 * r + 5)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s)])
         .unwrap();
     assert_eq!(w.fab.process(), 6);
 }
@@ -257,17 +272,28 @@ fn efa_extended_poll_gives_what_poll_gives() {
 #[test]
 fn efa_extended_poll_reads_immediate_data_in_host_order() {
     let mut w = world(5);
-    let dest = w.ah.ud_addr(w.b.qp.qp_num(), QKEY);
+    let dest = UdDest {
+        ah: &w.ah,
+        remote_qpn: w.b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let rr = [sge(&w.b.mr, 0, 64)];
     w.b.qp
-        .post_recv(&[EfaRecvWr {
+        .post_recv(&[RecvWr {
             wr_id: 7,
             sg_list: &rr,
         }])
         .unwrap();
     let s = [sge(&w.a.mr, 0, 16)];
     w.a.qp
-        .post_send(&[EfaSendWr::send_imm(1, dest, 0x1234_abcd).sge_list(&s)])
+        .post_send(&[SendWr::new(
+            1,
+            WrOp::SendWithImm {
+                imm_data: 0x1234_abcd,
+            },
+        )
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&s)])
         .unwrap();
     assert_eq!(w.fab.process(), 1);
     let mut g = w.b.rcq.start_poll().unwrap().expect("the receive");
@@ -294,11 +320,15 @@ fn efa_extended_poll_reads_immediate_data_in_host_order() {
 #[test]
 fn efa_qp_destroyed_during_an_open_poll() {
     let mut w = world(7);
-    let dest = w.ah.ud_addr(w.b.qp.qp_num(), QKEY);
+    let dest = UdDest {
+        ah: &w.ah,
+        remote_qpn: w.b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let rr = [sge(&w.b.mr, 0, 64)];
     for i in 0..4 {
         w.b.qp
-            .post_recv(&[EfaRecvWr {
+            .post_recv(&[RecvWr {
                 wr_id: i,
                 sg_list: &rr,
             }])
@@ -307,7 +337,9 @@ fn efa_qp_destroyed_during_an_open_poll() {
     let s = [sge(&w.a.mr, 0, 16)];
     for i in 0..4 {
         w.a.qp
-            .post_send(&[EfaSendWr::send(100 + i, dest).sge_list(&s)])
+            .post_send(&[SendWr::send(100 + i)
+                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .sge(&s)])
             .unwrap();
     }
     assert_eq!(w.fab.process(), 4);
@@ -368,16 +400,22 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
     };
     let (mut aqp, mut acq, amr, apd, _) = one_cq_side();
     let (mut bqp, mut bcq, bmr, bpd, bgid) = one_cq_side();
-    let ah = apd.efadv_create_ah(bgid).unwrap();
+    let ah = apd.create_ah(&efa::ah_attr(bgid)).unwrap();
     let (rr, s) = ([sge(&bmr, 0, 64)], [sge(&amr, 0, 16)]);
     for i in 0..4 {
-        bqp.post_recv(&[EfaRecvWr {
+        bqp.post_recv(&[RecvWr {
             wr_id: i,
             sg_list: &rr,
         }])
         .unwrap();
-        let dest = ah.ud_addr(bqp.qp_num(), QKEY);
-        aqp.post_send(&[EfaSendWr::send(100 + i, dest).sge_list(&s)])
+        let dest = UdDest {
+            ah: &ah,
+            remote_qpn: bqp.qp_num(),
+            remote_qkey: QKEY,
+        };
+        aqp.post_send(&[SendWr::send(100 + i)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s)])
             .unwrap();
     }
     assert_eq!(fab.process(), 4);
@@ -398,12 +436,12 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
     assert_eq!(bcq.efa_stale_completions(), 3);
     assert_eq!(acq.poll_efa(&mut one).unwrap(), 0, "old a QP {old_a}");
     assert_eq!(acq.efa_stale_completions(), 3);
-    bqp.post_recv(&[EfaRecvWr {
+    bqp.post_recv(&[RecvWr {
         wr_id: 77,
         sg_list: &rr,
     }])
     .unwrap();
-    aqp.post_send(&[EfaSendWr::send(200, ah.ud_addr(bqp.qp_num(), QKEY)).sge_list(&s)])
+    aqp.post_send(&[SendWr::send(200).ud(&ah, bqp.qp_num(), QKEY).sge(&s)])
         .unwrap();
     assert_eq!(fab.process(), 1);
 

@@ -1,10 +1,14 @@
 //! EFA verbs through the public API against the strict device model (uverbs-efa-model): every
 //! command the kernel would see, every ring the device would read, data checked byte by byte.
 
+#[path = "common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceCaps, EfaQp,
-    EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpState, EfaQpType, EfaRecvWr, EfaSendWr, EfaSge,
-    EfaWc, EfaWcFlags, Errno, Mr, Pd, SendOpsFlags, Wc, WcOpcode, WcStatus,
+    AccessFlags, Cq, CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceCaps,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Errno, Mr, Pd, Qp, QpAttrMask, QpCap, QpInitAttr,
+    QpState, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus,
+    WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -14,13 +18,13 @@ const QKEY: u32 = 0x1234_5678;
 const SEND_OPS: SendOpsFlags = SendOpsFlags::SEND.union(SendOpsFlags::SEND_WITH_IMM);
 
 /// Every `wr_*` operation a QP of type `ty` can post on a device with `caps`.
-fn ops_for(ty: EfaQpType, caps: u32) -> SendOpsFlags {
+fn ops_for(ty: QpType, caps: u32) -> SendOpsFlags {
     use uverbs::uapi::efa::{EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE};
     let mut f = SEND_OPS;
-    if ty == EfaQpType::Srd && caps & EFA_QUERY_DEVICE_CAPS_RDMA_READ != 0 {
+    if ty == QpType::Srd && caps & EFA_QUERY_DEVICE_CAPS_RDMA_READ != 0 {
         f |= SendOpsFlags::RDMA_READ;
     }
-    if ty == EfaQpType::Srd && caps & EFA_QUERY_DEVICE_CAPS_RDMA_WRITE != 0 {
+    if ty == QpType::Srd && caps & EFA_QUERY_DEVICE_CAPS_RDMA_WRITE != 0 {
         f |= SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
     }
     f
@@ -31,7 +35,7 @@ struct Host {
     pd: Pd,
     scq: Cq,
     rcq: Cq,
-    qp: EfaQp,
+    qp: Qp,
     mr: Mr,
     gid: [u8; 16],
 }
@@ -50,22 +54,16 @@ fn cq(ctx: &uverbs::Context, cqe: u32, wc: EfaWcFlags) -> Cq {
     .expect("efadv_create_cq")
 }
 
-fn host(
-    fab: &EfaFabric,
-    cfg: ModelConfig,
-    cap: EfaQpCap,
-    flags: EfaQpFlags,
-    ty: EfaQpType,
-) -> Host {
+fn host(fab: &EfaFabric, cfg: ModelConfig, cap: QpCap, flags: EfaQpFlags, ty: QpType) -> Host {
     host_cqe(fab, cfg, cap, flags, ty, 64)
 }
 
 fn host_cqe(
     fab: &EfaFabric,
     cfg: ModelConfig,
-    cap: EfaQpCap,
+    cap: QpCap,
     flags: EfaQpFlags,
-    ty: EfaQpType,
+    ty: QpType,
     cqe: u32,
 ) -> Host {
     let dev = fab.add_device(cfg);
@@ -74,18 +72,16 @@ fn host_cqe(
     let scq = cq(&ctx, cqe, EfaWcFlags::empty());
     let rcq = cq(&ctx, cqe, EfaWcFlags::WITH_SGID);
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: ty,
-            send_cq: &scq,
-            recv_cq: &rcq,
-            cap,
-            sq_sig_all: true,
-            flags,
-            sl: 0,
-            send_ops_flags: ops_for(ty, cfg.device_caps),
-        })
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: ops_for(ty, cfg.device_caps),
+                ..QpInitAttr::new(ty, &scq, &rcq, cap)
+            },
+            &EfaQpInitAttr { flags, sl: 0 },
+        )
         .expect("efadv_create_qp");
-    qp.modify_to_rts(QKEY).expect("modify to RTS");
+    efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
     let mr = pd
         .reg_mr(
             1 << 16,
@@ -103,8 +99,8 @@ fn host_cqe(
     }
 }
 
-fn cap(wr: u32) -> EfaQpCap {
-    EfaQpCap {
+fn cap(wr: u32) -> QpCap {
+    QpCap {
         max_send_wr: wr,
         max_recv_wr: wr,
         max_send_sge: 2,
@@ -113,8 +109,8 @@ fn cap(wr: u32) -> EfaQpCap {
     }
 }
 
-fn sge(mr: &Mr, off: usize, len: u32) -> EfaSge {
-    mr.sge(off, len).unwrap().into()
+fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
+    mr.sge(off, len).unwrap()
 }
 
 fn poll_all(cq: &mut Cq, n: usize) -> Vec<Wc> {
@@ -230,16 +226,17 @@ fn efa_query_device_is_issued_once_per_context() {
     assert_eq!(count.load(Relaxed), 1, "six CQ creates, one QUERY_DEVICE");
     for (s, r) in &cqs {
         qps.push(
-            pd.efadv_create_qp(&EfaQpInitAttr {
-                qp_type: EfaQpType::Srd,
-                send_cq: s,
-                recv_cq: r,
-                cap: cap(8),
-                sq_sig_all: true,
-                flags: EfaQpFlags::empty(),
-                sl: 0,
-                send_ops_flags: SEND_OPS,
-            })
+            pd.efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: SEND_OPS,
+                    ..QpInitAttr::new(QpType::Srd, s, r, cap(8))
+                },
+                &EfaQpInitAttr {
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                },
+            )
             .unwrap(),
         );
     }
@@ -276,34 +273,42 @@ fn efa_srd_send_recv_moves_data_between_hosts() {
         ModelConfig::default(),
         cap(16),
         EfaQpFlags::empty(),
-        EfaQpType::Srd,
+        QpType::Srd,
     );
     let mut b = host(
         &fab,
         ModelConfig::default(),
         cap(16),
         EfaQpFlags::empty(),
-        EfaQpType::Srd,
+        QpType::Srd,
     );
-    let ah_ab = a.pd.efadv_create_ah(b.gid).unwrap();
-    let ah_ba = b.pd.efadv_create_ah(a.gid).unwrap();
-    assert_ne!(ah_ab.efadv_query_ah(), 0xffff);
-    let q = a.qp.query().unwrap();
-    assert_eq!(q.state, EfaQpState::Rts);
-    assert_eq!(q.qkey, QKEY);
+    let ah_ab = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let ah_ba = b.pd.create_ah(&efa::ah_attr(a.gid)).unwrap();
+    assert_ne!(ah_ab.efadv_query_ah().unwrap(), 0xffff);
+    let q =
+        a.qp.query(QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::SQ_PSN | QpAttrMask::CAP)
+            .unwrap();
+    assert_eq!(q.attr.qp_state, QpState::Rts);
+    assert_eq!(q.attr.qkey, QKEY);
     assert!(q.sq_sig_all);
 
     a.mr.write(0, b"hello, efa srd!!").unwrap();
     a.mr.write(100, b"second-sge").unwrap();
     let rsge = [sge(&b.mr, 4096, 64)];
-    b.qp.post_recv(&[EfaRecvWr {
+    b.qp.post_recv(&[RecvWr {
         wr_id: 77,
         sg_list: &rsge,
     }])
     .unwrap();
     let sges = [sge(&a.mr, 0, 16), sge(&a.mr, 100, 10)];
-    let dest = ah_ab.ud_addr(b.qp.qp_num(), QKEY);
-    a.qp.post_send(&[EfaSendWr::send_imm(5, dest, 0xabcd).sge_list(&sges)])
+    let dest = UdDest {
+        ah: &ah_ab,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
+    a.qp.post_send(&[SendWr::new(5, WrOp::SendWithImm { imm_data: 0xabcd })
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&sges)])
         .unwrap();
     assert_eq!(fab.process(), 1);
 
@@ -325,7 +330,7 @@ fn efa_srd_send_recv_moves_data_between_hosts() {
     assert_eq!(w.qp_num, b.qp.qp_num());
     assert_eq!(
         w.slid,
-        ah_ba.efadv_query_ah(),
+        ah_ba.efadv_query_ah().unwrap(),
         "the receiver knows the sender's AH"
     );
     assert!(
@@ -341,12 +346,12 @@ fn efa_srd_send_recv_moves_data_between_hosts() {
 fn pair(
     fab: &EfaFabric,
     cfg: ModelConfig,
-    cap: EfaQpCap,
+    cap: QpCap,
     flags: EfaQpFlags,
     cqe: u32,
 ) -> (Host, Host) {
-    let a = host_cqe(fab, cfg, cap, EfaQpFlags::empty(), EfaQpType::Srd, cqe);
-    let b = host_cqe(fab, cfg, cap, flags, EfaQpType::Srd, cqe);
+    let a = host_cqe(fab, cfg, cap, EfaQpFlags::empty(), QpType::Srd, cqe);
+    let b = host_cqe(fab, cfg, cap, flags, QpType::Srd, cqe);
     (a, b)
 }
 
@@ -367,20 +372,26 @@ fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
     let fab = EfaFabric::new(3);
     let (mut a, mut b) = plain_pair(&fab, 8, 8);
     assert_eq!(a.qp.cap().max_send_wr, 8);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     // 8-deep SQ and RQ, 8-entry sub-CQs: 40 round trips wrap each ring five times.
     for i in 0..40u32 {
         let payload = i.to_le_bytes();
         a.mr.write(0, &payload).unwrap();
         let r = [sge(&b.mr, 512, 4)];
-        b.qp.post_recv(&[EfaRecvWr {
+        b.qp.post_recv(&[RecvWr {
             wr_id: 1000 + u64::from(i),
             sg_list: &r,
         }])
         .unwrap();
         let s = [sge(&a.mr, 0, 4)];
-        a.qp.post_send(&[EfaSendWr::send(u64::from(i), dest).sge_list(&s)])
+        a.qp.post_send(&[SendWr::send(u64::from(i))
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s)])
             .unwrap();
         assert_eq!(fab.process(), 1);
         let sw = poll_all(&mut a.scq, 1);
@@ -404,24 +415,29 @@ fn efa_multiple_sub_cqs_are_polled() {
     let (mut a, mut b) = plain_pair(&fab, 16, 16);
     // A second QP on a's CQs gets the next QP number and so the other sub-CQ.
     let mut qp2 =
-        a.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &a.scq,
-            recv_cq: &a.rcq,
-            cap: cap(16),
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        a.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &a.scq, &a.rcq, cap(16))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
-    qp2.modify_to_rts(QKEY).unwrap();
+    efa::to_rts(&mut qp2, QKEY).unwrap();
     assert_eq!(a.scq.efa_sub_cqs(), 2);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let r = [sge(&b.mr, 0, 64)];
     let recvs: Vec<_> = (0..6)
-        .map(|i| EfaRecvWr {
+        .map(|i| RecvWr {
             wr_id: 100 + i,
             sg_list: &r,
         })
@@ -429,14 +445,24 @@ fn efa_multiple_sub_cqs_are_polled() {
     b.qp.post_recv(&recvs).unwrap();
     let s = [sge(&a.mr, 0, 8)];
     a.qp.post_send(&[
-        EfaSendWr::send(1, dest).sge_list(&s),
-        EfaSendWr::send(2, dest).sge_list(&s),
+        SendWr::send(1)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s),
+        SendWr::send(2)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s),
     ])
     .unwrap();
     qp2.post_send(&[
-        EfaSendWr::send(11, dest).sge_list(&s),
-        EfaSendWr::send(12, dest).sge_list(&s),
-        EfaSendWr::send(13, dest).sge_list(&s),
+        SendWr::send(11)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s),
+        SendWr::send(12)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s),
+        SendWr::send(13)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&s),
     ])
     .unwrap();
     assert_eq!(fab.process(), 5);
@@ -457,13 +483,17 @@ fn efa_multiple_sub_cqs_are_polled() {
 fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
     let fab = EfaFabric::new(11);
     let (mut a, mut b) = plain_pair(&fab, 32, 64);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
-    let rs: Vec<[EfaSge; 1]> = (0..20).map(|i| [sge(&b.mr, 64 * i, 64)]).collect();
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
+    let rs: Vec<[Sge; 1]> = (0..20).map(|i| [sge(&b.mr, 64 * i, 64)]).collect();
     let recvs: Vec<_> = rs
         .iter()
         .enumerate()
-        .map(|(i, r)| EfaRecvWr {
+        .map(|(i, r)| RecvWr {
             wr_id: i as u64,
             sg_list: r,
         })
@@ -472,14 +502,18 @@ fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
     for i in 0..20u8 {
         a.mr.fill(usize::from(i) * 64, 64, i).unwrap();
     }
-    let ss: Vec<[EfaSge; 1]> = (0..20).map(|i| [sge(&a.mr, 64 * i, 64)]).collect();
+    let ss: Vec<[Sge; 1]> = (0..20).map(|i| [sge(&a.mr, 64 * i, 64)]).collect();
     let sends: Vec<_> = ss
         .iter()
         .enumerate()
-        .map(|(i, s)| EfaSendWr::send(500 + i as u64, dest).sge_list(s))
+        .map(|(i, s)| {
+            SendWr::send(500 + i as u64)
+                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .sge(s)
+        })
         .collect();
     // 20 WRs with max_tx_batch 8: the SQ rings the doorbell three times in one post.
-    assert_eq!(a.qp.post_send(&sends).unwrap(), 20);
+    a.qp.post_send(&sends).unwrap();
     assert_eq!(fab.process(), 20);
     let sw: Vec<u64> = poll_all(&mut a.scq, 20).iter().map(|w| w.wr_id).collect();
     let mut sorted = sw.clone();
@@ -515,99 +549,142 @@ fn efa_bad_input_is_refused_before_the_device() {
     let mut a = host(
         &fab,
         cfg,
-        EfaQpCap {
+        QpCap {
             max_send_sge: 1,
             ..cap(8)
         },
         EfaQpFlags::empty(),
-        EfaQpType::Srd,
+        QpType::Srd,
     );
-    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), QpType::Srd);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let two = [sge(&a.mr, 0, 8), sge(&a.mr, 8, 8)];
     let e =
-        a.qp.post_send(&[EfaSendWr::send(1, dest).sge_list(&two)])
+        a.qp.post_send(&[SendWr::send(1)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .sge(&two)])
             .unwrap_err();
-    assert!(e.is(Errno::INVAL), "{e}");
+    assert!(e.error.is(Errno::INVAL), "{e}");
     assert!(e.to_string().contains("work request 0"), "{e}");
     let one = [sge(&a.mr, 0, 8)];
     let e =
-        a.qp.post_send(&[EfaSendWr::rdma_read(2, dest, 0x8001, 0x1000).sge_list(&one)])
+        a.qp.post_send(&[SendWr::new(
+            2,
+            WrOp::RdmaRead {
+                remote_addr: 0x1000,
+                rkey: 0x8001,
+            },
+        )
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&one)])
             .unwrap_err();
-    assert!(e.is(Errno::OPNOTSUPP), "RDMA read without the cap: {e}");
+    assert!(
+        e.error.is(Errno::OPNOTSUPP),
+        "RDMA read without the cap: {e}"
+    );
     let big = [0u8; 33];
     let bufs: [&[u8]; 1] = [&big];
     let e =
-        a.qp.post_send(&[EfaSendWr::send(3, dest).inline_data(&bufs)])
+        a.qp.post_send(&[SendWr::send(3)
+            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .inline(bufs[0])])
             .unwrap_err();
-    assert!(e.is(Errno::INVAL), "33 inline bytes: {e}");
+    assert!(e.error.is(Errno::INVAL), "33 inline bytes: {e}");
     let e =
-        a.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &a.scq,
-            recv_cq: &a.rcq,
-            cap: EfaQpCap {
-                max_inline_data: 64,
-                ..cap(8)
+        a.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &a.scq,
+                    &a.rcq,
+                    QpCap {
+                        max_inline_data: 64,
+                        ..cap(8)
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap_err();
     assert!(
         e.is(Errno::INVAL),
         "max_inline_data over inline_buf_size: {e}"
     );
     let e =
-        a.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &a.scq,
-            recv_cq: &a.rcq,
-            cap: cap(8),
-            sq_sig_all: true,
-            flags: EfaQpFlags::UNSOLICITED_WRITE_RECV,
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        a.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &a.scq, &a.rcq, cap(8))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::UNSOLICITED_WRITE_RECV,
+                sl: 0,
+            },
+        )
         .unwrap_err();
     assert!(e.is(Errno::OPNOTSUPP), "unsolicited without the cap: {e}");
     assert_eq!(fab.process(), 0, "nothing refused reached the device");
 
     // Full SQ: 8 slots, the 9th WR of a list is refused, the 8 before it posted.
     let wrs: Vec<_> = (0..9)
-        .map(|i| EfaSendWr::send(i, dest).sge_list(&one))
+        .map(|i| {
+            SendWr::send(i)
+                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .sge(&one)
+        })
         .collect();
     let e = a.qp.post_send(&wrs).unwrap_err();
-    assert!(e.is(Errno::NOMEM), "{e}");
+    assert!(e.error.is(Errno::NOMEM), "{e}");
     assert!(e.to_string().contains("work request 8"), "{e}");
     assert_eq!(fab.process(), 8);
 
     // Unsignaled send on a QP without sq_sig_all; and a QP not in RTS.
     let mut c =
-        b.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &b.scq,
-            recv_cq: &b.rcq,
-            cap: cap(8),
-            sq_sig_all: false,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        b.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: false,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &b.scq, &b.rcq, cap(8))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
     let bone = [sge(&b.mr, 0, 8)];
+    // An AH is made in the PD of the QP that sends through it.
+    let ah_b = b.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
     let e = c
-        .post_send(&[EfaSendWr::send(1, dest).sge_list(&bone)])
+        .post_send(&[SendWr::send(1)
+            .ud(&ah_b, dest.remote_qpn, dest.remote_qkey)
+            .sge(&bone)])
         .unwrap_err();
-    assert!(e.is(Errno::INVAL) && e.to_string().contains("RTS"), "{e}");
-    c.modify_to_rts(QKEY).unwrap();
+    assert!(
+        e.error.is(Errno::INVAL) && e.to_string().contains("RTS"),
+        "{e}"
+    );
+    efa::to_rts(&mut c, QKEY).unwrap();
     let e = c
-        .post_send(&[EfaSendWr::send(1, dest).sge_list(&bone)])
+        .post_send(&[SendWr::send(1)
+            .ud(&ah_b, dest.remote_qpn, dest.remote_qkey)
+            .sge(&bone)])
         .unwrap_err();
-    assert!(e.is(Errno::INVAL) && e.reason().contains("signaled"), "{e}");
+    assert!(
+        e.error.is(Errno::INVAL) && e.error.reason().contains("signaled"),
+        "{e}"
+    );
     assert_eq!(fab.process(), 0);
     fab.assert_no_violations();
 }
@@ -622,27 +699,45 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
         EfaQpFlags::UNSOLICITED_WRITE_RECV,
         16,
     );
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     a.mr.write(0, b"written-by-rdma!").unwrap();
     b.mr.write(8192, b"read-back-by-rdma").unwrap();
     let w = [sge(&a.mr, 0, 16)];
     let r = [sge(&a.mr, 1024, 17)];
     let wi = [sge(&a.mr, 0, 8)];
     let mut s = a.qp.wr_start().unwrap();
-    s.rdma_write(1, dest, b.mr.rkey(), b.mr.addr() + 4096, &w);
-    s.rdma_read(2, dest, b.mr.rkey(), b.mr.addr() + 8192, &r);
-    s.rdma_write_imm(3, dest, b.mr.rkey(), b.mr.addr() + 12288, 0xfeed, &wi);
-    s.send_inline(4, dest, b"inline!");
-    assert_eq!(s.staged(), 4);
+    s.rdma_write(1, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 4096)
+        .set_sge_list(&w)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    s.rdma_read(2, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 8192)
+        .set_sge_list(&r)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    s.rdma_write_imm(
+        3,
+        SendFlags::SIGNALED,
+        b.mr.rkey(),
+        b.mr.addr() + 12288,
+        0xfeed,
+    )
+    .set_sge_list(&wi)
+    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    s.send(4, SendFlags::SIGNALED)
+        .set_inline_data(b"inline!")
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    assert_eq!(s.len(), 4);
     assert_eq!(fab.process(), 0, "nothing before wr_complete");
     let rr = [sge(&b.mr, 0, 64)];
-    b.qp.post_recv(&[EfaRecvWr {
+    b.qp.post_recv(&[RecvWr {
         wr_id: 90,
         sg_list: &rr,
     }])
     .unwrap();
-    assert_eq!(s.complete().unwrap(), 4);
+    s.complete().unwrap();
     fab.set_reorder(false);
     assert_eq!(fab.process(), 4);
     let sw = poll_all(&mut a.scq, 4);
@@ -678,7 +773,15 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
 
     // Now no receive is posted: the next write-with-imm is unsolicited.
     let mut s = a.qp.wr_start().unwrap();
-    s.rdma_write_imm(5, dest, b.mr.rkey(), b.mr.addr() + 12288, 0xbeef, &wi);
+    s.rdma_write_imm(
+        5,
+        SendFlags::SIGNALED,
+        b.mr.rkey(),
+        b.mr.addr() + 12288,
+        0xbeef,
+    )
+    .set_sge_list(&wi)
+    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
     s.complete().unwrap();
     assert_eq!(fab.process(), 1);
     poll_all(&mut a.scq, 1);
@@ -694,16 +797,22 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
 fn efa_sgid_is_reported_for_senders_without_an_ah() {
     let fab = EfaFabric::new(2);
     let (mut a, mut b) = plain_pair(&fab, 8, 8);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let r = [sge(&b.mr, 0, 64)];
-    b.qp.post_recv(&[EfaRecvWr {
+    b.qp.post_recv(&[RecvWr {
         wr_id: 1,
         sg_list: &r,
     }])
     .unwrap();
     let s = [sge(&a.mr, 0, 8)];
-    a.qp.post_send(&[EfaSendWr::send(1, dest).sge_list(&s)])
+    a.qp.post_send(&[SendWr::send(1)
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&s)])
         .unwrap();
     fab.process();
     poll_all(&mut a.scq, 1);
@@ -748,29 +857,31 @@ fn efa_cq_in_external_memory() {
     let mut ecq = ctx.efadv_create_cq(&attr, &ext).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &ecq,
-            recv_cq: &ecq,
-            cap: cap(8),
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &ecq, &ecq, cap(8))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
-    qp.modify_to_rts(QKEY).unwrap();
+    efa::to_rts(&mut qp, QKEY).unwrap();
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-    let ah = pd.efadv_create_ah(dev.gid()).unwrap();
+    let ah = pd.create_ah(&efa::ah_attr(dev.gid())).unwrap();
     let r = [sge(&mr, 2048, 64)];
-    qp.post_recv(&[EfaRecvWr {
+    qp.post_recv(&[RecvWr {
         wr_id: 8,
         sg_list: &r,
     }])
     .unwrap();
     mr.write(0, b"loop").unwrap();
     let s = [sge(&mr, 0, 4)];
-    qp.post_send(&[EfaSendWr::send(7, ah.ud_addr(qp.qp_num(), QKEY)).sge_list(&s)])
+    let qpn = qp.qp_num();
+    qp.post_send(&[SendWr::send(7).sge(&s).ud(&ah, qpn, QKEY)])
         .unwrap();
     assert_eq!(fab.process(), 1);
     let mut ids: Vec<u64> = poll_all(&mut ecq, 2).iter().map(|w| w.wr_id).collect();
@@ -794,19 +905,20 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
         ModelConfig::default(),
         cap(8),
         EfaQpFlags::empty(),
-        EfaQpType::Srd,
+        QpType::Srd,
     );
     let qp2 =
-        a.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &a.scq,
-            recv_cq: &a.rcq,
-            cap: cap(8),
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        a.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &a.scq, &a.rcq, cap(8))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
     let qpn = qp2.qp_num();
     qp2.destroy().unwrap();
@@ -820,7 +932,7 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
     assert_eq!(a.scq.poll(&mut w).unwrap(), 0);
     assert_eq!(a.scq.efa_stale_completions(), 1);
     // The live QP still works after it.
-    assert_eq!(a.qp.state(), EfaQpState::Rts);
+    assert_eq!(a.qp.state(), QpState::Rts);
     fab.assert_no_violations();
 }
 
@@ -828,10 +940,16 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
 fn efa_golden_send_imm_wqe_bytes_from_post_send() {
     let fab = EfaFabric::new(8);
     let (mut a, b) = plain_pair(&fab, 8, 8);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let s = [sge(&a.mr, 0x40, 16)];
-    a.qp.post_send(&[EfaSendWr::send_imm(1, dest, 0xabcd).sge_list(&s)])
+    a.qp.post_send(&[SendWr::new(1, WrOp::SendWithImm { imm_data: 0xabcd })
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&s)])
         .unwrap();
     let w = fab.llq_wqe(&a.dev, a.qp.qp_num(), 0);
     let addr = a.mr.addr() + 0x40;
@@ -841,7 +959,7 @@ fn efa_golden_send_imm_wqe_bytes_from_post_send() {
     want[4..6].copy_from_slice(&(b.qp.qp_num() as u16).to_le_bytes());
     want[6..8].copy_from_slice(&1u16.to_le_bytes()); // one buffer
     want[8..12].copy_from_slice(&0xabcdu32.to_le_bytes());
-    want[12..14].copy_from_slice(&ah.efadv_query_ah().to_le_bytes());
+    want[12..14].copy_from_slice(&ah.efadv_query_ah().unwrap().to_le_bytes());
     want[16..20].copy_from_slice(&QKEY.to_le_bytes());
     want[32..36].copy_from_slice(&16u32.to_le_bytes());
     want[36..40].copy_from_slice(&a.mr.lkey().to_le_bytes());
@@ -870,8 +988,8 @@ fn efa_post_and_poll_on_different_threads() {
     const N: u64 = 4000;
     let fab = EfaFabric::new(11);
     let (a, b) = plain_pair(&fab, 8, 8);
-    let ah = a.pd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest_qpn = b.qp.qp_num();
     let rsge = [sge(&b.mr, 0, 64)];
     let Host {
         qp: mut aqp,
@@ -884,24 +1002,27 @@ fn efa_post_and_poll_on_different_threads() {
         ..
     } = b;
     let done = Arc::new(AtomicBool::new(false));
+    // The poster sends through a clone; `ah` outlives every send (EFA QPs keep no AH alive).
+    let ah_poster = ah.clone();
     let poster = std::thread::spawn(move || {
+        let ah = ah_poster;
         let mut full = 0u64;
         for i in 0..N {
             // A receive before its send, so no send ever finds the RQ empty (no RNR).
-            let r = [EfaRecvWr {
+            let r = [RecvWr {
                 wr_id: 1_000_000 + i,
                 sg_list: &rsge,
             }];
             while let Err(e) = bqp.post_recv(&r) {
-                assert!(e.is(Errno::NOMEM), "{e}");
+                assert!(e.error.is(Errno::NOMEM), "{e}");
                 full += 1;
                 std::thread::yield_now();
             }
             let data = i.to_le_bytes();
             let bufs: [&[u8]; 1] = [&data];
-            let s = [EfaSendWr::send(i, dest).inline_data(&bufs)];
+            let s = [SendWr::send(i).ud(&ah, dest_qpn, QKEY).inline(bufs[0])];
             while let Err(e) = aqp.post_send(&s) {
-                assert!(e.is(Errno::NOMEM), "{e}");
+                assert!(e.error.is(Errno::NOMEM), "{e}");
                 full += 1;
                 std::thread::yield_now();
             }
@@ -960,12 +1081,12 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
         inline_buf_size_ex: 80,
         ..Default::default()
     };
-    let big = EfaQpCap {
+    let big = QpCap {
         max_inline_data: 80,
         ..cap(8)
     };
-    let a = host_cqe(&fab, cfg, big, EfaQpFlags::INLINE_WRITE, EfaQpType::Srd, 16);
-    let mut b = host_cqe(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd, 16);
+    let a = host_cqe(&fab, cfg, big, EfaQpFlags::INLINE_WRITE, QpType::Srd, 16);
+    let mut b = host_cqe(&fab, cfg, cap(8), EfaQpFlags::empty(), QpType::Srd, 16);
     let Host {
         qp: mut aqp,
         scq: mut ascq,
@@ -974,22 +1095,30 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
         ..
     } = a;
     assert_eq!(aqp.cap().max_inline_data, 80);
-    let ah = apd.efadv_create_ah(b.gid).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = apd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
 
     // 80 bytes written inline into remote memory, and a 60-byte inline send.
     let payload: Vec<u8> = (0..80u8).collect();
     let text = [b'x'; 60];
     let rr = [sge(&b.mr, 0, 128)];
-    b.qp.post_recv(&[EfaRecvWr {
+    b.qp.post_recv(&[RecvWr {
         wr_id: 7,
         sg_list: &rr,
     }])
     .unwrap();
     let mut s = aqp.wr_start().unwrap();
-    s.rdma_write_inline(1, dest, b.mr.rkey(), b.mr.addr() + 1000, &payload);
-    s.send_inline(2, dest, &text);
-    assert_eq!(s.complete().unwrap(), 2);
+    s.rdma_write(1, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 1000)
+        .set_inline_data(&payload)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    s.send(2, SendFlags::SIGNALED)
+        .set_inline_data(&text)
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    s.complete().unwrap();
     // Golden bytes of slot 0, derived from efa_io_defs.h (128-byte efa_io_tx_wqe_128):
     // ctrl1 = op_type RDMA_WRITE (2) | inline_msg BIT(5) | meta_desc BIT(7) = 0xa2;
     // ctrl2 = first|last|comp_req = 0x1c; length = 80 inline bytes; rdma_req_128 at 32:
@@ -1019,28 +1148,38 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
 
     // Inline RDMA write without INLINE_WRITE (b's SQ has 64-byte WQEs): refused.
     let mut s = b.qp.wr_start().unwrap();
-    s.rdma_write_inline(3, dest, 1, 0, b"no");
+    s.rdma_write(3, SendFlags::SIGNALED, 1, 0)
+        .set_inline_data(b"no")
+        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
     let e = s.complete().unwrap_err();
     assert!(e.is(Errno::INVAL), "{e}");
     // A wr_* op outside send_ops_flags is refused before anything reaches the device.
-    let ops = ops_for(EfaQpType::Srd, cfg.device_caps);
+    let ops = ops_for(QpType::Srd, cfg.device_caps);
     let mut c =
-        b.pd.efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &b.scq,
-            recv_cq: &b.rcq,
-            cap: cap(8),
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SEND_OPS,
-        })
+        b.pd.efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SEND_OPS,
+                ..QpInitAttr::new(QpType::Srd, &b.scq, &b.rcq, cap(8))
+            },
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
-    c.modify_to_rts(QKEY).unwrap();
+    efa::to_rts(&mut c, QKEY).unwrap();
     let w = [sge(&b.mr, 0, 8)];
+    let ah_b = b.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
     let mut s = c.wr_start().unwrap();
-    s.send(4, dest, &w);
-    s.rdma_write(5, dest, 1, 0, &w);
+    s.send(4, SendFlags::SIGNALED).set_sge_list(&w).set_ud_addr(
+        &ah_b,
+        dest.remote_qpn,
+        dest.remote_qkey,
+    );
+    s.rdma_write(5, SendFlags::SIGNALED, 1, 0)
+        .set_sge_list(&w)
+        .set_ud_addr(&ah_b, dest.remote_qpn, dest.remote_qkey);
     let e = s.complete().unwrap_err();
     assert!(
         e.is(Errno::OPNOTSUPP) && e.reason().contains("work request 1"),
@@ -1052,16 +1191,14 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
         (EfaQpFlags::INLINE_WRITE, SEND_OPS),
     ] {
         let e =
-            b.pd.efadv_create_qp(&EfaQpInitAttr {
-                qp_type: EfaQpType::Ud,
-                send_cq: &b.scq,
-                recv_cq: &b.rcq,
-                cap: cap(8),
-                sq_sig_all: true,
-                flags,
-                sl: 0,
-                send_ops_flags: ops,
-            })
+            b.pd.efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: ops,
+                    ..QpInitAttr::new(QpType::Ud, &b.scq, &b.rcq, cap(8))
+                },
+                &EfaQpInitAttr { flags, sl: 0 },
+            )
             .unwrap_err();
         assert!(e.is(Errno::OPNOTSUPP), "{e}");
     }
@@ -1081,7 +1218,7 @@ fn efa_query_mr_reports_interconnect_ids() {
         ModelConfig::default(),
         cap(8),
         EfaQpFlags::empty(),
-        EfaQpType::Srd,
+        QpType::Srd,
     );
     let m = a.mr.efadv_query_mr().unwrap();
     assert_eq!(m.ic_id_validity, 0b111);
@@ -1092,7 +1229,7 @@ fn efa_query_mr_reports_interconnect_ids() {
         device_caps: EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
         ..Default::default()
     };
-    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), EfaQpType::Srd);
+    let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), QpType::Srd);
     let m = b.mr.efadv_query_mr().unwrap();
     assert_eq!(
         (
@@ -1118,4 +1255,83 @@ fn efa_srd_example_runs_against_the_model() {
     sorted.sort_unstable();
     assert_eq!(sorted, (0..efa_srd::MESSAGES as u64).collect::<Vec<_>>());
     assert_ne!(got, sorted, "SRD delivery was reordered by the model");
+}
+
+#[allow(dead_code)] // the example's `main` is not called here
+#[path = "../examples/ud_any.rs"]
+mod ud_any;
+
+/// The one-program example (also run on rxe in the VM by tests/examples.rs) on two devices of
+/// the EFA model: `Context::create_cq`, `Pd::create_qp(UD)` (finding 5: it was a bare
+/// EPROTONOSUPPORT on EFA), `Pd::create_ah(&AhAttr)`, post and poll, unchanged.
+#[test]
+fn ud_any_example_runs_on_the_efa_model() {
+    if let Err(e) = ud_any::run_on_model() {
+        panic!("example ud_any on the EFA model failed: {e}");
+    }
+}
+
+/// Finding 5 and the refusals of what EFA cannot do: `create_qp` makes a UD QP on EFA (its
+/// type, caps and state as asked); RC, UC, an SRQ and SRD through `create_qp` are refused with
+/// the operation, the device and the reason.
+#[test]
+fn efa_create_qp_makes_ud_and_refuses_what_efa_cannot_do() {
+    let fab = EfaFabric::new(5);
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).expect("create_cq on EFA");
+    let c = QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mut qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Ud, &cq, &cq, c))
+        .expect("create_qp(UD) on EFA");
+    assert_eq!(qp.qp_type(), QpType::Ud);
+    assert_eq!(qp.state(), QpState::Reset);
+    assert!(
+        qp.cap().max_send_wr >= 8 && qp.cap().max_recv_wr >= 8,
+        "{:?}",
+        qp.cap()
+    );
+    efa::to_rts(&mut qp, QKEY).unwrap();
+    assert_eq!(qp.state(), QpState::Rts);
+    let q = qp.query(QpAttrMask::STATE | QpAttrMask::QKEY).unwrap();
+    assert_eq!((q.attr.qp_state, q.attr.qkey), (QpState::Rts, QKEY));
+    let name = ctx.device().name().to_string();
+    for t in [QpType::Rc, QpType::Uc, QpType::Srd] {
+        let e = pd
+            .create_qp(&QpInitAttr::new(t, &cq, &cq, c))
+            .expect_err("refused on EFA");
+        assert_eq!(e.op(), "create_qp");
+        assert!(e.is(Errno::OPNOTSUPP), "{t:?}: {e}");
+        assert!(e.object().contains(&name), "{e}");
+        assert!(!e.reason().is_empty(), "{e}");
+    }
+    let srq_err = pd
+        .create_srq(&uverbs::SrqAttr {
+            max_wr: 4,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .map(|_| ());
+    // EFA has no SRQs at all; if one could be made, a QP on it is refused just the same.
+    if let Ok(()) = srq_err {
+        panic!("create_srq on EFA succeeded");
+    }
+    let e = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr::new(QpType::Rc, &cq, &cq, c),
+            &EfaQpInitAttr::default(),
+        )
+        .expect_err("RC through efadv");
+    assert!(
+        e.is(Errno::OPNOTSUPP) && e.reason().contains("UD and SRD"),
+        "{e}"
+    );
+    fab.assert_no_violations();
 }

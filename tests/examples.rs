@@ -28,6 +28,10 @@ mod ud_send;
 mod srq_server;
 
 #[allow(dead_code)]
+#[path = "../examples/ud_any.rs"]
+mod ud_any;
+
+#[allow(dead_code)]
 #[path = "../examples/comp_channel.rs"]
 mod comp_channel;
 
@@ -48,6 +52,12 @@ fn example_rc_write_read() {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn example_ud_send() {
     check("ud_send", ud_send::run());
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn example_ud_any() {
+    check("ud_any", ud_any::run());
 }
 
 #[test]

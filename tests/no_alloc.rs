@@ -6,14 +6,15 @@
 //! path calls, so set-up, the device model's own work and other test threads do not count.
 
 mod common;
+use common::efa;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType,
-    EfaRecvWr, EfaSendWr, EfaSge, EfaWcFlags, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendOpsFlags, SendWr, Wc, WrOp,
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, EfaWcFlags, QpAttr,
+    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendOpsFlags, SendWr, Sge, UdDest, Wc,
+    WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -120,7 +121,7 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
     let (pa, pb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
     let (mut sa, ra) = (efa_cq(&ca), efa_cq(&ca));
     let (sb, mut rb) = (efa_cq(&cb), efa_cq(&cb));
-    let cap = EfaQpCap {
+    let cap = QpCap {
         max_send_wr: 64,
         max_recv_wr: 64,
         max_send_sge: 1,
@@ -129,30 +130,38 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
     };
     let qp = |pd: &uverbs::Pd, s: &Cq, r: &Cq| {
         let mut q = pd
-            .efadv_create_qp(&EfaQpInitAttr {
-                qp_type: EfaQpType::Srd,
-                send_cq: s,
-                recv_cq: r,
-                cap,
-                sq_sig_all: true,
-                flags: EfaQpFlags::empty(),
-                sl: 0,
-                send_ops_flags: SendOpsFlags::SEND,
-            })
+            .efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: SendOpsFlags::SEND,
+                    ..QpInitAttr::new(QpType::Srd, s, r, cap)
+                },
+                &EfaQpInitAttr {
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                },
+            )
             .expect("efadv_create_qp");
-        q.modify_to_rts(QKEY).expect("modify to RTS");
+        efa::to_rts(&mut q, QKEY).expect("modify to RTS");
         q
     };
     let mut qa = qp(&pa, &sa, &ra);
     let mut qb = qp(&pb, &sb, &rb);
     let ma = pa.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let mb = pb.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-    let ah = pa.efadv_create_ah(db.gid()).unwrap();
-    let dest = ah.ud_addr(qb.qp_num(), QKEY);
-    let ssge: [EfaSge; 1] = [ma.sge(0, 64).unwrap().into()];
-    let rsge: [EfaSge; 1] = [mb.sge(0, 64).unwrap().into()];
-    let sends = [EfaSendWr::send(7, dest).sge_list(&ssge).signaled(true); 8];
-    let recvs = [EfaRecvWr {
+    let ah = pa.create_ah(&efa::ah_attr(db.gid())).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: qb.qp_num(),
+        remote_qkey: QKEY,
+    };
+    let ssge: [Sge; 1] = [ma.sge(0, 64).unwrap()];
+    let rsge: [Sge; 1] = [mb.sge(0, 64).unwrap()];
+    let sends = [SendWr::send(7)
+        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .sge(&ssge)
+        .signaled(); 8];
+    let recvs = [RecvWr {
         wr_id: 9,
         sg_list: &rsge,
     }; 8];

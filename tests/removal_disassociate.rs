@@ -9,6 +9,7 @@
 //! reports no leak; a plain `EIO` from a live device is not taken for a removal.
 
 mod common;
+use common::efa;
 
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,7 +22,8 @@ use uverbs::uapi::write::{
 };
 use uverbs::{
     AccessFlags, AsyncElement, AsyncEventType, Context, CqInitAttr, Device, Driver, EfaCqInitAttr,
-    EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType, Errno, ErrorKind, RemovalSource, SendOpsFlags,
+    EfaQpFlags, EfaQpInitAttr, Errno, ErrorKind, QpCap, QpInitAttr, QpType, RemovalSource,
+    SendOpsFlags,
 };
 use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
 use zerocopy::{FromBytes, IntoBytes};
@@ -144,8 +146,8 @@ struct Objects {
     pd: uverbs::Pd,
     mr: uverbs::Mr,
     cq: uverbs::Cq,
-    qp: uverbs::EfaQp,
-    ah: uverbs::EfaAh,
+    qp: uverbs::Qp,
+    ah: uverbs::Ah,
     ch: uverbs::CompChannel,
 }
 
@@ -163,29 +165,35 @@ fn objects(ctx: &Context) -> Objects {
         )
         .unwrap();
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            cap: EfaQpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SendOpsFlags::SEND,
+                ..QpInitAttr::new(
+                    QpType::Ud,
+                    &cq,
+                    &cq,
+                    QpCap {
+                        max_send_wr: 16,
+                        max_recv_wr: 16,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SendOpsFlags::SEND,
-        })
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
-    qp.modify_to_rts(0x1234).unwrap();
+    efa::to_rts(&mut qp, 0x1234).unwrap();
     let gid = match ctx.query_gid(1, 0) {
         Ok(g) => g.raw,
         Err(e) => panic!("query_gid: {e}"),
     };
-    let ah = pd.efadv_create_ah(gid).unwrap();
+    let ah = pd.create_ah(&efa::ah_attr(gid)).unwrap();
     Objects {
         pd,
         mr,

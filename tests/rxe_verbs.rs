@@ -1209,3 +1209,110 @@ fn send_only_qp_with_no_receive_queue_depth() {
     let e = qp.post_recv(&[RecvWr::new(1, &sg)]).unwrap_err();
     assert_eq!(e.index, 0, "{e:?}");
 }
+
+// ----- issue 13 findings -----------------------------------------------------------------------
+
+/// Finding 1: a destroy the kernel refuses (EBUSY: still attached to a multicast group) hands
+/// the QP back, so the caller can detach and destroy again (ibv_destroy_qp(3)).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn failed_qp_destroy_returns_the_qp_for_a_retry() {
+    let p = pair(QpType::Ud);
+    let mut mgid = Gid::default();
+    mgid.raw[0] = 0xff;
+    mgid.raw[1] = 0x0e;
+    mgid.raw[15] = 0x43;
+    p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
+    let qpn = p.a.qp_num();
+    let e = p.a.destroy().expect_err("destroy while attached must fail");
+    assert!(e.is(Errno::BUSY), "{e}");
+    assert!(e.error().reason().contains("multicast"), "{e}");
+    let qp = e.into_inner();
+    assert_eq!(qp.qp_num(), qpn, "the same QP comes back");
+    qp.detach_mcast(&mgid, 0)
+        .expect("detach_mcast after the failed destroy");
+    qp.destroy().expect("destroy after detaching");
+}
+
+/// Finding 2: ibv_create_qp(3): only RC and UD QPs (XRC aside) may use an SRQ.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn uc_qp_on_an_srq_is_refused() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let srq = pd
+        .create_srq(&SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let mut attr = QpInitAttr::new(QpType::Uc, &cq, &cq, cap(4, 1, 0));
+    attr.srq = Some(&srq);
+    let e = pd.create_qp(&attr).expect_err("UC with an SRQ");
+    assert_eq!(e.op(), "create_qp");
+    assert!(e.is(Errno::INVAL), "{e}");
+    assert!(
+        e.reason().contains("SRQ") && e.reason().contains("Uc"),
+        "{e}"
+    );
+    assert!(e.object().contains(ctx.device().name()), "{e}");
+    // RC and UD on the same SRQ are fine.
+    for t in [QpType::Rc, QpType::Ud] {
+        let mut a = QpInitAttr::new(t, &cq, &cq, cap(4, 1, 0));
+        a.srq = Some(&srq);
+        pd.create_qp(&a)
+            .unwrap_or_else(|e| panic!("{t:?} on an SRQ: {e}"));
+    }
+}
+
+/// Finding 6: a QP on an SRQ has no receive queue: `cap()` says 0 receive WRs and SGEs, not
+/// the ignored request.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn qp_on_an_srq_reports_no_receive_capacity() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let srq = pd
+        .create_srq(&SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let mut attr = QpInitAttr::new(QpType::Rc, &cq, &cq, cap(4, 1, 0));
+    attr.cap.max_recv_wr = 16;
+    attr.cap.max_recv_sge = 2;
+    attr.srq = Some(&srq);
+    let qp = pd.create_qp(&attr).unwrap();
+    let c = qp.cap();
+    assert_eq!((c.max_recv_wr, c.max_recv_sge), (0, 0), "{c:?}");
+    assert!(c.max_send_wr >= 4, "{c:?}");
+}
+
+/// SRD is EFA's: refused on rxe before the kernel, naming the device and the reason.
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn srd_qp_on_rxe_is_refused() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let attr = QpInitAttr::new(QpType::Srd, &cq, &cq, cap(4, 1, 0));
+    for r in [pd.create_qp(&attr), pd.create_qp_ex(&attr)] {
+        let e = r.expect_err("SRD on rxe");
+        assert!(e.is(Errno::OPNOTSUPP), "{e}");
+        assert!(e.reason().contains("EFA"), "{e}");
+        assert!(e.object().contains(ctx.device().name()), "{e}");
+    }
+    let e = pd
+        .efadv_create_qp_ex(&attr, &uverbs::EfaQpInitAttr::default())
+        .expect_err("efadv on rxe");
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    // efadv_query_ah on an rxe AH is refused too.
+    let (gid_index, gid) = roce_gid(&ctx);
+    let ah = pd.create_ah(&AhAttr::roce(gid, gid_index, 1)).unwrap();
+    let e = ah.efadv_query_ah().expect_err("efadv_query_ah on rxe");
+    assert!(e.is(Errno::OPNOTSUPP) && e.reason().contains("EFA"), "{e}");
+}

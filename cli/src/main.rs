@@ -13,6 +13,7 @@ mod perf;
 mod pingpong;
 mod pingpong_srd;
 mod removal;
+mod rping;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,8 @@ enum Command {
     Pingpong(pingpong::Args),
     /// Latency and bandwidth tests (as perftest's `ib_{send,write,read}_{lat,bw}`), and `micro`.
     Perf(perf::Args),
+    /// RDMA ping over rdma_cm (as librdmacm's `rping`, wire-compatible with it).
+    Rping(rping::Args),
 }
 
 /// A failure a subcommand reports: printed as `uverbs: error: ...`, exit status 1.
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info::run(a),
         Command::Pingpong(a) => pingpong::run(a),
         Command::Perf(a) => perf::run(a),
+        Command::Rping(a) => rping::run(a),
     };
     match r {
         Ok(code) => code,

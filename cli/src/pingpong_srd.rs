@@ -24,8 +24,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, Context, CqInitAttr, Driver, EfaCqInitAttr, EfaQpAttr, EfaQpCap, EfaQpFlags,
-    EfaQpInitAttr, EfaQpState, EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, EfaWc, SendOpsFlags,
+    AccessFlags, AhAttr, Context, CqInitAttr, Driver, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr,
+    EfaWc, Gid, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge,
 };
 
 use crate::exchange;
@@ -313,66 +313,65 @@ pub fn run(
         .map_err(|e| format!("Couldn't register MR: {e}"))?;
     let send_off = depth * size;
     mr.fill(send_off, size, 0x7b).map_err(|e| e.to_string())?;
+    let mut init = QpInitAttr::new(
+        QpType::Srd,
+        &cq,
+        &cq,
+        QpCap {
+            max_send_wr: 1,
+            max_recv_wr: opt.rx_depth,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+    );
+    init.sq_sig_all = true;
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            cap: EfaQpCap {
-                max_send_wr: 1,
-                max_recv_wr: opt.rx_depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        .efadv_create_qp_ex(
+            &init,
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: opt.sl,
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: opt.sl,
-            send_ops_flags: SendOpsFlags::empty(),
-        })
+        )
         .map_err(|e| format!("Couldn't create SRD QP: {e}"))?;
     let (psn, qkey) = random_psn_qkey(role);
     for (state, what) in [
-        (EfaQpState::Init, "INIT"),
-        (EfaQpState::Rtr, "RTR"),
-        (EfaQpState::Rts, "RTS"),
+        (QpState::Init, "INIT"),
+        (QpState::Rtr, "RTR"),
+        (QpState::Rts, "RTS"),
     ] {
-        let mut a = EfaQpAttr {
-            qp_state: Some(state),
+        let mut a = QpAttr {
+            qp_state: state,
             ..Default::default()
         };
+        let mut mask = QpAttrMask::STATE;
         match state {
-            EfaQpState::Init => {
-                a.qkey = Some(qkey);
-                a.pkey_index = Some(0);
-                a.port_num = Some(opt.ib_port);
+            QpState::Init => {
+                a.qkey = qkey;
+                a.pkey_index = 0;
+                a.port_num = opt.ib_port;
+                mask |= QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT;
             }
-            EfaQpState::Rts => a.sq_psn = Some(psn),
+            QpState::Rts => {
+                a.sq_psn = psn;
+                mask |= QpAttrMask::SQ_PSN;
+            }
             _ => {}
         }
-        qp.modify(&a)
+        qp.modify(&a, mask)
             .map_err(|e| format!("Failed to modify QP to {what}: {e}"))?;
     }
 
     // One SGE per receive slot and one for the send, built before anything is posted.
-    let mut recv_sges: Vec<EfaSge> = Vec::with_capacity(depth);
+    let mut recv_sges: Vec<Sge> = Vec::with_capacity(depth);
     for i in 0..depth {
-        recv_sges.push(
-            mr.sge(i * size, size as u32)
-                .map_err(|e| e.to_string())?
-                .into(),
-        );
+        recv_sges.push(mr.sge(i * size, size as u32).map_err(|e| e.to_string())?);
     }
-    let send_sge: [EfaSge; 1] = [mr
-        .sge(send_off, size as u32)
-        .map_err(|e| e.to_string())?
-        .into()];
+    let send_sge: [Sge; 1] = [mr.sge(send_off, size as u32).map_err(|e| e.to_string())?];
     for (i, s) in recv_sges.iter().enumerate() {
-        qp.post_recv(&[EfaRecvWr {
-            wr_id: i as u64,
-            sg_list: std::slice::from_ref(s),
-        }])
-        .map_err(|e| format!("Couldn't post receive ({i}): {e}"))?;
+        qp.post_recv(&[RecvWr::new(i as u64, std::slice::from_ref(s))])
+            .map_err(|e| format!("Couldn't post receive ({i}): {e}"))?;
     }
 
     let port = ctx
@@ -406,11 +405,16 @@ pub fn run(
         .map_err(|e| format!("writing output: {e}"))?;
 
     let ah = pd
-        .efadv_create_ah(rem.gid)
+        .create_ah(&AhAttr::roce(
+            Gid { raw: rem.gid },
+            opt.gid_idx,
+            opt.ib_port,
+        ))
         .map_err(|e| format!("Failed to create AH: {e}"))?;
-    let send_wr = [EfaSendWr::send(SEND_WRID, ah.ud_addr(rem.qpn, rem.qkey))
-        .sge_list(&send_sge)
-        .signaled(true)];
+    let send_wr = [SendWr::send(SEND_WRID)
+        .sge(&send_sge)
+        .signaled()
+        .ud(&ah, rem.qpn, rem.qkey)];
     let peer = match role {
         Role::Client => Role::Server,
         Role::Server => Role::Client,
@@ -424,7 +428,7 @@ pub fn run(
     let iters = opt.iters;
     let (mut rcnt, mut scnt, mut posted, mut checked) = (0u32, 0u32, 0u32, 0u32);
     let mut wcs = [EfaWc::default(); 2];
-    let mut post = |qp: &mut uverbs::EfaQp, posted: &mut u32| -> Result<(), String> {
+    let mut post = |qp: &mut uverbs::Qp, posted: &mut u32| -> Result<(), String> {
         if opt.chk {
             for (j, b) in msg.iter_mut().enumerate() {
                 *b = pattern(role, *posted, j);
@@ -513,10 +517,10 @@ pub fn run(
                     }
                     checked += 1;
                 }
-                qp.post_recv(&[EfaRecvWr {
-                    wr_id: wc.wr_id,
-                    sg_list: std::slice::from_ref(&recv_sges[slot]),
-                }])
+                qp.post_recv(&[RecvWr::new(
+                    wc.wr_id,
+                    std::slice::from_ref(&recv_sges[slot]),
+                )])
                 .map_err(|e| format!("Couldn't post receive: {e}"))?;
                 rcnt += 1;
                 pending &= !RECV;

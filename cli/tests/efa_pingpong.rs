@@ -16,6 +16,7 @@
 // The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
 #[path = "../../tests/common/mod.rs"]
 mod common;
+use common::efa;
 
 #[allow(dead_code)]
 #[path = "../src/pingpong_srd.rs"]
@@ -241,8 +242,8 @@ fn srd_pingpong_without_chk_still_counts_every_exchange() {
 /// destination), and the client must report it rather than wait.
 #[test]
 fn srd_pingpong_uses_the_exchanged_qkey() {
-    use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpType};
-    use uverbs::{EfaQpState, SendOpsFlags};
+    use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, QpCap, QpInitAttr, QpType};
+    use uverbs::{QpAttrMask, QpState, SendOpsFlags};
     let fab = EfaFabric::new(3);
     let (da, db) = (
         fab.add_device(ModelConfig::default()),
@@ -263,25 +264,34 @@ fn srd_pingpong_uses_the_exchanged_qkey() {
         .unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            cap: EfaQpCap {
-                max_send_wr: 1,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: SendOpsFlags::empty(),
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &cq,
+                    &cq,
+                    QpCap {
+                        max_send_wr: 1,
+                        max_recv_wr: 4,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: SendOpsFlags::empty(),
-        })
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
-    qp.modify_to_rts(0x1234).unwrap();
-    assert_eq!(qp.query().unwrap().state, EfaQpState::Rts);
+    efa::to_rts(&mut qp, 0x1234).unwrap();
+    assert_eq!(
+        qp.query(QpAttrMask::STATE).unwrap().attr.qp_state,
+        QpState::Rts
+    );
     let client = side(
         db,
         srd::Role::Client,

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use uverbs::{
-    AccessFlags, AhAttr, CompChannel, Context, Cq, Device, Driver, EfaCqInitAttr, EfaQpCap,
-    EfaQpInitAttr, EfaQpType, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, Wc,
+    AccessFlags, AhAttr, CompChannel, Context, Cq, Device, Driver, EfaCqInitAttr, EfaQpInitAttr,
+    Gid, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr,
+    SendWr, Srq, SrqAttr, SrqAttrMask, Wc,
 };
 use uverbs_uapi::ioctl::{RDMA_DRIVER_EFA, RDMA_DRIVER_RXE};
 
@@ -237,7 +237,17 @@ impl World {
                     gid[..4].copy_from_slice(&arg.to_le_bytes());
                     let _ =
                         checked(pd.create_ah(&AhAttr::roce(Gid::from(gid), (arg >> 8) as u8, 1)));
-                    let _ = checked(pd.efadv_create_ah(gid));
+                    // As an EFA program makes it: the destination GID on port 1.
+                    let efa_attr = AhAttr {
+                        grh: GlobalRoute {
+                            dgid: Gid::from(gid),
+                            ..GlobalRoute::default()
+                        },
+                        is_global: true,
+                        port_num: 1,
+                        ..AhAttr::default()
+                    };
+                    let _ = checked(pd.create_ah(&efa_attr));
                 }
             }
             22 => {
@@ -273,27 +283,22 @@ impl World {
         let pd = &self.pds[arg as usize % self.pds.len()];
         let cq = &self.cqs[(arg >> 4) as usize % n];
         if arg & 0x100 != 0 {
-            let attr = EfaQpInitAttr {
-                qp_type: if arg & 0x200 != 0 {
-                    EfaQpType::Srd
-                } else {
-                    EfaQpType::Ud
-                },
-                send_cq: cq,
-                recv_cq: cq,
-                cap: EfaQpCap {
-                    max_send_wr: (arg >> 10) % 64,
-                    max_recv_wr: (arg >> 16) % 64,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: (arg >> 22) % 64,
-                },
-                sq_sig_all: true,
-                flags: Default::default(),
-                sl: 0,
-                send_ops_flags: uverbs::SendOpsFlags::all(),
+            let qp_type = if arg & 0x200 != 0 {
+                QpType::Srd
+            } else {
+                QpType::Ud
             };
-            if let Some(qp) = checked(pd.efadv_create_qp(&attr)) {
+            let cap = QpCap {
+                max_send_wr: (arg >> 10) % 64,
+                max_recv_wr: (arg >> 16) % 64,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: (arg >> 22) % 64,
+            };
+            let mut attr = QpInitAttr::new(qp_type, cq, cq, cap);
+            attr.sq_sig_all = true;
+            attr.send_ops_flags = uverbs::SendOpsFlags::all();
+            if let Some(qp) = checked(pd.efadv_create_qp_ex(&attr, &EfaQpInitAttr::default())) {
                 drop(qp);
             }
             return;

@@ -76,8 +76,15 @@ impl Channel for KernelChannel {
 
     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
         let bytes = cmd.wire();
+        let len = bytes.len();
         let n = rustix::io::write(&self.fd, bytes)?;
-        if n != bytes.len() {
+        // rustix issues write(2) as a "readonly" syscall (its asm may not write memory), but
+        // the kernel wrote the response through the pointer inside the command. `black_box`
+        // makes the response buffer opaque, so it is read back from memory, never assumed to
+        // hold what we stored before the call.
+        std::hint::black_box(cmd.response_mut());
+        std::hint::black_box(cmd.driver_response_mut());
+        if n != len {
             // The uverbs write handler consumes a command whole or fails; a short write would
             // mean the kernel saw a different command than we built.
             return Err(Errno::IO);

@@ -3,8 +3,8 @@
 //!
 //! What this module owns: the EFA-specific control path (extended query device, create CQ with
 //! `efa_ibv_create_cq` driver data and optional external dmabuf memory, create/modify/query/
-//! destroy of SRD and UD QPs with `efa_ibv_create_qp`, address handles with their device AH
-//! number), the mappings of every EFA ring and doorbell, and the hand-off of wr_id bookkeeping
+//! destroy of SRD and UD QPs with `efa_ibv_create_qp`; address handles with their device AH
+//! number are created by the generic `Pd::create_ah`), the mappings of every EFA ring and doorbell, and the hand-off of wr_id bookkeeping
 //! between a QP (which posts) and its CQs (which poll). It must not: format WQEs or CQEs (the
 //! provider does), take a lock, allocate or make an indirect call on post or poll.
 //!
@@ -12,7 +12,7 @@
 //!
 //! EFA completes work requests out of order, so each work queue keeps a pool that maps the
 //! 16-bit `req_id` written into a descriptor back to the user's `wr_id`. Posting takes an id
-//! (QP side), polling frees it (CQ side), and the [`EfaQp`] and the [`Cq`](crate::Cq) are
+//! (QP side), polling frees it (CQ side), and the [`Qp`](crate::Qp) and the [`Cq`](crate::Cq) are
 //! separate owners (`&mut` each, both `Send`) that may run on different threads at once. The
 //! design is wait-free on both sides:
 //!
@@ -64,26 +64,18 @@
 //! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
 //! model on three threads, 500 wraps of every ring).
 
-mod ah;
 mod cq;
 mod device;
 mod mr;
 mod qp;
 mod table;
 
-pub use ah::EfaAh;
 pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
 pub use mr::EfaMrAttr;
-pub use qp::{
-    EfaQp, EfaQpAttr, EfaQpCap, EfaQpFlags, EfaQpInitAttr, EfaQpQuery, EfaQpState, EfaQpType,
-    EfaSendSession,
-};
-pub use uverbs_efa::{
-    Payload as EfaPayload, RecvWr as EfaRecvWr, SendOp as EfaSendOp, SendWr as EfaSendWr,
-    Sge as EfaSge, UdAddr as EfaUdAddr,
-};
+pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
+pub use qp::{EfaQpFlags, EfaQpInitAttr};
 
 use crate::error::{Errno, Error};
 
@@ -95,14 +87,4 @@ pub(crate) fn provider_error(op: &'static str, object: String, e: &uverbs_efa::E
         Errno::from_raw_os_error(e.errno()),
         e.to_string(),
     )
-}
-
-impl From<crate::Sge> for uverbs_efa::Sge {
-    fn from(s: crate::Sge) -> Self {
-        uverbs_efa::Sge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        }
-    }
 }

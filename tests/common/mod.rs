@@ -7,6 +7,7 @@
 //! failure, never a skip.
 #![allow(dead_code)]
 
+pub mod efa;
 pub mod leaks;
 pub mod rc;
 

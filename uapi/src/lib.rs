@@ -11,6 +11,7 @@
 //! | [`write`](mod@write) | `rdma/ib_user_verbs.h` (legacy `write()` commands and their structs) |
 //! | [`rxe`] | `rdma/rdma_user_rxe.h` |
 //! | [`efa`] | `rdma/efa-abi.h` |
+//! | [`ucma`] | `rdma/rdma_user_cm.h` (the rdma_cm device, `/dev/infiniband/rdma_cm`) |
 //!
 //! Version basis: the newest uapi as shipped in rdma-core 65.0's `kernel-headers/rdma/`.
 //! Items newer than Linux 6.1 (the oldest kernel we test) are marked "newer than 6.1" in
@@ -59,7 +60,7 @@ macro_rules! uapi_struct {
         #[doc = concat!("C: `struct ", $c, "`.")]
         #[repr(C)]
         #[derive(
-            Clone, Copy, Debug, Default, PartialEq, Eq,
+            Clone, Copy, Debug, PartialEq, Eq,
             zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::KnownLayout, zerocopy::Immutable,
         )]
         pub struct $name {
@@ -71,6 +72,13 @@ macro_rules! uapi_struct {
             )*
         }
         const _: () = assert!(core::mem::size_of::<$name>() == $size);
+        // All zero, as a derived `Default` would be, but also for arrays longer than 32
+        // (`[u8; 256]` private data), which have no `Default`.
+        impl Default for $name {
+            fn default() -> Self {
+                zerocopy::FromZeros::new_zeroed()
+            }
+        }
     )*};
 }
 
@@ -78,5 +86,6 @@ pub mod cmds;
 pub mod efa;
 pub mod ioctl;
 pub mod rxe;
+pub mod ucma;
 pub mod verbs;
 pub mod write;

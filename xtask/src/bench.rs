@@ -10,8 +10,10 @@
 //! built here with gcc against libibverbs and copied in with its shared libraries).
 //!
 //! `cargo xtask bench --host` instead runs the host-side numbers: instruction counts per
-//! posted WR and per polled CQE from `valgrind --tool=callgrind` on the `ring_counts` example
-//! of the providers, and the criterion benches (`--host --criterion`).
+//! posted WR and per polled CQE from `valgrind --tool=callgrind`, side by side: rdma-core 44
+//! (Debian's libibverbs + libefa/librxe, driven by `xtask/bench-c/count.c` against the
+//! stand-in kernel `xtask/bench-c/uvshim.c`) and uverbs (`benches/ring_counts.rs`), and the
+//! criterion benches (`--host --criterion`).
 //!
 //! Not part of `cargo xtask test`: it takes minutes and asserts nothing about speed.
 
@@ -575,36 +577,107 @@ fn vm(o: &Options) -> Result<bool> {
 
 // ----- host numbers ------------------------------------------------------------------------
 
+/// One row of the host instruction counts: rdma-core 44's phase of `xtask/bench-c/count.c`
+/// and, where uverbs has it, the same phase of `benches/ring_counts.rs`.
+struct CountRow {
+    label: &'static str,
+    /// `count.c` phase (`efa-post`, ...); the prefix names the provider.
+    theirs: &'static str,
+    /// `ring_counts` phase, `None` where uverbs has no host count of this work yet.
+    ours: Option<&'static str>,
+}
+
+const COUNT_ROWS: &[CountRow] = &[
+    CountRow {
+        label: "EFA post_send, 1 WR per call",
+        theirs: "efa-post",
+        ours: Some("efa-post"),
+    },
+    CountRow {
+        label: "EFA post_send, 32-WR lists (per WR)",
+        theirs: "efa-post-list",
+        ours: Some("efa-post-list"),
+    },
+    CountRow {
+        label: "EFA poll, 16 per call (per CQE)",
+        theirs: "efa-poll",
+        ours: Some("efa-poll"),
+    },
+    CountRow {
+        label: "EFA poll, 1 per call",
+        theirs: "efa-poll-one",
+        ours: Some("efa-poll-one"),
+    },
+    CountRow {
+        label: "EFA start_poll/next_poll (per CQE)",
+        theirs: "efa-start-poll",
+        ours: Some("efa-start-poll"),
+    },
+    // uverbs' rxe has no device on the host (no rxe model behind the Channel seam yet), so
+    // its rxe rows are not counted; see docs/performance.md.
+    CountRow {
+        label: "rxe post_send, 1 WR per call",
+        theirs: "rxe-post",
+        ours: None,
+    },
+    CountRow {
+        label: "rxe post_send, 32-WR lists (per WR)",
+        theirs: "rxe-post-list",
+        ours: None,
+    },
+    CountRow {
+        label: "rxe poll, 16 per call (per CQE)",
+        theirs: "rxe-poll",
+        ours: None,
+    },
+    CountRow {
+        label: "rxe poll, 1 per call",
+        theirs: "rxe-poll-one",
+        ours: None,
+    },
+    CountRow {
+        label: "rxe start_poll/next_poll (per CQE)",
+        theirs: "rxe-start-poll",
+        ours: None,
+    },
+];
+
 fn host(criterion: bool) -> Result<bool> {
     let root = crate::util::workspace_root();
+    crate::prereq::ensure_host_bench()?;
     crate::util::find_program("valgrind")
         .ok_or_else(|| err!("valgrind is not installed (apt-get install valgrind)"))?;
     let exe = build_ring_counts(&root)?;
+    let (count, shim) = build_count_c()?;
     // Each phase runs with n and 2n operations: the difference of the totals, over n, is one
     // operation's cost with set-up, teardown and the device model's own work cancelled out.
     let n: u64 = 1024;
     println!("xtask: instruction counts (valgrind --tool=callgrind, Ir), (count(2n) - count(n)) / n, n = {n}");
-    println!("{:<34} {:>14} {:>8}", "operation", "instructions", "target");
-    for (phase, label, target) in [
-        ("efa-post", "EFA post_send, 1 WR (per WR)", "<= 60"),
-        (
-            "efa-post-list",
-            "EFA post_send, 32-WR list (per WR)",
-            "<= 60",
-        ),
-        ("efa-poll", "EFA poll, 16 at a time (per CQE)", "<= 30"),
-        ("efa-poll-one", "EFA poll, 1 at a time (per CQE)", "-"),
-        (
-            "efa-start-poll",
-            "EFA start_poll/next_poll (per CQE)",
-            "<= 30",
-        ),
-    ] {
-        let one = callgrind(&exe, phase, n)?;
-        let two = callgrind(&exe, phase, 2 * n)?;
+    println!("rdma-core 44: Debian's libibverbs + libefa/librxe against the stand-in kernel of xtask/bench-c (uvshim.c), driven by count.c");
+    println!("uverbs: benches/ring_counts.rs (EFA device model); ratio = uverbs / rdma-core 44 (target <= 1.0, goal 0.5)");
+    println!(
+        "{:<38} {:>13} {:>9} {:>7}",
+        "operation", "rdma-core 44", "uverbs", "ratio"
+    );
+    for row in COUNT_ROWS {
+        let per_op = |one: u64, two: u64| two.saturating_sub(one) as f64 / n as f64;
+        let theirs = per_op(
+            count_c(&count, &shim, row.theirs, n)?,
+            count_c(&count, &shim, row.theirs, 2 * n)?,
+        );
+        let ours = match row.ours {
+            Some(phase) => Some(per_op(
+                callgrind(&exe, phase, n)?,
+                callgrind(&exe, phase, 2 * n)?,
+            )),
+            None => None,
+        };
         println!(
-            "{label:<34} {:>14.1} {target:>8}",
-            two.saturating_sub(one) as f64 / n as f64
+            "{:<38} {:>13.1} {:>9} {:>7}",
+            row.label,
+            theirs,
+            ours.map_or("-".into(), |o| format!("{o:.1}")),
+            ours.map_or("-".into(), |o| format!("{:.2}", o / theirs)),
         );
     }
     if criterion {
@@ -615,6 +688,74 @@ fn host(criterion: bool) -> Result<bool> {
         )?;
     }
     Ok(true)
+}
+
+/// Builds rdma-core's side of the host counts: `xtask/bench-c/count.c` (against Debian's
+/// libibverbs and libefa) and the stand-in kernel `uvshim.so` it runs under.
+fn build_count_c() -> Result<(PathBuf, PathBuf)> {
+    let dir = crate::util::workspace_root().join("xtask/bench-c");
+    let work = crate::util::work_dir()?;
+    let shim = work.join("uvshim.so");
+    // The name matters: the shim acts only in a program called `uverbs-count`.
+    let count = work.join("uverbs-count");
+    let gcc = |what: &Path, args: &[&str], libs: &[&str]| -> Result<()> {
+        crate::util::run(
+            Command::new("gcc")
+                .args(["-O2", "-Wall", "-Wextra", "-Werror"])
+                .args(args)
+                .arg("-o")
+                .arg(what)
+                .args(libs),
+        )
+        .map_err(|e| {
+            err!(
+                "building {} (needs gcc, libibverbs-dev, valgrind's headers): {e}",
+                what.display()
+            )
+        })
+    };
+    let src = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    gcc(&shim, &["-shared", "-fPIC", &src("uvshim.c")], &["-ldl"])?;
+    gcc(&count, &[&src("count.c")], &["-libverbs", "-lefa", "-ldl"])?;
+    Ok((count, shim))
+}
+
+/// Instructions `count PHASE N` collects under callgrind with the stand-in kernel: only
+/// its measured loop (client requests), without the shim's answers to write() (the
+/// kernel's work) but with glibc's write wrapper, see xtask/bench-c/uvshim.c.
+fn count_c(count: &Path, shim: &Path, phase: &str, n: u64) -> Result<u64> {
+    let provider = phase.split('-').next().unwrap_or("");
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=write",
+            "--callgrind-out-file=/dev/null",
+        ])
+        .arg(count)
+        .arg(phase)
+        .arg(n.to_string())
+        .env("UVSHIM_PROVIDER", provider)
+        .env("LD_PRELOAD", shim)
+        .output()
+        .map_err(|e| err!("running valgrind: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(err!(
+            "valgrind {} {phase} {n} failed ({}): {text}",
+            count.display(),
+            out.status
+        ));
+    }
+    collected(&text)
+}
+
+/// The total of callgrind's "==123== Collected : 456789" line.
+fn collected(text: &str) -> Result<u64> {
+    text.lines()
+        .find_map(|l| l.split("Collected :").nth(1))
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| err!("no `Collected :` line in callgrind's output:\n{text}"))
 }
 
 /// Builds the `ring_counts` bench target (release) and returns its executable.
@@ -658,12 +799,7 @@ fn callgrind(exe: &Path, phase: &str, n: u64) -> Result<u64> {
         ));
     }
     let text = String::from_utf8_lossy(&out.stderr);
-    // "==123== Collected : 456789"
-    let v = text
-        .lines()
-        .find_map(|l| l.split("Collected :").nth(1))
-        .and_then(|s| s.trim().parse().ok())
-        .ok_or_else(|| err!("no `Collected :` line in callgrind's output:\n{text}"))?;
+    let v = collected(&text)?;
     let _ = std::fs::remove_file(&out_file);
     Ok(v)
 }
@@ -706,6 +842,25 @@ mod tests {
         assert_eq!(r[1].status, Some(1));
         assert_eq!(micro_value(&r[1].lines, "poll_empty_ns"), Some(12.5));
         assert_eq!(micro_value(&r[1].lines, "post_one_ns"), None);
+    }
+
+    #[test]
+    fn callgrind_totals_are_parsed() {
+        let text = "==42== Events    : Ir\n==42== Collected : 203550\n==42==\n";
+        assert_eq!(collected(text).unwrap(), 203_550);
+        assert!(collected("==42== no totals").is_err());
+    }
+
+    #[test]
+    fn every_count_row_names_its_provider_and_uverbs_rows_match() {
+        for r in COUNT_ROWS {
+            let provider = r.theirs.split('-').next().unwrap();
+            assert!(provider == "efa" || provider == "rxe", "{}", r.theirs);
+            assert!(r.label.starts_with(&provider.to_uppercase()) || r.label.starts_with(provider));
+            if let Some(o) = r.ours {
+                assert_eq!(o, r.theirs, "the same phase name on both sides");
+            }
+        }
     }
 
     #[test]

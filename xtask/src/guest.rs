@@ -36,6 +36,13 @@ pub const RXE_MODULES: &[&str] = &[
     "ip6_udp_tunnel",
     "rdma_rxe",
     "veth",
+    // rdma_cm for uverbs::cm and rdmacm-utils: /dev/infiniband/rdma_cm (rdma_cm needs
+    // configfs; rdma_ucm needs ib_uverbs).
+    "configfs",
+    "ib_cm",
+    "iw_cm",
+    "rdma_cm",
+    "rdma_ucm",
 ];
 
 /// virtio-net for the two-VM mode (modules on 6.1, built in on 6.12: built-ins are skipped).
@@ -70,7 +77,12 @@ pub const HOST_TOOLS: &[&str] = &[
     "rdma",
 ];
 
+/// rdmacm-utils: the rdma_cm peers of `uverbs::cm` (tests/cm*.rs, cli/tests/rping_interop.rs).
+/// An arm64 userland carries every library of its tree, `libgcc_s.so.1` among them.
+pub const CM_TOOLS: &[&str] = &["rping", "ucmatose", "udaddy"];
+
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
+const LIBGCC_S: &str = "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1";
 const RXE_DRIVER_FILE: &str = "/etc/libibverbs.d/rxe.driver";
 
 /// Shell library available to every payload as `/lib/uverbs/lib.sh`.
@@ -287,6 +299,17 @@ fn add_host_tools(a: &mut Archive) -> Result<()> {
         .ok_or_else(|| err!("no librxe-rdmav*.so in {PROVIDER_DIR} (package ibverbs-providers)"))?;
     add_with_libs(a, &provider.to_string_lossy(), &provider)?;
     a.host_file(RXE_DRIVER_FILE, Path::new(RXE_DRIVER_FILE), 0o644);
+    for tool in CM_TOOLS {
+        let host = crate::util::find_program(tool)
+            .ok_or_else(|| err!("{tool} is not installed (package rdmacm-utils)"))?;
+        add_with_libs(a, &format!("usr/bin/{tool}"), &host)?;
+    }
+    // glibc dlopens libgcc_s.so.1 for pthread_exit (rping's threads); ldd does not list it.
+    a.host_file(
+        "lib/x86_64-linux-gnu/libgcc_s.so.1",
+        Path::new(LIBGCC_S),
+        0o755,
+    );
     Ok(())
 }
 
@@ -294,7 +317,7 @@ fn add_host_tools(a: &mut Archive) -> Result<()> {
 /// foreign binaries, so every shared library of the tree goes in, with its loader and all of
 /// rdma-core's providers (symlinks become copies of their targets).
 fn add_userland_tools(a: &mut Archive, u: &crate::userland::Userland) -> Result<()> {
-    for tool in HOST_TOOLS {
+    for tool in HOST_TOOLS.iter().chain(CM_TOOLS) {
         let p = crate::userland::resolve_in(&u.root, &u.program(tool)?);
         a.host_file(&format!("usr/bin/{tool}"), &p, 0o755);
     }

@@ -48,7 +48,8 @@ commands:
                        and the aarch64 uverbs CLI; A is x86_64 (default) or aarch64
   pingpong2            two VMs (6.1 and 6.12) joined by a link; rc pingpong across it, then
                        the link cut under an RC stream (tests/faults_two_vm.rs)
-                       (rdma-core both sides, then uverbs server, then uverbs client)
+                       (rdma-core both sides, then uverbs server, then uverbs client),
+                       and rping over rdma_cm (uverbs server, then uverbs client)
   aarch64 [--qemu-user | --vm | --pair]
                        the aarch64 steps of `test` alone (default all three): the
                        providers' and EFA-model tests for aarch64 under qemu-aarch64-static;

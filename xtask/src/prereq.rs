@@ -35,6 +35,14 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
     ("gcc", "the linker cargo uses"),
     ("linux-libc-dev", "kernel uapi headers (layout checks)"),
     ("musl-tools", "musl-gcc for static test executables"),
+    (
+        "librdmacm-dev",
+        "rdma/rdma_cma.h: librdmacm's event and port-space values (uapi ucma layout check)",
+    ),
+    (
+        "rdmacm-utils",
+        "rping, ucmatose, udaddy in the VM: the rdma_cm peers of uverbs::cm",
+    ),
 ];
 
 const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -106,6 +114,29 @@ fn apt_update_inner() -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Debian packages `cargo xtask bench --host` needs (it runs no VM), with the reason for each.
+pub const HOST_BENCH_PACKAGES: &[(&str, &str)] = &[
+    (
+        "valgrind",
+        "callgrind counts the instructions; its headers give the client requests of xtask/bench-c/count.c",
+    ),
+    (
+        "libibverbs-dev",
+        "rdma-core 44's headers and libibverbs/libefa to build xtask/bench-c/count.c against",
+    ),
+    (
+        "ibverbs-providers",
+        "libefa and librxe, the rdma-core providers whose data path bench --host counts",
+    ),
+    ("linux-libc-dev", "kernel uapi headers the stand-in kernel answers with"),
+    ("gcc", "builds xtask/bench-c/count.c and the uvshim.so stand-in kernel"),
+];
+
+/// Install what `cargo xtask bench --host` needs when it is missing.
+pub fn ensure_host_bench() -> Result<()> {
+    install_missing(HOST_BENCH_PACKAGES)
 }
 
 /// Install missing apt packages and the rustup musl target.

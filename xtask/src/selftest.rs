@@ -174,6 +174,24 @@ pub fn failure_and_timeout(h: &mut Harness) -> Result<Vec<Item>> {
 /// link (qemu `-netdev dgram` on 127.0.0.1), each with rxe0 on its eth0. Then the same with
 /// our `uverbs pingpong rc` (from the base image's `/usr/bin/uverbs`): ours as server in A with
 /// rdma-core's client in B, and rdma-core's server in A with ours as client in B.
+/// rping across the two VMs: (step in A, server in A, step in B, client in B, report name).
+const RPING_PAIRS: [(&str, &str, &str, &str, &str); 2] = [
+    (
+        "uverbs-rping-server",
+        "/usr/bin/uverbs rping",
+        "rping-client",
+        "/usr/bin/rping",
+        "uverbs_rping_server_rping_client",
+    ),
+    (
+        "rping-server",
+        "/usr/bin/rping",
+        "uverbs-rping-client",
+        "/usr/bin/uverbs rping",
+        "rping_server_uverbs_rping_client",
+    ),
+];
+
 pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<Report> {
     const OURS: &str = "/usr/bin/uverbs pingpong rc";
     const RDMA_CORE: &str = "/usr/bin/ibv_rc_pingpong";
@@ -211,6 +229,17 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
             "step {nb} 240 /lib/uverbs/rc_pingpong_client.sh 10.99.1.1 200 {tb} || rc=1\n"
         ));
     }
+    // rping over rdma_cm across the link, both ways: rdma-core's rping client in B against
+    // our server in A, then ours in B against rdma-core's in A. The client retries until the
+    // server listens (the VMs' steps are not otherwise synchronised).
+    for (na, ta, nb, tb, _) in RPING_PAIRS {
+        sa.push_str(&format!(
+            "step {na} 240 {ta} -s -a 10.99.1.1 -p 7174 -v || rc=1\n"
+        ));
+        sb.push_str(&format!(
+            "step {nb} 240 sh -c 'i=0; while [ $i -lt 120 ]; do {tb} -c -a 10.99.1.1 -p 7174 -C 20 -v -V && exit 0; i=$((i+1)); usleep 500000; done; exit 1' || rc=1\n"
+        ));
+    }
     // Last (they take the links down): the link-cut fault test, first with the sender in A
     // (6.1) and B's link cut, then B's link back up and the roles swapped (sender on 6.12,
     // A's link cut).
@@ -245,7 +274,7 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
         script: sb,
         files,
     };
-    println!("xtask: two VMs joined by a link: rc pingpong servers in A (6.1, 10.99.1.1), clients in B (6.12, 10.99.1.2): ibv<->ibv, uverbs<->ibv, ibv<->uverbs");
+    println!("xtask: two VMs joined by a link: rc pingpong servers in A (6.1, 10.99.1.1), clients in B (6.12, 10.99.1.2): ibv<->ibv, uverbs<->ibv, ibv<->uverbs; then rping over rdma_cm: uverbs<->rping, rping<->uverbs");
     let (a, b) = h.run_pair(
         (Series::V6_1, &server),
         (Series::V6_12, &client),
@@ -264,6 +293,28 @@ pub fn two_vm_pingpong(h: &mut Harness, link_cut_exe: Option<&Path>) -> Result<R
         }));
         report.push(step_item(&b, nb, &format!("two_vm::{item}_client"), |s| {
             check_pingpong(&s.output, &[""])
+        }));
+    }
+    for (na, _, nb, _, item) in RPING_PAIRS {
+        report.push(step_item(&a, na, &format!("two_vm::{item}_server"), |s| {
+            if s.output
+                .iter()
+                .any(|l| l.contains("server ping data: rdma-ping-19: "))
+            {
+                Ok(())
+            } else {
+                Err("the server did not show ping 19".into())
+            }
+        }));
+        report.push(step_item(&b, nb, &format!("two_vm::{item}_client"), |s| {
+            if s.output
+                .iter()
+                .any(|l| l.contains("ping data: rdma-ping-19: "))
+            {
+                Ok(())
+            } else {
+                Err("the client did not show ping 19 (-V verified)".into())
+            }
         }));
     }
     // Named as the host section names the test, plus a `[...]` qualifier per run, so the

@@ -1,5 +1,5 @@
 //! The guest userland of a foreign-architecture VM (arm64): Debian's arm64 packages of
-//! busybox-static, rdma-core's tools and providers, perftest and iproute2, with every library
+//! busybox-static, rdma-core's tools and providers, perftest, iproute2 and rdmacm-utils, with every library
 //! package they depend on, downloaded with `apt-get download` and unpacked with `dpkg-deb -x`
 //! into one directory of the cache (nothing is installed). The guest image takes its programs
 //! from there, with all of the tree's shared libraries and its `ld-linux-aarch64.so.1`
@@ -18,6 +18,8 @@ const ROOTS: &[&str] = &[
     "perftest",
     "ibverbs-providers",
     "iproute2",
+    // rping, ucmatose, udaddy: the rdma_cm peers of uverbs::cm's tests.
+    "rdmacm-utils",
 ];
 
 /// Shared-library packages whose names do not start with `lib` (iproute2 needs libz.so.1).

@@ -52,8 +52,8 @@ pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, W
 pub use error::{EfaError, QueueKind, ReqIdProblem};
 pub use rq::{RecvQueue, RecvWr, RqConfig};
 pub use sq::{
-    DeviceCaps, Payload, PostError, QpType, SendOp, SendQueue, SendSession, SendWr, Sge, SqConfig,
-    UdAddr,
+    DeviceCaps, Payload, PlainWr, PostError, QpType, SendOp, SendQueue, SendSession, SendWr,
+    SendWrSource, Sge, SqConfig, UdAddr,
 };
 pub use wrid::{WridCompleter, WridPool};
 

@@ -154,6 +154,7 @@ impl SqConfig {
 /// A scatter/gather entry (`struct ibv_sge`).
 #[doc(alias = "ibv_sge")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Start address in a registered MR.
     pub addr: u64,
@@ -316,6 +317,54 @@ impl<'a> SendWr<'a> {
     pub fn processing_hints(mut self, hints: u8) -> Self {
         self.processing_hints = hints;
         self
+    }
+}
+
+/// The parts of a *plain* WR (a SEND of exactly one SGE): what the fast paths of
+/// [`SendQueue::post_send_with`] read, whatever type the caller's WRs are.
+#[derive(Clone, Copy, Debug)]
+pub struct PlainWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Destination.
+    pub dest: UdAddr,
+    /// The one SGE.
+    pub sge: &'a Sge,
+    /// `IBV_SEND_SIGNALED`.
+    pub signaled: bool,
+    /// `efadv_wr_set_processing_hints`.
+    pub processing_hints: u8,
+}
+
+/// A send WR the queue can post: this crate's [`SendWr`], or a caller's own type (the core's
+/// generic work request), read in place so a list is never copied into another form first.
+pub trait SendWrSource {
+    /// The WR's parts if it is a plain SEND of one SGE (the checks of signaling and the QP
+    /// number stay the queue's); `None` for every other WR.
+    fn plain(&self) -> Option<PlainWr<'_>>;
+    /// The whole WR, for full validation; `None` if it is not one this provider can express
+    /// (the queue then refuses it as an operation it does not support).
+    fn send_wr(&self) -> Option<SendWr<'_>>;
+}
+
+impl SendWrSource for SendWr<'_> {
+    #[inline(always)]
+    fn plain(&self) -> Option<PlainWr<'_>> {
+        match (self.op, self.payload) {
+            (SendOp::Send, Payload::Sge([sge])) => Some(PlainWr {
+                wr_id: self.wr_id,
+                dest: self.dest,
+                sge,
+                signaled: self.signaled,
+                processing_hints: self.processing_hints,
+            }),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn send_wr(&self) -> Option<SendWr<'_>> {
+        Some(*self)
     }
 }
 
@@ -495,9 +544,9 @@ impl SendQueue {
     /// own, [`post_single`](Self::post_single), that posts it without the run's set-up; any
     /// other list, and a single WR that path declines, goes through the runs.
     #[inline]
-    pub fn post_send_with(
+    pub fn post_send_with<W: SendWrSource>(
         &mut self,
-        wrs: &[SendWr<'_>],
+        wrs: &[W],
         sig_all: bool,
     ) -> Result<usize, PostError> {
         if let [wr] = wrs {
@@ -521,13 +570,18 @@ impl SendQueue {
     /// and there is no run to set up (no cut at the ring's end: one slot always fits; no batch
     /// count: one WQE, one doorbell, and `max_batch_wr` >= 1).
     #[inline(always)]
-    pub fn post_single(&mut self, wr: &SendWr<'_>, sig_all: bool) -> bool {
-        let Payload::Sge([sge]) = wr.payload else {
+    pub fn post_single<W: SendWrSource>(&mut self, wr: &W, sig_all: bool) -> bool {
+        let Some(p) = wr.plain() else {
             return false;
         };
+        self.post_plain(&p, sig_all)
+    }
+
+    /// [`post_single`](Self::post_single) of a plain WR's parts.
+    #[inline(always)]
+    pub fn post_plain(&mut self, wr: &PlainWr<'_>, sig_all: bool) -> bool {
         // The checks of a plain WR; a QP with `max_send_sge` 0 refuses one SGE.
-        if !matches!(wr.op, SendOp::Send)
-            || !(sig_all || wr.signaled)
+        if !(sig_all || wr.signaled)
             || wr.dest.remote_qpn > u32::from(u16::MAX)
             || self.cfg.max_send_sge == 0
         {
@@ -537,7 +591,7 @@ impl SendQueue {
         let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
             return false;
         };
-        let w = plain_words(wr, sge, req_id, self.word0);
+        let w = plain_words(wr, req_id, self.word0);
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
@@ -568,7 +622,7 @@ impl SendQueue {
     /// [`post_send_with`](Self::post_send_with) for every list but a single plain WR: the WRs
     /// in runs, with the general path between them.
     #[inline]
-    fn post_list(&mut self, wrs: &[SendWr<'_>], sig_all: bool) -> Result<usize, PostError> {
+    fn post_list<W: SendWrSource>(&mut self, wrs: &[W], sig_all: bool) -> Result<usize, PostError> {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
@@ -580,15 +634,24 @@ impl SendQueue {
         while let Some(rest) = wrs.get(index..).filter(|r| !r.is_empty()) {
             let done = match (plain_ok, self.wqe_size, sig_all) {
                 (false, _, _) => 0,
-                (true, 64, false) => self.post_plain_run::<64, false>(rest, &mut batch_left),
-                (true, 64, true) => self.post_plain_run::<64, true>(rest, &mut batch_left),
-                (true, _, false) => self.post_plain_run::<128, false>(rest, &mut batch_left),
-                (true, _, true) => self.post_plain_run::<128, true>(rest, &mut batch_left),
+                (true, 64, false) => self.post_plain_run::<64, false, W>(rest, &mut batch_left),
+                (true, 64, true) => self.post_plain_run::<64, true, W>(rest, &mut batch_left),
+                (true, _, false) => self.post_plain_run::<128, false, W>(rest, &mut batch_left),
+                (true, _, true) => self.post_plain_run::<128, true, W>(rest, &mut batch_left),
             };
             index += done;
             if let Some(wr) = rest.get(done) {
                 // Not a plain WR, no id was free when the run started, or the ring's end.
-                if let Err(error) = self.post_one(wr, sig_all) {
+                let r = match wr.send_wr() {
+                    Some(wr) => self.post_one(&wr, sig_all),
+                    None => Err(EfaError::OpNotSupported {
+                        qpn: self.cfg.qp_num,
+                        op: "this operation",
+                        reason:
+                            "EFA posts SEND, SEND_WITH_IMM, RDMA_READ and RDMA_WRITE[_WITH_IMM]",
+                    }),
+                };
+                if let Err(error) = r {
                     self.ring_if(self.max_batch - batch_left);
                     return Err(PostError { index, error });
                 }
@@ -613,9 +676,9 @@ impl SendQueue {
     /// Rings the doorbell each time `batch_left` (the WQEs the current batch may still take,
     /// >= 1) comes down to 0, and leaves it >= 1.
     #[inline(always)]
-    fn post_plain_run<const W: usize, const SIG_ALL: bool>(
+    fn post_plain_run<const W: usize, const SIG_ALL: bool, R: SendWrSource>(
         &mut self,
-        run: &[SendWr<'_>],
+        run: &[R],
         batch_left: &mut u32,
     ) -> usize {
         let first = (u32::from(self.pc) & self.mask) as usize;
@@ -629,19 +692,16 @@ impl SendQueue {
         let mut done = 0;
         let mut left = *batch_left;
         for wr in run {
-            let Payload::Sge([sge]) = wr.payload else {
+            let Some(wr) = wr.plain() else {
                 break;
             };
-            if !matches!(wr.op, SendOp::Send)
-                || !(SIG_ALL || wr.signaled)
-                || wr.dest.remote_qpn > u32::from(u16::MAX)
-            {
+            if !(SIG_ALL || wr.signaled) || wr.dest.remote_qpn > u32::from(u16::MAX) {
                 break;
             }
             let Some(req_id) = ids.post(wr.wr_id) else {
                 break;
             };
-            let w = plain_words(wr, sge, req_id, word0);
+            let w = plain_words(&wr, req_id, word0);
             for (i, v) in w.into_iter().enumerate() {
                 // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is
                 // cut at the ring's end above), so word `i` < 8 lies within
@@ -851,7 +911,8 @@ fn plain_word0(phase: bool) -> u64 {
 /// efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then data.sgl[0]
 /// and a zero sgl[1].
 #[inline(always)]
-fn plain_words(wr: &SendWr<'_>, sge: &Sge, req_id: u16, word0: u64) -> [u64; 8] {
+fn plain_words(wr: &PlainWr<'_>, req_id: u16, word0: u64) -> [u64; 8] {
+    let sge = wr.sge;
     [
         u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
         u64::from(wr.dest.ah) << 32

@@ -4,9 +4,12 @@
 //! posting passes; a raw driver that breaks a rule is reported.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+#[path = "../../../tests/common/efa.rs"]
+mod efa;
+
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
-    EfaQpType, EfaRecvWr, EfaSendWr, EfaSge, Mr, Pd, Wc, WcStatus,
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, Mr, Pd, Qp, QpCap,
+    QpInitAttr, QpType, RecvWr, SendFlags, SendWr, Sge, UdDest, Wc, WcStatus,
 };
 use uverbs_efa_model::{doorbell_trap_stats, send_wqe, EfaDevice, EfaFabric, ModelConfig};
 
@@ -16,11 +19,11 @@ struct Host {
     dev: EfaDevice,
     pd: Pd,
     cq: Cq,
-    qp: EfaQp,
+    qp: Qp,
     mr: Mr,
 }
 
-fn host(fab: &EfaFabric, cfg: ModelConfig, cap: EfaQpCap, flags: EfaQpFlags) -> Host {
+fn host(fab: &EfaFabric, cfg: ModelConfig, cap: QpCap, flags: EfaQpFlags) -> Host {
     let dev = fab.add_device(cfg);
     let ctx = dev.open().unwrap();
     let pd = ctx.alloc_pd().unwrap();
@@ -34,7 +37,7 @@ fn host(fab: &EfaFabric, cfg: ModelConfig, cap: EfaQpCap, flags: EfaQpFlags) -> 
         )
         .unwrap();
     let mut qp = new_qp(&pd, &cq, cap, flags);
-    qp.modify_to_rts(QKEY).unwrap();
+    efa::to_rts(&mut qp, QKEY).unwrap();
     let mr = pd
         .reg_mr(
             1 << 16,
@@ -50,22 +53,20 @@ fn host(fab: &EfaFabric, cfg: ModelConfig, cap: EfaQpCap, flags: EfaQpFlags) -> 
     }
 }
 
-fn new_qp(pd: &Pd, cq: &Cq, cap: EfaQpCap, flags: EfaQpFlags) -> EfaQp {
-    pd.efadv_create_qp(&EfaQpInitAttr {
-        qp_type: EfaQpType::Srd,
-        send_cq: cq,
-        recv_cq: cq,
-        cap,
-        sq_sig_all: true,
-        flags,
-        sl: 0,
-        send_ops_flags: uverbs::SendOpsFlags::SEND | uverbs::SendOpsFlags::RDMA_WRITE,
-    })
+fn new_qp(pd: &Pd, cq: &Cq, cap: QpCap, flags: EfaQpFlags) -> Qp {
+    pd.efadv_create_qp_ex(
+        &QpInitAttr {
+            sq_sig_all: true,
+            send_ops_flags: uverbs::SendOpsFlags::SEND | uverbs::SendOpsFlags::RDMA_WRITE,
+            ..QpInitAttr::new(QpType::Srd, cq, cq, cap)
+        },
+        &EfaQpInitAttr { flags, sl: 0 },
+    )
     .unwrap()
 }
 
-fn cap(wr: u32, inline: u32) -> EfaQpCap {
-    EfaQpCap {
+fn cap(wr: u32, inline: u32) -> QpCap {
+    QpCap {
         max_send_wr: wr,
         max_recv_wr: wr,
         max_send_sge: 1,
@@ -88,10 +89,8 @@ fn poll(cq: &mut Cq, n: usize) -> Vec<Wc> {
     out
 }
 
-fn sges(mr: &Mr, n: usize) -> Vec<[EfaSge; 1]> {
-    (0..n)
-        .map(|i| [mr.sge(64 * i, 64).unwrap().into()])
-        .collect()
+fn sges(mr: &Mr, n: usize) -> Vec<[Sge; 1]> {
+    (0..n).map(|i| [mr.sge(64 * i, 64).unwrap()]).collect()
 }
 
 /// A 32-WR list with `max_tx_batch` 8 (64-byte WQEs) needs four doorbells; two QPs on one
@@ -106,28 +105,36 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
     assert_eq!(cfg.max_tx_batch, 8);
     let mut a = host(&fab, cfg, cap(64, 0), EfaQpFlags::empty());
     let mut a2 = new_qp(&a.pd, &a.cq, cap(64, 0), EfaQpFlags::empty());
-    a2.modify_to_rts(QKEY).unwrap();
+    efa::to_rts(&mut a2, QKEY).unwrap();
     let mut b = host(&fab, cfg, cap(128, 0), EfaQpFlags::empty());
     let rs = sges(&b.mr, 64);
-    let recvs: Vec<EfaRecvWr<'_>> = rs
+    let recvs: Vec<RecvWr<'_>> = rs
         .iter()
         .enumerate()
-        .map(|(i, r)| EfaRecvWr {
+        .map(|(i, r)| RecvWr {
             wr_id: i as u64,
             sg_list: r,
         })
         .collect();
     b.qp.post_recv(&recvs).unwrap();
-    let ah = a.pd.efadv_create_ah(b.dev.gid()).unwrap();
-    let dest = ah.ud_addr(b.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.dev.gid())).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let ss = sges(&a.mr, 32);
-    let wrs: Vec<EfaSendWr<'_>> = ss
+    let wrs: Vec<SendWr<'_>> = ss
         .iter()
         .enumerate()
-        .map(|(i, s)| EfaSendWr::send(i as u64, dest).sge_list(s))
+        .map(|(i, s)| {
+            SendWr::send(i as u64)
+                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .sge(s)
+        })
         .collect();
-    assert_eq!(a.qp.post_send(&wrs).unwrap(), 32);
-    assert_eq!(a2.post_send(&wrs).unwrap(), 32);
+    a.qp.post_send(&wrs).unwrap();
+    a2.post_send(&wrs).unwrap();
     assert_eq!(fab.process(), 64);
     let want: Vec<u32> = vec![8, 16, 24, 32];
     assert_eq!(fab.sq_doorbells(&a.dev, a.qp.qp_num()), want);
@@ -137,7 +144,7 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
         .all(|w| w.status == WcStatus::SUCCESS));
     assert_eq!(poll(&mut b.cq, 64).len(), 64);
     // A second list continues the counter: 40, 48 (and a short last batch, 50).
-    assert_eq!(a.qp.post_send(&wrs[..18]).unwrap(), 18);
+    a.qp.post_send(&wrs[..18]).unwrap();
     assert_eq!(fab.process(), 18);
     assert_eq!(
         fab.sq_doorbells(&a.dev, a.qp.qp_num()),
@@ -154,13 +161,19 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
     };
     let mut c = host(&fab, cfg, cap(16, 64), EfaQpFlags::empty());
     let text = [b'y'; 48];
-    let self_ah = c.pd.efadv_create_ah(c.dev.gid()).unwrap();
-    let me = self_ah.ud_addr(c.qp.qp_num(), QKEY);
+    let self_ah = c.pd.create_ah(&efa::ah_attr(c.dev.gid())).unwrap();
+    let me = UdDest {
+        ah: &self_ah,
+        remote_qpn: c.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let mut s = c.qp.wr_start().unwrap();
     for i in 0..5 {
-        s.send_inline(i, me, &text);
+        s.send(i, SendFlags::SIGNALED)
+            .set_inline_data(&text)
+            .set_ud_addr(me.ah, me.remote_qpn, me.remote_qkey);
     }
-    assert_eq!(s.complete().unwrap(), 5);
+    s.complete().unwrap();
     assert_eq!(fab.process(), 5);
     assert_eq!(fab.sq_doorbells(&c.dev, c.qp.qp_num()), [1, 2, 3, 4, 5]);
     assert_eq!(poll(&mut c.cq, 5).len(), 5);
@@ -176,7 +189,7 @@ struct Raw {
     fab: EfaFabric,
     h: Host,
     ahn: u16,
-    _ah: uverbs::EfaAh,
+    _ah: uverbs::Ah,
 }
 
 fn raw() -> Raw {
@@ -186,10 +199,10 @@ fn raw() -> Raw {
         ..Default::default()
     };
     let h = host(&fab, cfg, cap(8, 0), EfaQpFlags::empty());
-    let ah = h.pd.efadv_create_ah(h.dev.gid()).unwrap();
+    let ah = h.pd.create_ah(&efa::ah_attr(h.dev.gid())).unwrap();
     Raw {
         fab,
-        ahn: ah.efadv_query_ah(),
+        ahn: ah.efadv_query_ah().unwrap(),
         _ah: ah,
         h,
     }
@@ -378,15 +391,23 @@ fn with_the_trap_off_lists_still_run_but_no_store_is_seen() {
         cap(64, 0),
         EfaQpFlags::empty(),
     );
-    let ah = a.pd.efadv_create_ah(a.dev.gid()).unwrap();
-    let dest = ah.ud_addr(a.qp.qp_num(), QKEY);
+    let ah = a.pd.create_ah(&efa::ah_attr(a.dev.gid())).unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: a.qp.qp_num(),
+        remote_qkey: QKEY,
+    };
     let ss = sges(&a.mr, 32);
-    let wrs: Vec<EfaSendWr<'_>> = ss
+    let wrs: Vec<SendWr<'_>> = ss
         .iter()
         .enumerate()
-        .map(|(i, s)| EfaSendWr::send(i as u64, dest).sge_list(s))
+        .map(|(i, s)| {
+            SendWr::send(i as u64)
+                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .sge(s)
+        })
         .collect();
-    assert_eq!(a.qp.post_send(&wrs).unwrap(), 32);
+    a.qp.post_send(&wrs).unwrap();
     assert_eq!(fab.process(), 32);
     assert_eq!(poll(&mut a.cq, 32).len(), 32);
     assert_eq!(fab.sq_doorbells(&a.dev, a.qp.qp_num()), Vec::<u32>::new());

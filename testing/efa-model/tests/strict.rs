@@ -1,12 +1,15 @@
 //! The model refuses what a correct driver never writes: each broken input below is recorded
 //! as a violation (and the well-formed control case is not).
 
+#[path = "../../../tests/common/efa.rs"]
+mod efa;
+
 use uverbs::channel::IoctlCmd;
 use uverbs::uapi::cmds::*;
 use uverbs::uapi::efa::{EfaIbvCreateCq, EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID};
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQp, EfaQpCap, EfaQpFlags, EfaQpInitAttr,
-    EfaQpType, Errno, Mr, Pd,
+    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, Errno, Mr, Pd, Qp,
+    QpCap, QpInitAttr, QpType,
 };
 use uverbs_efa_model::{send_wqe, EfaDevice, EfaFabric, ModelConfig};
 use zerocopy::IntoBytes;
@@ -18,10 +21,10 @@ struct Rig {
     dev: EfaDevice,
     _pd: Pd,
     cq: Cq,
-    qp: EfaQp,
+    qp: Qp,
     mr: Mr,
     ahn: u16,
-    _ah: uverbs::EfaAh,
+    _ah: uverbs::Ah,
 }
 
 fn rig(cfg: ModelConfig, rts: bool) -> Rig {
@@ -39,28 +42,34 @@ fn rig(cfg: ModelConfig, rts: bool) -> Rig {
         )
         .unwrap();
     let mut qp = pd
-        .efadv_create_qp(&EfaQpInitAttr {
-            qp_type: EfaQpType::Srd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            cap: EfaQpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: uverbs::SendOpsFlags::SEND,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &cq,
+                    &cq,
+                    QpCap {
+                        max_send_wr: 8,
+                        max_recv_wr: 8,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
             },
-            sq_sig_all: true,
-            flags: EfaQpFlags::empty(),
-            sl: 0,
-            send_ops_flags: uverbs::SendOpsFlags::SEND,
-        })
+            &EfaQpInitAttr {
+                flags: EfaQpFlags::empty(),
+                sl: 0,
+            },
+        )
         .unwrap();
     if rts {
-        qp.modify_to_rts(QKEY).unwrap();
+        efa::to_rts(&mut qp, QKEY).unwrap();
     }
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-    let ah = pd.efadv_create_ah(dev.gid()).unwrap();
+    let ah = pd.create_ah(&efa::ah_attr(dev.gid())).unwrap();
     Rig {
         fab,
         dev,
@@ -68,7 +77,7 @@ fn rig(cfg: ModelConfig, rts: bool) -> Rig {
         cq,
         qp,
         mr,
-        ahn: ah.efadv_query_ah(),
+        ahn: ah.efadv_query_ah().unwrap(),
         _ah: ah,
     }
 }
