@@ -145,6 +145,51 @@ impl Drop for AhInner {
 
 /// An address handle (`struct ibv_ah`). Cheap to clone; destroyed when the last clone is
 /// dropped and no queued UD send names it.
+///
+/// What a UD or SRD send needs to reach a peer: its GID (from the peer, over any channel),
+/// with its QP number and Q_Key given per send:
+///
+/// ```
+/// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+/// # fn rts(qp: &mut Qp) -> uverbs::Result<()> {
+/// #     let init = QpAttr { qp_state: QpState::Init, qkey: 0x11, port_num: 1, ..Default::default() };
+/// #     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+/// # }
+/// # fn side(ctx: &Context, ex: bool) -> uverbs::Result<(Pd, Cq, Qp, Mr)> {
+/// #     let pd = ctx.alloc_pd()?;
+/// #     let cq = ctx.create_cq(32, None, 0)?;
+/// #     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// #     let mut attr = QpInitAttr::new(QpType::Ud, &cq, &cq, cap);
+/// #     attr.send_ops_flags = uverbs::SendOpsFlags::SEND;
+/// #     let mut qp = if ex { pd.create_qp_ex(&attr)? } else { pd.create_qp(&attr)? };
+/// #     rts(&mut qp)?;
+/// #     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// #     Ok((pd, cq, qp, mr))
+/// # }
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let peer_ctx = fabric.add_device(Default::default()).open()?;
+/// # let (peer_pd, mut peer_cq, mut peer_qp, peer_mr) = side(&peer_ctx, false)?;
+/// # let peer_gid = peer_ctx.query_gid(1, 0)?;
+/// # let peer_qpn = peer_qp.qp_num();
+/// # const QKEY: u32 = 0x11;
+/// # let (pd, _cq, mut qp, mr) = side(&ctx, false)?;
+/// use uverbs::{AhAttr, GlobalRoute, SendWr};
+///
+/// let attr = AhAttr {
+///     is_global: true,
+///     port_num: 1,
+///     grh: GlobalRoute { dgid: peer_gid, hop_limit: 64, ..Default::default() },
+///     ..Default::default()
+/// };
+/// let ah = pd.create_ah(&attr)?;                         // ibv_create_ah
+/// let sge = [mr.sge(0, 8)?];
+/// qp.post_send(&[SendWr::send(1).sge(&sge).signaled().ud(&ah, peer_qpn, QKEY)])?;
+/// drop(ah); // fine: a queued send keeps what it names alive
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_ah")]
 #[derive(Clone)]
 pub struct Ah {

@@ -117,19 +117,19 @@ pub struct CqDestroyed {
     pub async_events_reported: u32,
 }
 
+/// A completion queue (`struct ibv_cq`): the ring and the right to poll it.
 ///
-/// Created with [`Context::create_cq`] (rxe) or [`Context::efadv_create_cq`] (EFA); one
-/// or more QPs complete into it; [`Cq::poll`] reads the completions (no syscall), and
-/// [`Cq::req_notify`] asks for an event on the CQ's [`CompChannel`] for the next one:
+/// Created with [`Context::create_cq`] on any provider ([`Context::efadv_create_cq`] for EFA
+/// extras); one or more QPs complete into it; [`Cq::poll`] reads the completions (no
+/// syscall), and [`Cq::req_notify`] asks for an event on the CQ's [`CompChannel`] for the
+/// next one:
 ///
 /// ```
 /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
 /// # let ctx = fabric.add_device(Default::default()).open()?;
-/// use uverbs::{CqInitAttr, EfaCqInitAttr, Wc, WcStatus};
+/// use uverbs::{Wc, WcStatus};
 ///
-/// // rxe: let mut cq = ctx.create_cq(256, None, 0)?;
-/// let attr = CqInitAttr { cqe: 256, ..Default::default() };
-/// let mut cq = ctx.efadv_create_cq(&attr, &EfaCqInitAttr::default())?;
+/// let mut cq = ctx.create_cq(256, None, 0)?; // ibv_create_cq: 256 entries, no channel
 /// assert!(cq.cqe() >= 256);
 /// // ... create QPs on it, post work requests ...
 /// let mut wcs = [Wc::default(); 16];
@@ -143,7 +143,6 @@ pub struct CqDestroyed {
 /// cq.req_notify(false)?;  // an event for the next completion
 /// # Ok::<(), uverbs::Error>(())
 /// ```
-/// A completion queue (`struct ibv_cq`): the ring and the right to poll it.
 #[doc(alias = "ibv_cq")]
 #[doc(alias = "ibv_cq_ex")]
 pub struct Cq {

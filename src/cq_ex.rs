@@ -21,6 +21,7 @@ use crate::efa::{cursor_error, EfaCursor};
 use crate::error::{Errno, Error, Result};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
+/// An open extended poll on a CQ, positioned on one completion.
 ///
 /// Reads only the fields asked for, straight from the ring slot:
 ///
@@ -44,7 +45,6 @@ use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 /// }                                           // ibv_end_poll when the guard drops
 /// # Ok::<(), uverbs::Error>(())
 /// ```
-/// An open extended poll on a CQ, positioned on one completion.
 #[doc(alias = "ibv_cq_ex")]
 pub struct PollCq<'a> {
     inner: Inner<'a>,

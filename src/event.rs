@@ -38,6 +38,7 @@ pub(crate) struct CompChannelInner {
     pub(crate) armed: AtomicUsize,
 }
 
+/// A completion event channel (`struct ibv_comp_channel`). Cheap to clone.
 ///
 /// Wait for completions instead of spinning on [`Cq::poll`](crate::Cq::poll): arm the CQ,
 /// wait for its event, poll everything, re-arm. The kernel answers one event per
@@ -51,12 +52,12 @@ pub(crate) struct CompChannelInner {
 /// # cfg.device_caps |= NOTIFY;
 /// # let ctx = fabric.add_device(cfg).open()?;
 /// use std::time::Duration;
-/// use uverbs::{CqInitAttr, EfaCqInitAttr, Wc};
+/// use uverbs::{CqInitAttr, Wc};
 ///
 /// let channel = ctx.create_comp_channel()?;
+/// // Or just ctx.create_cq(64, Some(&channel), 0)?; cq_context comes back with each event.
 /// let attr = CqInitAttr { cqe: 64, channel: Some(&channel), cq_context: 42, ..Default::default() };
-/// // rxe: ctx.create_cq(64, Some(&channel), 0)?
-/// let mut cq = ctx.efadv_create_cq(&attr, &EfaCqInitAttr::default())?;
+/// let mut cq = ctx.create_cq_ex(&attr)?;
 /// cq.req_notify(false)?;                                   // 1. arm
 /// // 2. wait (here: just look; `get_cq_event(None)` blocks until a completion arrives)
 /// match channel.try_get_cq_event()? {
@@ -73,7 +74,6 @@ pub(crate) struct CompChannelInner {
 /// assert!(e.is(uverbs::Errno::TIMEDOUT));
 /// # Ok::<(), uverbs::Error>(())
 /// ```
-/// A completion event channel (`struct ibv_comp_channel`). Cheap to clone.
 #[doc(alias = "ibv_comp_channel")]
 #[derive(Clone)]
 pub struct CompChannel {

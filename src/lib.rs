@@ -19,6 +19,76 @@
 //! # drop(pd); Ok(()) }
 //! ```
 //!
+//! ## The five-minute path
+//!
+//! Open a device, register memory, bring up two queue pairs, send a message from one to the
+//! other, poll both completion queues. UD works on both providers (EFA's reliable SRD is
+//! the same code with `efadv_create_qp_ex` and `QpType::Srd`). This example runs for real in
+//! `cargo test --doc`: its two devices are EFA device models (`uverbs-efa-model`), which is
+//! what the hidden lines set up, and the model's devices run when `process` is called.
+//!
+//! ```
+//! # let fabric = uverbs_efa_model::EfaFabric::new(1);
+//! # let (model_a, model_b) = (fabric.add_device(Default::default()), fabric.add_device(Default::default()));
+//! use uverbs::{AccessFlags, AhAttr, Context, Cq, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask,
+//!              QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc, WcFlags, WcStatus};
+//! const QKEY: u32 = 0x1234;
+//!
+//! // 1. Open a device (each side its own; both may be the same device).
+//! // let ctx_a = Context::open(&uverbs::devices()?[0])?;
+//! # let (ctx_a, ctx_b) = (model_a.open()?, model_b.open()?);
+//!
+//! // 2. On each side: a PD, registered memory, a CQ and a UD QP brought to RTS.
+//! fn side(ctx: &Context) -> uverbs::Result<(Pd, Mr, Cq, Qp)> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+//!     let cq = ctx.create_cq(16, None, 0)?;
+//!     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1,
+//!                       max_inline_data: 0 };
+//!     let mut qp = pd.create_qp(&QpInitAttr::new(QpType::Ud, &cq, &cq, cap))?;
+//!     let init = QpAttr { qp_state: QpState::Init, qkey: QKEY, port_num: 1, ..Default::default() };
+//!     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX
+//!                      | QpAttrMask::PORT)?;
+//!     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+//!     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() },
+//!               QpAttrMask::STATE | QpAttrMask::SQ_PSN)?;
+//!     Ok((pd, mr, cq, qp))
+//! }
+//! let (pd_a, mr_a, mut cq_a, mut qp_a) = side(&ctx_a)?;
+//! let (_pd_b, mr_b, mut cq_b, mut qp_b) = side(&ctx_b)?;
+//!
+//! // 3. The receiver posts a buffer (with room for the 40-byte GRH rxe writes first).
+//! qp_b.post_recv(&[RecvWr::new(1, &[mr_b.sge(0, 1024)?])])?;
+//!
+//! // 4. "Connect": the receiver's GID and QP number reach the sender (over TCP, say); the
+//! //    sender makes an address handle for the GID. (On rxe pick a RoCE v2 GID index, as
+//! //    examples/ud_any.rs does.)
+//! let (gid_b, qpn_b) = (ctx_b.query_gid(1, 0)?, qp_b.qp_num());
+//! let ah = pd_a.create_ah(&AhAttr { is_global: true, port_num: 1,
+//!     grh: GlobalRoute { dgid: gid_b, hop_limit: 1, ..Default::default() }, ..Default::default() })?;
+//!
+//! // 5. Send.
+//! mr_a.write(0, b"hello, verbs")?;
+//! qp_a.post_send(&[SendWr::send(7).sge(&[mr_a.sge(0, 12)?]).signaled().ud(&ah, qpn_b, QKEY)])?;
+//! # fabric.process();
+//!
+//! // 6. Poll: the send completes on A, the receive on B.
+//! let mut wc = [Wc::default()];
+//! while cq_a.poll(&mut wc)? == 0 {}
+//! assert_eq!((wc[0].wr_id, wc[0].status), (7, WcStatus::SUCCESS));
+//! while cq_b.poll(&mut wc)? == 0 {}
+//! assert_eq!((wc[0].wr_id, wc[0].status, wc[0].src_qp), (1, WcStatus::SUCCESS, qp_a.qp_num()));
+//! let at = if wc[0].wc_flags.contains(WcFlags::GRH) { 40 } else { 0 };
+//! let mut got = [0u8; 12];
+//! mr_b.read(at, &mut got)?;
+//! assert_eq!(&got, b"hello, verbs");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! More, to copy: `examples/` (RC RDMA write/read, SRQ server, completion channel, tokio,
+//! EFA SRD, one UD program for rxe and EFA). To test EFA code without EFA hardware, see the
+//! `uverbs-efa-model` crate.
+//!
 //! See `docs/architecture.md` for the layers, the command-channel seam and the ownership model.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

@@ -103,6 +103,7 @@ enum Memory {
     Dmabuf,
 }
 
+/// A registered memory region (`struct ibv_mr`).
 ///
 /// [`Pd::reg_mr`] allocates page-aligned memory and registers it; the MR owns the memory,
 /// so no device can write to freed memory. Fill and read it with [`Mr::write`] and
@@ -127,7 +128,6 @@ enum Memory {
 /// assert!(mr.sge(8190, 5).is_err()); // past the end: a clear error, not a fault
 /// # Ok::<(), uverbs::Error>(())
 /// ```
-/// A registered memory region (`struct ibv_mr`).
 #[doc(alias = "ibv_mr")]
 pub struct Mr {
     // Deregistered (by `Drop for Mr`) before the PD and the memory are released.

@@ -648,6 +648,32 @@ pub(crate) enum QpRing {
 /// A queue pair (`struct ibv_qp`, `struct ibv_qp_ex`), on any provider.
 ///
 /// `Send` (move it to the thread that posts) and not `Sync`: posting takes `&mut self`.
+///
+/// Created in a PD on one or two CQs, moved through its states with [`Qp::modify`]
+/// (RESET → INIT → RTR → RTS; an RC QP also needs the peer's address and QP number at RTR),
+/// then [`post_recv`](Qp::post_recv) and [`post_send`](Qp::post_send):
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// use uverbs::{QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+///
+/// let pd = ctx.alloc_pd()?;
+/// let cq = ctx.create_cq(64, None, 0)?;
+/// let cap = QpCap { max_send_wr: 32, max_recv_wr: 32, max_send_sge: 1, max_recv_sge: 1,
+///                   max_inline_data: 0 };
+/// let mut qp = pd.create_qp(&QpInitAttr::new(QpType::Ud, &cq, &cq, cap))?;
+/// // EFA's SRD: pd.efadv_create_qp_ex(&QpInitAttr::new(QpType::Srd, ..), &Default::default())
+/// let init = QpAttr { qp_state: QpState::Init, qkey: 0x1234, port_num: 1, ..Default::default() };
+/// qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX
+///                  | QpAttrMask::PORT)?;
+/// qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() },
+///           QpAttrMask::STATE | QpAttrMask::SQ_PSN)?;
+/// assert_eq!(qp.state(), QpState::Rts);
+/// println!("QP {} ready, {} send WRs", qp.qp_num(), qp.cap().max_send_wr);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_qp")]
 #[doc(alias = "ibv_qp_ex")]
 pub struct Qp {
@@ -1604,6 +1630,51 @@ pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
 /// nothing. Dropping the batch without `complete` aborts it. An operation the provider cannot
 /// do (atomics, memory windows or invalidation on EFA; RDMA on an EFA UD QP) is refused by the
 /// builder and reported by `complete`.
+///
+/// ```
+/// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+/// # fn rts(qp: &mut Qp) -> uverbs::Result<()> {
+/// #     let init = QpAttr { qp_state: QpState::Init, qkey: 0x11, port_num: 1, ..Default::default() };
+/// #     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+/// # }
+/// # fn side(ctx: &Context, ex: bool) -> uverbs::Result<(Pd, Cq, Qp, Mr)> {
+/// #     let pd = ctx.alloc_pd()?;
+/// #     let cq = ctx.create_cq(32, None, 0)?;
+/// #     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// #     let mut attr = QpInitAttr::new(QpType::Ud, &cq, &cq, cap);
+/// #     attr.send_ops_flags = uverbs::SendOpsFlags::SEND;
+/// #     let mut qp = if ex { pd.create_qp_ex(&attr)? } else { pd.create_qp(&attr)? };
+/// #     rts(&mut qp)?;
+/// #     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// #     Ok((pd, cq, qp, mr))
+/// # }
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let peer_ctx = fabric.add_device(Default::default()).open()?;
+/// # let (peer_pd, mut peer_cq, mut peer_qp, peer_mr) = side(&peer_ctx, false)?;
+/// # let peer_gid = peer_ctx.query_gid(1, 0)?;
+/// # let peer_qpn = peer_qp.qp_num();
+/// # const QKEY: u32 = 0x11;
+/// # let (pd, mut cq, mut qp, mr) = side(&ctx, true)?; // a QP from create_qp_ex
+/// # peer_qp.post_recv(&[uverbs::RecvWr::new(1, &[peer_mr.sge(0, 64)?])])?;
+/// use uverbs::{AhAttr, GlobalRoute, SendFlags};
+///
+/// let ah = pd.create_ah(&AhAttr { is_global: true, port_num: 1,
+///     grh: GlobalRoute { dgid: peer_gid, ..Default::default() }, ..Default::default() })?;
+/// mr.write(0, b"one batch")?;
+/// let mut batch = qp.wr_start()?;                        // ibv_wr_start
+/// batch
+///     .send(7, SendFlags::SIGNALED)                      // ibv_wr_send
+///     .set_sge(mr.lkey(), mr.addr(), 9)                  // ibv_wr_set_sge
+///     .set_ud_addr(&ah, peer_qpn, QKEY);                 // ibv_wr_set_ud_addr
+/// batch.complete()?;                                     // ibv_wr_complete: one doorbell
+/// # fabric.process();
+/// let wc = loop { if let Some(wc) = cq.poll_one()? { break wc } };
+/// assert_eq!((wc.wr_id, wc.status), (7, uverbs::WcStatus::SUCCESS));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_qp_ex")]
 pub struct WrBatch<'q> {
     qp: &'q mut Qp,

@@ -138,6 +138,59 @@ pub struct UdDest<'a> {
 }
 
 /// One send work request (`struct ibv_send_wr` without `next`).
+///
+/// Built with [`SendWr::send`] (or [`SendWr::new`] for any [`WrOp`]), then the data
+/// ([`sge`](SendWr::sge) or [`inline`](SendWr::inline)), the flags and, for UD and SRD,
+/// the destination; a slice of them is posted at once by [`Qp::post_send`](crate::Qp::post_send):
+///
+/// ```
+/// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+/// # fn rts(qp: &mut Qp) -> uverbs::Result<()> {
+/// #     let init = QpAttr { qp_state: QpState::Init, qkey: 0x11, port_num: 1, ..Default::default() };
+/// #     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+/// # }
+/// # fn side(ctx: &Context, ex: bool) -> uverbs::Result<(Pd, Cq, Qp, Mr)> {
+/// #     let pd = ctx.alloc_pd()?;
+/// #     let cq = ctx.create_cq(32, None, 0)?;
+/// #     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// #     let mut attr = QpInitAttr::new(QpType::Ud, &cq, &cq, cap);
+/// #     attr.send_ops_flags = uverbs::SendOpsFlags::SEND;
+/// #     let mut qp = if ex { pd.create_qp_ex(&attr)? } else { pd.create_qp(&attr)? };
+/// #     rts(&mut qp)?;
+/// #     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// #     Ok((pd, cq, qp, mr))
+/// # }
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let peer_ctx = fabric.add_device(Default::default()).open()?;
+/// # let (peer_pd, mut peer_cq, mut peer_qp, peer_mr) = side(&peer_ctx, false)?;
+/// # let peer_gid = peer_ctx.query_gid(1, 0)?;
+/// # let peer_qpn = peer_qp.qp_num();
+/// # const QKEY: u32 = 0x11;
+/// # let (pd, mut cq, mut qp, mr) = side(&ctx, false)?;
+/// # for i in 0..2 { peer_qp.post_recv(&[uverbs::RecvWr::new(i, &[peer_mr.sge(64 * i as usize, 64)?])])?; }
+/// use uverbs::{AhAttr, GlobalRoute, SendWr};
+///
+/// let ah = pd.create_ah(&AhAttr { is_global: true, port_num: 1,
+///     grh: GlobalRoute { dgid: peer_gid, ..Default::default() }, ..Default::default() })?;
+/// mr.write(0, b"first")?;
+/// mr.write(64, b"second")?;
+/// let (a, b) = ([mr.sge(0, 5)?], [mr.sge(64, 6)?]);
+/// // Signaled: each gets a completion (EFA completes every send and refuses unsignaled
+/// // ones; on rxe an unsignaled send completes silently, freeing its slot with the next).
+/// qp.post_send(&[
+///     SendWr::send(1).sge(&a).signaled().ud(&ah, peer_qpn, QKEY),
+///     SendWr::send(2).sge(&b).signaled().ud(&ah, peer_qpn, QKEY),
+/// ])?;
+/// # fabric.process();
+/// let mut wcs = [uverbs::Wc::default(); 2];
+/// let mut n = 0;
+/// while n < 2 { n += cq.poll(&mut wcs[n..])?; }
+/// assert_eq!((wcs[0].wr_id, wcs[1].wr_id), (1, 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_send_wr")]
 #[derive(Debug, Clone, Copy)]
 pub struct SendWr<'a> {
@@ -206,6 +259,46 @@ impl<'a> SendWr<'a> {
 }
 
 /// One receive work request (`struct ibv_recv_wr` without `next`).
+///
+/// ```
+/// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+/// # fn rts(qp: &mut Qp) -> uverbs::Result<()> {
+/// #     let init = QpAttr { qp_state: QpState::Init, qkey: 0x11, port_num: 1, ..Default::default() };
+/// #     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+/// # }
+/// # fn side(ctx: &Context, ex: bool) -> uverbs::Result<(Pd, Cq, Qp, Mr)> {
+/// #     let pd = ctx.alloc_pd()?;
+/// #     let cq = ctx.create_cq(32, None, 0)?;
+/// #     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// #     let mut attr = QpInitAttr::new(QpType::Ud, &cq, &cq, cap);
+/// #     attr.send_ops_flags = uverbs::SendOpsFlags::SEND;
+/// #     let mut qp = if ex { pd.create_qp_ex(&attr)? } else { pd.create_qp(&attr)? };
+/// #     rts(&mut qp)?;
+/// #     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// #     Ok((pd, cq, qp, mr))
+/// # }
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let peer_ctx = fabric.add_device(Default::default()).open()?;
+/// # let (peer_pd, mut peer_cq, mut peer_qp, peer_mr) = side(&peer_ctx, false)?;
+/// # let peer_gid = peer_ctx.query_gid(1, 0)?;
+/// # let peer_qpn = peer_qp.qp_num();
+/// # const QKEY: u32 = 0x11;
+/// let (pd, mut cq, mut qp, mr) = (&peer_pd, &mut peer_cq, &mut peer_qp, &peer_mr);
+/// use uverbs::RecvWr;
+///
+/// // Four 1 KiB buffers of one MR, each its own receive (wr_id = its index).
+/// let sges = (0..4).map(|i| mr.sge(i * 1024, 1024)).collect::<uverbs::Result<Vec<_>>>()?;
+/// let wrs: Vec<RecvWr<'_>> = sges.iter().enumerate()
+///     .map(|(i, s)| RecvWr::new(i as u64, std::slice::from_ref(s)))
+///     .collect();
+/// qp.post_recv(&wrs)?;
+/// // A completion's wr_id then says which buffer the message is in.
+/// # let _ = (pd, cq);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(alias = "ibv_recv_wr")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecvWr<'a> {
