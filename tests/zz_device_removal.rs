@@ -592,3 +592,15 @@ fn cli_perf_write_bw_pair_exits_when_the_device_is_removed() {
         ],
     );
 }
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn cli_rping_pair_exits_when_the_device_is_removed() {
+    // rping learns of the removal twice: rdma_cm's DEVICE_REMOVAL event on its id, and the
+    // context's removal flag; either way both sides drop everything and exit 1.
+    cli_pair_exits_on_removal(
+        "rping",
+        &["rping", "-s", "-a", "10.99.0.1", "-p", "18604", "-C", "0"],
+        &["rping", "-c", "-a", "10.99.0.1", "-p", "18604", "-C", "0"],
+    );
+}

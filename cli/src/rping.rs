@@ -217,12 +217,16 @@ impl Conn {
             }
             spins += 1;
             if spins % 64 == 0 {
+                if let Some(ctx) = self.id.context() {
+                    crate::removal::check(ctx)?;
+                }
                 if let Some(ev) = self.id.try_get_cm_event()? {
                     if self.debug {
                         println!("cma_event type {}", ev.name());
                     }
                     match ev {
                         CmEvent::Disconnected => return Ok(Step::Disconnected),
+                        CmEvent::DeviceRemoval => return Err(cm_removed(&self.id)),
                         CmEvent::Established { .. } => {}
                         other => return Err(Failure(format!("unexpected event {other}"))),
                     }
@@ -233,6 +237,26 @@ impl Conn {
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
+    }
+}
+
+/// The failure for an id whose device rdma_cm reports removed (`RDMA_CM_EVENT_DEVICE_REMOVAL`):
+/// the caller returns it, dropping every object on the device, so the removal can complete.
+fn cm_removed(id: &CmId) -> Failure {
+    match id.context() {
+        Some(ctx) => crate::removal::removed(ctx),
+        None => Failure(format!(
+            "{}: its device was removed (RDMA_CM_EVENT_DEVICE_REMOVAL): exiting",
+            id.label()
+        )),
+    }
+}
+
+/// `r` as a run on `id` ended: a failure after its device was removed says so.
+fn explained<T>(r: Result<T, Failure>, id: &CmId) -> Result<T, Failure> {
+    match id.context().cloned() {
+        Some(ctx) => crate::removal::explain(r, &ctx),
+        None => r,
     }
 }
 
@@ -300,10 +324,13 @@ fn client(a: &Args) -> Result<ExitCode, Failure> {
         CmEvent::Established { .. } => {}
         other => return Err(Failure(format!("connect error: cma event {other}"))),
     }
-    let r = client_loop(&mut c, a);
-    let _ = c.id.disconnect();
-    // The server answers with its own disconnect; wait for it briefly, as rping's threads do.
-    let _ = c.id.get_cm_event(Duration::from_secs(2));
+    let r = explained(client_loop(&mut c, a), &c.id);
+    if r.is_ok() {
+        let _ = c.id.disconnect();
+        // The server answers with its own disconnect; wait for it briefly, as rping's
+        // threads do.
+        let _ = c.id.get_cm_event(Duration::from_secs(2));
+    }
     r.map(|()| ExitCode::SUCCESS)
 }
 
@@ -374,8 +401,12 @@ fn server(a: &Args) -> Result<ExitCode, Failure> {
     listen.listen(3)?;
     // rping's server waits for its client without a limit; so do we, a second at a time.
     let req = loop {
+        if let Some(ctx) = listen.context() {
+            crate::removal::check(ctx)?;
+        }
         match listen.get_cm_event(Duration::from_secs(1)) {
             Ok(CmEvent::ConnectRequest(r)) => break r,
+            Ok(CmEvent::DeviceRemoval) => return Err(cm_removed(&listen)),
             Ok(other) => return Err(Failure(format!("wait for CONNECT_REQUEST: got {other}"))),
             Err(e) if e.is(uverbs::Errno::TIMEDOUT) => continue,
             Err(e) => return Err(e.into()),
@@ -383,7 +414,7 @@ fn server(a: &Args) -> Result<ExitCode, Failure> {
     };
     let mut c = Conn::new(req.id, a.size, false, a.debug > 0)?;
     c.id.accept(&rping_conn_param())?;
-    let r = server_loop(&mut c, a);
+    let r = explained(server_loop(&mut c, a), &c.id);
     let _ = c.id.disconnect();
     drop(listen);
     r.map(|()| ExitCode::SUCCESS)
