@@ -71,6 +71,7 @@ mod qp;
 
 pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
+pub(crate) use device::EfaCtx;
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
 pub use mr::EfaMrAttr;
 pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
