@@ -50,9 +50,17 @@ pub(crate) struct ContextInner {
     pub(crate) provider: ProviderInfo,
     /// `"device rxe0"`, for error messages.
     pub(crate) label: String,
-    /// EFA: the driver part of the extended QUERY_DEVICE, queried once on first use (the
-    /// device's limits never change) by `crate::efa`.
-    pub(crate) efa_dev: std::sync::OnceLock<uverbs_uapi::efa::EfaIbvExQueryDeviceResp>,
+    /// What the provider's wiring keeps in the context (owned by `crate::efa` for EFA).
+    pub(crate) provider_ctx: ProviderCtx,
+}
+
+/// The provider's own state in a context, beyond what [`ProviderInfo`] shows: each variant's
+/// contents belong to that provider's wiring module.
+pub(crate) enum ProviderCtx {
+    /// rxe keeps nothing.
+    Rxe,
+    /// EFA: see [`crate::efa::EfaCtx`].
+    Efa(crate::efa::EfaCtx),
 }
 
 /// An open RDMA device (`struct ibv_context`). Cheap to clone; the device closes when the
@@ -253,9 +261,12 @@ impl Context {
                 device,
                 async_fd,
                 num_comp_vectors: resp.num_comp_vectors,
+                provider_ctx: match provider {
+                    ProviderInfo::Efa(_) => ProviderCtx::Efa(crate::efa::EfaCtx::default()),
+                    ProviderInfo::Rxe => ProviderCtx::Rxe,
+                },
                 provider,
                 label,
-                efa_dev: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -16,9 +16,10 @@
 //! its req_id (which yields `wr_id`, with every check of [`Cq::poll`]); the other readers read
 //! their words from the ring slot on demand, and `end_poll`/drop writes the CQ doorbell once.
 
-use crate::cq::{ring_error, wc_flags_from_kernel, wc_from_rxe, Cq, CqRing, CqShared};
+use crate::cq::{Cq, CqRing, CqShared};
 use crate::efa::{cursor_error, EfaCursor};
 use crate::error::{Errno, Error, Result};
+use crate::rxe::{cq_ring_error, wc_flags_from_kernel, wc_from_rxe};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// An open extended poll on a CQ, positioned on one completion.
@@ -83,7 +84,7 @@ impl Cq {
             CqRing::Rxe { cq, .. } => match cq.start_poll() {
                 Ok(Some(cur)) => Inner::Rxe { cur, shared },
                 Ok(None) => return Ok(None),
-                Err(e) => return Err(ring_error(shared, e)),
+                Err(e) => return Err(cq_ring_error(shared, e)),
             },
             CqRing::Efa(ring) => match ring.start_poll() {
                 Ok(Some(cur)) => Inner::Efa { cur, shared },
@@ -115,7 +116,7 @@ impl PollCq<'_> {
     #[inline]
     pub fn next_poll(&mut self) -> Result<bool> {
         match &mut self.inner {
-            Inner::Rxe { cur, shared } => cur.advance().map_err(|e| ring_error(shared, e)),
+            Inner::Rxe { cur, shared } => cur.advance().map_err(|e| cq_ring_error(shared, e)),
             Inner::Efa { cur, shared } => cur
                 .advance()
                 .map_err(|e| cursor_error(&|| shared.label(), &e)),

@@ -111,6 +111,7 @@ mod qp;
 mod query;
 pub mod raw;
 mod removal;
+mod rxe;
 mod srq;
 #[cfg(feature = "tokio")]
 pub mod tokio;

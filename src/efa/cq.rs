@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use bitflags::bitflags;
 use uverbs_efa::cq::{CompletionQueue, CqConfig, EFA_CQE_SIZE_EX};
+use uverbs_efa::table::{QpTable, TablePoller};
 use uverbs_efa::EfaError;
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_CQ_BUFFER_FD, UVERBS_ATTR_CREATE_CQ_BUFFER_LENGTH,
@@ -21,7 +22,6 @@ use uverbs_uapi::efa::{
 };
 use zerocopy::IntoBytes;
 
-use super::table::{QpTable, TablePoller};
 use crate::channel::{MapKind, Mapping};
 use crate::context::Context;
 use crate::cq::{Cq, CqInitAttr};

@@ -3,7 +3,7 @@
 use bitflags::bitflags;
 use uverbs_uapi::efa::{self as abi, EfaIbvAllocUcontextResp, EfaIbvExQueryDeviceResp};
 
-use crate::context::{Context, ProviderInfo};
+use crate::context::{Context, ProviderCtx, ProviderInfo};
 use crate::error::{Errno, Error, Result};
 
 bitflags! {
@@ -80,6 +80,14 @@ pub struct EfaDeviceAttr {
     pub kernel_caps: u32,
 }
 
+/// What EFA keeps in a [`Context`] (its `ProviderCtx::Efa`).
+#[derive(Default)]
+pub(crate) struct EfaCtx {
+    /// The driver part of the extended QUERY_DEVICE, queried once on first use (the device's
+    /// limits never change) by [`Context::efa_query_raw`].
+    dev: std::sync::OnceLock<EfaIbvExQueryDeviceResp>,
+}
+
 impl Context {
     /// The EFA driver data of the context, or `EOPNOTSUPP` naming `op` for other devices.
     pub(crate) fn efa_ucontext(&self, op: &'static str) -> Result<EfaIbvAllocUcontextResp> {
@@ -100,7 +108,15 @@ impl Context {
     /// ask; the first answer is kept.
     pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
         self.efa_ucontext(op)?;
-        if let Some(r) = self.inner.efa_dev.get() {
+        let ProviderCtx::Efa(efa) = &self.inner.provider_ctx else {
+            return Err(Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::OPNOTSUPP,
+                "not an EFA device",
+            ));
+        };
+        if let Some(r) = efa.dev.get() {
             return Ok(*r);
         }
         let attr = self.query_device_ex()?;
@@ -112,7 +128,7 @@ impl Context {
                 "the EFA kernel driver does not return its query-device data (too old)",
             )
         })?;
-        Ok(*self.inner.efa_dev.get_or_init(|| r))
+        Ok(*efa.dev.get_or_init(|| r))
     }
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended

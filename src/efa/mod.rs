@@ -38,7 +38,7 @@
 //!   publishing them; `wr_abort` gives them back (the poster's index steps back; the
 //!   completer cannot have touched unpublished ids).
 //! * **Per-CQ QP tables sized by use.** A CQE names its QP by a 16-bit number. Each CQ keeps
-//!   an open-addressed table (`table::QpTable`) of the QPs completing into it: 8 pointers to
+//!   an open-addressed table ([`uverbs_efa::QpTable`]) of the QPs completing into it: 8 pointers to
 //!   start, doubled on the control path (QP create) to stay at most half full, so poll finds
 //!   an entry in expected O(1) probes (bounded by the table size: a device-written number
 //!   can never loop or index out of bounds), without allocating or locking. Registration and
@@ -51,7 +51,7 @@
 //!   moves on; after that no poll can hold what was taken out, and it is freed. The CQ's one
 //!   poller keeps the entry it found last *across* polls and uses it again without probing
 //!   while the generation it reads is the one it found it under: an unregister that took the
-//!   entry out since would have bumped it, or waits for this poll (`table.rs` has the
+//!   entry out since would have bumped it, or waits for this poll (`uverbs_efa::table` has the
 //!   argument in full).
 //! * **Late completions.** A completion that arrives for a QP that is gone (the device may
 //!   still write CQEs after a destroy) finds no entry: it is consumed, counted
@@ -60,7 +60,7 @@
 //!   a generation, and the completer refuses an id of another generation.
 //!
 //! Proofs: `uverbs_efa::wrid` tests (two threads, 30k ids through an 8-id pool, aborts
-//! included), `table` tests (register/unregister while another thread polls), and
+//! included), `uverbs_efa::table` tests (register/unregister while another thread polls), and
 //! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
 //! model on three threads, 500 wraps of every ring).
 
@@ -68,10 +68,10 @@ mod cq;
 mod device;
 mod mr;
 mod qp;
-mod table;
 
 pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
+pub(crate) use device::EfaCtx;
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
 pub use mr::EfaMrAttr;
 pub(crate) use qp::{create_qp, modify_req, EfaQpRing};

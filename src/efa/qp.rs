@@ -12,6 +12,7 @@ use uverbs_efa::sq::{
     DeviceCaps, Payload, PlainWr, QpType as EfaType, SendOp, SendQueue, SendWr as EfaWr,
     Sge as EfaSge, SqConfig, UdAddr,
 };
+use uverbs_efa::table::QpTable;
 use uverbs_efa::RecvWr as EfaRecvWr;
 use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
@@ -25,7 +26,6 @@ use uverbs_uapi::write::{
 };
 use zerocopy::IntoBytes;
 
-use super::table::QpTable;
 use crate::ah::Ah;
 use crate::channel::{MapKind, Mapping};
 use crate::context::legacy_cmd;

@@ -15,9 +15,10 @@
 //! | [`cq`]    | sub-CQ polling, phase bits, CQ doorbell, completion decoding          |
 //! | [`wrid`]  | req_id <-> wr_id pools, distrust of device-written req_ids            |
 //! | [`status`]| raw `ibv_wc_status`/`ibv_wc_opcode` numbers, the EFA status mapping  |
+//! | [`table`] | per-CQ QP table (QP number -> completers), lock-free epoch reclamation |
 //! | `mmio`    | doorbell stores and barriers (private)                                |
 //!
-//! `unsafe` is denied here and allowed only in `mmio`, `sq`, `rq` and `cq`.
+//! `unsafe` is denied here and allowed only in `mmio`, `sq`, `rq`, `cq` and `table`.
 //!
 //! What the core has to know when wiring this up:
 //! - SQ: mmap `llq_desc_mmap_key` write-only (write-combined, device memory), WQEs start at
@@ -46,6 +47,7 @@ mod mmio;
 pub mod rq;
 pub mod sq;
 pub mod status;
+pub mod table;
 pub mod wrid;
 
 pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, Wc};
@@ -55,6 +57,7 @@ pub use sq::{
     DeviceCaps, Payload, PlainWr, PostError, QpType, SendOp, SendQueue, SendSession, SendWr,
     SendWrSource, Sge, SqConfig, UdAddr,
 };
+pub use table::{QpTable, TablePoller};
 pub use wrid::{WridCompleter, WridPool};
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The per-CQ QP table: which QP a CQE's 16-bit `qp_num` names, and the completing halves of
-//! that QP's wr_id pools (see the module docs of `crate::efa` for the protocol). This file
-//! holds every `unsafe` of the EFA data path's sharing: the table's raw pointers and the
-//! entries' `UnsafeCell`s.
+//! that QP's wr_id pools (the [`QpLookup`] a [`CompletionQueue`](crate::CompletionQueue) poll
+//! resolves through; the core's `efa` module docs say how CQs and QPs use it). No syscalls:
+//! the core registers a QP's completers when it creates the QP and unregisters them when it
+//! destroys it. This file holds every `unsafe` of the EFA data path's sharing: the table's raw
+//! pointers and the entries' `UnsafeCell`s.
 //!
 //! # Reading the table without a lock: epoch and generation
 //!
@@ -32,10 +34,10 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use uverbs_efa::{QpLookup, QpPools, WridCompleter};
+use crate::{QpLookup, QpPools, WridCompleter};
 
 /// What one CQ keeps of one QP: the completing halves of the QP's queues that complete here.
-pub(crate) struct CqEntry {
+struct CqEntry {
     qpn: u16,
     send: UnsafeCell<Option<WridCompleter>>,
     recv: UnsafeCell<Option<WridCompleter>>,
@@ -81,7 +83,7 @@ struct Ctl {
 /// The QPs completing into one CQ, keyed by QP number. Memory is sized by use: 8 cells to
 /// start with, doubled (on the control path, in `register`) to keep at most half the cells
 /// used, so a CQ with a few QPs costs a few hundred bytes.
-pub(crate) struct QpTable {
+pub struct QpTable {
     slots: AtomicPtr<Slots>,
     /// Odd while a poll may be reading the table. Written only by the table's one
     /// [`TablePoller`] (plain stores: it is the only writer), read by the control path.
@@ -106,7 +108,7 @@ unsafe impl Send for QpTable {}
 impl QpTable {
     /// An empty table and its one poller (the only way to read the table: there is exactly
     /// one [`TablePoller`] per table, so at most one poll runs at a time).
-    pub(crate) fn new() -> (Arc<QpTable>, TablePoller) {
+    pub fn new() -> (Arc<QpTable>, TablePoller) {
         let table = Arc::new(QpTable {
             slots: AtomicPtr::new(Box::into_raw(Slots::new(MIN_SLOTS))),
             epoch: AtomicU64::new(0),
@@ -136,7 +138,7 @@ impl QpTable {
 
     /// Registers QP `qpn` with the completing halves of its queues that complete into this
     /// CQ. Fails (giving them back) if the number is taken: the device handed it out twice.
-    pub(crate) fn register(
+    pub fn register(
         &self,
         qpn: u16,
         send: Option<WridCompleter>,
@@ -181,7 +183,7 @@ impl QpTable {
 
     /// Removes QP `qpn`, waits until no poll can still reach its entry, and frees it (and the
     /// completing halves in it). Control path: may yield while a poll is running.
-    pub(crate) fn unregister(&self, qpn: u16) {
+    pub fn unregister(&self, qpn: u16) {
         let mut ctl = self.ctl();
         // SAFETY: under `ctl` the array is not replaced or freed.
         let cur = unsafe { &*self.slots.load(Ordering::Acquire) };
@@ -254,7 +256,7 @@ const NO_QP: u32 = u32::MAX;
 /// The one reader of a [`QpTable`] (made with it by [`QpTable::new`]; owned by the CQ
 /// ring): starts polls and keeps, across them, the entry found last and the generation read
 /// when it was found (see the module docs).
-pub(crate) struct TablePoller {
+pub struct TablePoller {
     table: Arc<QpTable>,
     /// The generation read by the poll that found `last` (or by the last poll that found
     /// the cache stale).
@@ -277,7 +279,7 @@ impl TablePoller {
     /// poller holds nothing of the table (a QP may be destroyed, even on this thread,
     /// without waiting).
     #[inline(always)]
-    pub(crate) fn begin(&mut self) -> Lookup<'_> {
+    pub fn begin(&mut self) -> Lookup<'_> {
         // Relaxed: we are the epoch's only writer, so this reads our own last store (a move
         // of the poller to another thread happens-after it).
         let odd = self.table.epoch.load(Ordering::Relaxed).wrapping_add(1);
@@ -337,7 +339,7 @@ impl Drop for QpTable {
 
 /// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table (one
 /// at a time: it borrows the table's one [`TablePoller`] mutably).
-pub(crate) struct Lookup<'p> {
+pub struct Lookup<'p> {
     p: &'p mut TablePoller,
     /// The (odd) epoch this poll stored.
     odd: u64,
@@ -402,7 +404,7 @@ impl QpLookup for Lookup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uverbs_efa::WridPool;
+    use crate::WridPool;
 
     fn completer() -> WridCompleter {
         WridPool::new(4, 0).unwrap().1
