@@ -1424,7 +1424,7 @@ impl RxeRing {
         self.sq
             .post(&rwr)
             .map_err(|e| ring_error(inner, "post_send", e))?;
-        self.note_slot(wr.ud.as_ref().map(|d| d.ah));
+        self.note_slot(wr.ud.as_ref().map(|d| d.ah()));
         Ok(())
     }
 
@@ -1483,8 +1483,8 @@ fn ud_dest<'b>(
     op: &'static str,
     d: &crate::wr::UdDest<'b>,
 ) -> Result<uverbs_rxe::UdDest<'b>> {
-    check_ah_pd(inner, op, d.ah)?;
-    let Some(n) = NonZeroU32::new(d.ah.inner.ah_num) else {
+    check_ah_pd(inner, op, d.ah())?;
+    let Some(n) = NonZeroU32::new(d.ah_num()) else {
         // create_ah refuses ah_num 0, so this is unreachable for an Ah made by uverbs.
         return Err(Error::invalid(
             op,
@@ -1856,11 +1856,7 @@ impl WrBatch<'_> {
         let inner = &self.qp.inner;
         let r = match &mut self.qp.ring {
             QpRing::Rxe(r) => {
-                let dest = crate::wr::UdDest {
-                    ah,
-                    remote_qpn,
-                    remote_qkey,
-                };
+                let dest = crate::wr::UdDest::new(ah, remote_qpn, remote_qkey);
                 ud_dest(inner, "wr_start", &dest).and_then(|d| {
                     r.sq.wr_set_ud_addr(d)
                         .map_err(|e| ring_error(inner, "wr_start", e))?;
