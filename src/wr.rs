@@ -294,29 +294,6 @@ impl std::error::Error for PostError {
     }
 }
 
-/// Largest SGE list copied on the stack while posting (rxe allows 32 per WQE).
-pub(crate) const MAX_STACK_SGE: usize = 64;
-
-/// Copies `sges` into `buf` as rxe SGEs (same layout as `struct ibv_sge`), no allocation.
-/// Returns `None` if there are more than fit; the caller has checked against the queue's limit.
-#[inline]
-pub(crate) fn to_rxe_sges<'b>(
-    sges: &[Sge],
-    buf: &'b mut [uverbs_rxe::RxeSge; MAX_STACK_SGE],
-) -> Option<&'b [uverbs_rxe::RxeSge]> {
-    if sges.len() > MAX_STACK_SGE {
-        return None;
-    }
-    for (d, s) in buf.iter_mut().zip(sges) {
-        *d = uverbs_rxe::RxeSge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        };
-    }
-    Some(&buf[..sges.len()])
-}
-
 /// The errno that stands for a ring-layer refusal (rdma-core's rxe returns these).
 pub(crate) fn post_errno(e: &uverbs_rxe::PostError) -> crate::Errno {
     use uverbs_rxe::PostError as P;
