@@ -56,7 +56,7 @@ use crate::object::DestroyError;
 use crate::pd::Pd;
 use crate::query::{Gid, Mtu};
 use crate::srq::{Srq, SrqShared};
-use crate::wr::{post_errno, to_rxe_sges, PostError, RecvWr, SendFlags, SendWr, WrData, WrOp};
+use crate::wr::{post_errno, PostError, RecvWr, SendFlags, SendWr, WrData, WrOp};
 use crate::xrcd::Xrcd;
 use crate::ProviderInfo;
 
@@ -1357,14 +1357,24 @@ fn ring_error(inner: &QpInner, op: &'static str, e: uverbs_rxe::PostError) -> Er
     Error::invalid(op, inner.label(), post_errno(&e), e.to_string())
 }
 
-/// The refusal of an SGE list longer than the stack buffer posts convert through (only a
-/// device reporting more than [`crate::wr::MAX_STACK_SGE`] SGEs per WR gets here).
-#[cold]
-fn too_many_sges(n: usize) -> uverbs_rxe::PostError {
-    uverbs_rxe::PostError::TooManySge {
-        num_sge: n,
-        max_sge: crate::wr::MAX_STACK_SGE as u32,
-    }
+// `Sge` (ours) and `RxeSge` (`struct rxe_sge`) are both `#[repr(C)]` `{ u64, u32, u32 }`,
+// the layout of `struct ibv_sge`: checked here, so a slice of one is a slice of the other
+// (`rxe_sges`).
+const _: () = {
+    assert!(std::mem::size_of::<Sge>() == std::mem::size_of::<RxeSge>());
+    assert!(std::mem::align_of::<Sge>() == std::mem::align_of::<RxeSge>());
+    assert!(std::mem::offset_of!(Sge, addr) == std::mem::offset_of!(RxeSge, addr));
+    assert!(std::mem::offset_of!(Sge, length) == std::mem::offset_of!(RxeSge, length));
+    assert!(std::mem::offset_of!(Sge, lkey) == std::mem::offset_of!(RxeSge, lkey));
+};
+
+/// The caller's SGE list as rxe's SGEs, read in place (no copy, any length).
+#[inline(always)]
+fn rxe_sges(s: &[Sge]) -> &[RxeSge] {
+    // SAFETY: both types are `#[repr(C)]` with the same fields of the same types at the same
+    // offsets, size and alignment (asserted at compile time above), and both are plain data
+    // valid for any bit pattern; the new slice has the same length and lifetime as `s`.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<RxeSge>(), s.len()) }
 }
 
 impl RxeRing {
@@ -1403,10 +1413,6 @@ impl RxeRing {
 
     #[inline]
     fn post_one(&mut self, inner: &QpInner, max_send_sge: u32, wr: &SendWr<'_>) -> Result<()> {
-        // The common one-SGE WR converts into a one-element buffer; only longer lists pay for
-        // zero-filling the 64-entry one (1 KiB per WR otherwise).
-        let mut one = [RxeSge::default(); 1];
-        let mut sgbuf;
         let payload = match wr.data {
             WrData::Sge(s) => {
                 if s.len() > max_send_sge as usize {
@@ -1419,20 +1425,7 @@ impl RxeRing {
                         },
                     ));
                 }
-                if let [x] = s {
-                    one[0] = RxeSge {
-                        addr: x.addr,
-                        length: x.length,
-                        lkey: x.lkey,
-                    };
-                    Payload::Sge(&one)
-                } else {
-                    sgbuf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
-                    match to_rxe_sges(s, &mut sgbuf) {
-                        Some(s) => Payload::Sge(s),
-                        None => return Err(ring_error(inner, "post_send", too_many_sges(s.len()))),
-                    }
-                }
+                Payload::Sge(rxe_sges(s))
             }
             WrData::Inline(d) => Payload::Inline(d),
         };
@@ -1450,7 +1443,7 @@ impl RxeRing {
         self.sq
             .post(&rwr)
             .map_err(|e| ring_error(inner, "post_send", e))?;
-        self.note_slot(wr.ud.as_ref().map(|d| d.ah));
+        self.note_slot(wr.ud.as_ref().map(|d| d.ah()));
         Ok(())
     }
 
@@ -1509,8 +1502,8 @@ fn ud_dest<'b>(
     op: &'static str,
     d: &crate::wr::UdDest<'b>,
 ) -> Result<uverbs_rxe::UdDest<'b>> {
-    check_ah_pd(inner, op, d.ah)?;
-    let Some(n) = NonZeroU32::new(d.ah.inner.ah_num) else {
+    check_ah_pd(inner, op, d.ah())?;
+    let Some(n) = NonZeroU32::new(d.ah_num()) else {
         // create_ah refuses ah_num 0, so this is unreachable for an Ah made by uverbs.
         return Err(Error::invalid(
             op,
@@ -1531,7 +1524,6 @@ pub(crate) fn post_recv_list(
     rq: &mut RecvQueue,
     wrs: &[RecvWr<'_>],
 ) -> std::result::Result<(), (usize, uverbs_rxe::PostError)> {
-    let mut sgbuf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
     for (i, wr) in wrs.iter().enumerate() {
         if wr.sg_list.len() > rq.max_sge() as usize {
             return Err((
@@ -1542,10 +1534,8 @@ pub(crate) fn post_recv_list(
                 },
             ));
         }
-        let Some(s) = to_rxe_sges(wr.sg_list, &mut sgbuf) else {
-            return Err((i, too_many_sges(wr.sg_list.len())));
-        };
-        rq.post(wr.wr_id, s).map_err(|e| (i, e))?;
+        rq.post(wr.wr_id, rxe_sges(wr.sg_list))
+            .map_err(|e| (i, e))?;
     }
     Ok(())
 }
@@ -1878,7 +1868,6 @@ impl WrBatch<'_> {
         let max = self.qp.cap.max_send_sge;
         let r = match &mut self.qp.ring {
             QpRing::Rxe(r) => {
-                let mut buf = [RxeSge::default(); crate::wr::MAX_STACK_SGE];
                 if sges.len() > max as usize {
                     Err(ring_error(
                         inner,
@@ -1888,11 +1877,9 @@ impl WrBatch<'_> {
                             max_sge: max,
                         },
                     ))
-                } else if let Some(s) = to_rxe_sges(sges, &mut buf) {
-                    r.sq.wr_set_sge_list(s)
-                        .map_err(|e| ring_error(inner, "wr_start", e))
                 } else {
-                    Err(ring_error(inner, "wr_start", too_many_sges(sges.len())))
+                    r.sq.wr_set_sge_list(rxe_sges(sges))
+                        .map_err(|e| ring_error(inner, "wr_start", e))
                 }
             }
             QpRing::Efa(r) => r.wr_set_sges(self.n, sges, inner),
@@ -1927,11 +1914,7 @@ impl WrBatch<'_> {
         let inner = &self.qp.inner;
         let r = match &mut self.qp.ring {
             QpRing::Rxe(r) => {
-                let dest = crate::wr::UdDest {
-                    ah,
-                    remote_qpn,
-                    remote_qkey,
-                };
+                let dest = crate::wr::UdDest::new(ah, remote_qpn, remote_qkey);
                 ud_dest(inner, "wr_start", &dest).and_then(|d| {
                     r.sq.wr_set_ud_addr(d)
                         .map_err(|e| ring_error(inner, "wr_start", e))?;
@@ -2152,13 +2135,14 @@ mod tests {
         }
     }
 
-    /// Finding 9: a receive queue whose slots hold more SGEs than the 64-entry stack buffer
-    /// (a device reporting max_sge > 64) refuses a longer list with an error, no panic.
+    /// Finding 9: a receive queue whose slots hold more than 64 SGEs (a device reporting
+    /// max_sge > 64) takes a list of 65 (SGEs are read in place, no stack buffer bounds them)
+    /// and refuses one longer than its slots with an error, no panic.
     #[test]
-    fn more_than_64_sges_are_refused_not_a_panic() {
+    fn sge_lists_are_bounded_by_the_queue_not_a_buffer() {
         let mut mem = HeapQueue::new(11, 2);
         let len = mem.words.len() * 8;
-        // SAFETY: `mem` is a live, 8-aligned, writable block of `len` bytes with a valid
+        // SAFETY: `mem.words` is `len` bytes, 8-aligned, zeroed past an initialised queue
         // header, outliving `rq` (dropped first, below); nothing else touches it.
         let q = unsafe {
             uverbs_rxe::Queue::from_raw(
@@ -2169,16 +2153,18 @@ mod tests {
         }
         .unwrap();
         let mut rq = RecvQueue::new(q, 100).unwrap();
-        let sges = [Sge::default(); 65];
-        let wrs = [RecvWr::new(1, &sges)];
+        let max = rq.max_sge() as usize;
+        assert!(max > 64, "{max}");
+        let sges = [Sge::default(); 128];
+        let wrs = [RecvWr::new(1, &sges[..max + 1])];
         let (index, e) = post_recv_list(&mut rq, &wrs).unwrap_err();
         assert_eq!(index, 0);
         assert!(
-            matches!(e, uverbs_rxe::PostError::TooManySge { num_sge: 65, .. }),
+            matches!(e, uverbs_rxe::PostError::TooManySge { num_sge, .. } if num_sge == max + 1),
             "{e}"
         );
-        // 64 still go.
-        post_recv_list(&mut rq, &[RecvWr::new(2, &sges[..64])]).unwrap();
+        // 65 go.
+        post_recv_list(&mut rq, &[RecvWr::new(2, &sges[..65])]).unwrap();
         // `rq` points into `mem`: it must not be used after `mem` goes.
         let _rq = rq;
         let _mem = mem;

@@ -127,14 +127,64 @@ pub enum WrData<'a> {
 }
 
 /// Where a UD send goes (`ibv_send_wr.wr.ud`, `ibv_wr_set_ud_addr`).
+///
+/// Made by [`UdDest::new`] (or [`SendWr::ud`]), which copies what posting needs of the AH
+/// (its device number and which PD it belongs to) into the destination, so a post reads
+/// plain fields instead of following the AH. The AH itself is private, so the copies always
+/// describe the AH the destination names.
 #[derive(Debug, Clone, Copy)]
 pub struct UdDest<'a> {
     /// The address handle (borrowed: it outlives the work request).
-    pub ah: &'a Ah,
+    ah: &'a Ah,
     /// Destination QP number.
     pub remote_qpn: u32,
     /// Destination Q_Key.
     pub remote_qkey: u32,
+    /// `ah`'s number (`AhInner::ah_num`), copied by `new`.
+    ah_num: u32,
+    /// `ah`'s PD, as the address of its `PdInner` ([`pd_id`]), copied by `new`.
+    pd_id: usize,
+}
+
+/// The identity of a PD while it lives: the address of its shared state. Two live PDs never
+/// share it, and a PD lives as long as anything naming it (an [`Ah`] holds its PD, a QP
+/// holds its PD), so comparing the ids of a borrowed AH's PD and a QP's PD is comparing
+/// the PDs.
+#[inline(always)]
+pub(crate) fn pd_id(pd: &crate::Pd) -> usize {
+    std::sync::Arc::as_ptr(&pd.inner) as usize
+}
+
+impl<'a> UdDest<'a> {
+    /// A destination: `ah`, the remote QP number and Q_Key.
+    #[inline]
+    pub fn new(ah: &'a Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
+        UdDest {
+            ah,
+            remote_qpn,
+            remote_qkey,
+            ah_num: ah.inner.ah_num,
+            pd_id: pd_id(&ah.inner.pd),
+        }
+    }
+
+    /// The address handle.
+    #[inline]
+    pub fn ah(&self) -> &'a Ah {
+        self.ah
+    }
+
+    /// The AH's number (rxe's AH index, EFA's device AH number).
+    #[inline(always)]
+    pub(crate) fn ah_num(&self) -> u32 {
+        self.ah_num
+    }
+
+    /// The [`pd_id`] of the AH's PD.
+    #[inline(always)]
+    pub(crate) fn pd_id(&self) -> usize {
+        self.pd_id
+    }
 }
 
 /// One send work request (`struct ibv_send_wr` without `next`).
@@ -249,11 +299,7 @@ impl<'a> SendWr<'a> {
 
     /// Sets the UD destination.
     pub fn ud(mut self, ah: &'a Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
-        self.ud = Some(UdDest {
-            ah,
-            remote_qpn,
-            remote_qkey,
-        });
+        self.ud = Some(UdDest::new(ah, remote_qpn, remote_qkey));
         self
     }
 }
@@ -339,29 +385,6 @@ impl std::error::Error for PostError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
     }
-}
-
-/// Largest SGE list copied on the stack while posting (rxe allows 32 per WQE).
-pub(crate) const MAX_STACK_SGE: usize = 64;
-
-/// Copies `sges` into `buf` as rxe SGEs (same layout as `struct ibv_sge`), no allocation.
-/// Returns `None` if there are more than fit; the caller has checked against the queue's limit.
-#[inline]
-pub(crate) fn to_rxe_sges<'b>(
-    sges: &[Sge],
-    buf: &'b mut [uverbs_rxe::RxeSge; MAX_STACK_SGE],
-) -> Option<&'b [uverbs_rxe::RxeSge]> {
-    if sges.len() > MAX_STACK_SGE {
-        return None;
-    }
-    for (d, s) in buf.iter_mut().zip(sges) {
-        *d = uverbs_rxe::RxeSge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        };
-    }
-    Some(&buf[..sges.len()])
 }
 
 /// The errno that stands for a ring-layer refusal (rdma-core's rxe returns these).

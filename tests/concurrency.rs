@@ -693,11 +693,7 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
         .enumerate()
         .map(|(i, ((mut s, mut r, rmr, ah), inbox))| {
             std::thread::spawn(move || {
-                let dest = UdDest {
-                    ah: &ah,
-                    remote_qpn: r.qp_num(),
-                    remote_qkey: QKEY,
-                };
+                let dest = UdDest::new(&ah, r.qp_num(), QKEY);
                 let rsg: Vec<_> = (0..WINDOW)
                     .map(|k| [rmr.sge(k * MSG, MSG as u32).unwrap()])
                     .collect();
@@ -722,7 +718,7 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
                         msg[8..].copy_from_slice(&next.to_le_bytes());
                         let bufs: [&[u8]; 1] = [&msg];
                         match s.post_send(&[SendWr::send(next)
-                            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                             .inline(bufs[0])])
                         {
                             Ok(_) => next += 1,

@@ -114,13 +114,9 @@ fn send_imm(
     .unwrap();
     a.mr.write(0, b"efa imm").unwrap();
     let ssge = [sge(&a.mr, 0, 7)];
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: bqp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, bqp.qp_num(), QKEY);
     a.qp.post_send(&[SendWr::new(3, WrOp::SendWithImm { imm_data: imm })
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&ssge)])
         .unwrap();
     assert_eq!(fab.process(), 1);
@@ -179,13 +175,9 @@ fn efa_send_imm_arrives_as_sent() {
     }])
     .unwrap();
     let ssge = [sge(&a.mr, 0, 7)];
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     a.qp.post_send(&[SendWr::new(4, WrOp::SendWithImm { imm_data: IMM })
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&ssge)])
         .unwrap();
     assert_eq!(fab.process(), 1);

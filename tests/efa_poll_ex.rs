@@ -118,11 +118,7 @@ fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
 /// writes with and without immediate (some finding no receive: unsolicited), an RDMA read,
 /// and more sends than receives (receiver-not-ready errors).
 fn work(w: &mut World, r: u64) {
-    let dest = UdDest {
-        ah: &w.ah,
-        remote_qpn: w.b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&w.ah, w.b.qp.qp_num(), QKEY);
     let rr = [sge(&w.b.mr, 0, 64)];
     let recvs = (r % 3) as usize + 1;
     for i in 0..recvs {
@@ -138,7 +134,7 @@ fn work(w: &mut World, r: u64) {
     let mut x = w.a.qp.wr_start().unwrap();
     x.send_imm(10 * r, SendFlags::SIGNALED, 0xab00 + r as u32)
         .set_sge_list(&s)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     x.rdma_write_imm(
         10 * r + 1,
         SendFlags::SIGNALED,
@@ -147,20 +143,20 @@ fn work(w: &mut World, r: u64) {
         0xfeed_0000 + r as u32,
     )
     .set_sge_list(&s)
-    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     x.rdma_write(10 * r + 2, SendFlags::SIGNALED, rkey, base + 8192)
         .set_sge_list(&s)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     x.rdma_read(10 * r + 3, SendFlags::SIGNALED, rkey, base + 8192)
         .set_sge_list(&[sge(&w.a.mr, 1024, 16)])
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     x.send(10 * r + 4, SendFlags::SIGNALED)
         .set_sge_list(&s)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     x.complete().unwrap();
     w.a.qp
         .post_send(&[SendWr::send(10 * r + 5)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s)])
         .unwrap();
     assert_eq!(w.fab.process(), 6);
@@ -272,11 +268,7 @@ fn efa_extended_poll_gives_what_poll_gives() {
 #[test]
 fn efa_extended_poll_reads_immediate_data_in_host_order() {
     let mut w = world(5);
-    let dest = UdDest {
-        ah: &w.ah,
-        remote_qpn: w.b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&w.ah, w.b.qp.qp_num(), QKEY);
     let rr = [sge(&w.b.mr, 0, 64)];
     w.b.qp
         .post_recv(&[RecvWr {
@@ -292,7 +284,7 @@ fn efa_extended_poll_reads_immediate_data_in_host_order() {
                 imm_data: 0x1234_abcd,
             },
         )
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&s)])
         .unwrap();
     assert_eq!(w.fab.process(), 1);
@@ -320,11 +312,7 @@ fn efa_extended_poll_reads_immediate_data_in_host_order() {
 #[test]
 fn efa_qp_destroyed_during_an_open_poll() {
     let mut w = world(7);
-    let dest = UdDest {
-        ah: &w.ah,
-        remote_qpn: w.b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&w.ah, w.b.qp.qp_num(), QKEY);
     let rr = [sge(&w.b.mr, 0, 64)];
     for i in 0..4 {
         w.b.qp
@@ -338,7 +326,7 @@ fn efa_qp_destroyed_during_an_open_poll() {
     for i in 0..4 {
         w.a.qp
             .post_send(&[SendWr::send(100 + i)
-                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                 .sge(&s)])
             .unwrap();
     }
@@ -408,13 +396,9 @@ fn efa_poll_after_the_remembered_qp_is_destroyed_and_another_created() {
             sg_list: &rr,
         }])
         .unwrap();
-        let dest = UdDest {
-            ah: &ah,
-            remote_qpn: bqp.qp_num(),
-            remote_qkey: QKEY,
-        };
+        let dest = UdDest::new(&ah, bqp.qp_num(), QKEY);
         aqp.post_send(&[SendWr::send(100 + i)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s)])
             .unwrap();
     }

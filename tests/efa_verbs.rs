@@ -301,13 +301,9 @@ fn efa_srd_send_recv_moves_data_between_hosts() {
     }])
     .unwrap();
     let sges = [sge(&a.mr, 0, 16), sge(&a.mr, 100, 10)];
-    let dest = UdDest {
-        ah: &ah_ab,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah_ab, b.qp.qp_num(), QKEY);
     a.qp.post_send(&[SendWr::new(5, WrOp::SendWithImm { imm_data: 0xabcd })
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&sges)])
         .unwrap();
     assert_eq!(fab.process(), 1);
@@ -373,11 +369,7 @@ fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
     let (mut a, mut b) = plain_pair(&fab, 8, 8);
     assert_eq!(a.qp.cap().max_send_wr, 8);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     // 8-deep SQ and RQ, 8-entry sub-CQs: 40 round trips wrap each ring five times.
     for i in 0..40u32 {
         let payload = i.to_le_bytes();
@@ -390,7 +382,7 @@ fn efa_rings_wrap_three_times_on_sq_rq_and_cq() {
         .unwrap();
         let s = [sge(&a.mr, 0, 4)];
         a.qp.post_send(&[SendWr::send(u64::from(i))
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s)])
             .unwrap();
         assert_eq!(fab.process(), 1);
@@ -430,11 +422,7 @@ fn efa_multiple_sub_cqs_are_polled() {
     efa::to_rts(&mut qp2, QKEY).unwrap();
     assert_eq!(a.scq.efa_sub_cqs(), 2);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     let r = [sge(&b.mr, 0, 64)];
     let recvs: Vec<_> = (0..6)
         .map(|i| RecvWr {
@@ -446,22 +434,22 @@ fn efa_multiple_sub_cqs_are_polled() {
     let s = [sge(&a.mr, 0, 8)];
     a.qp.post_send(&[
         SendWr::send(1)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s),
         SendWr::send(2)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s),
     ])
     .unwrap();
     qp2.post_send(&[
         SendWr::send(11)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s),
         SendWr::send(12)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s),
         SendWr::send(13)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&s),
     ])
     .unwrap();
@@ -484,11 +472,7 @@ fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
     let fab = EfaFabric::new(11);
     let (mut a, mut b) = plain_pair(&fab, 32, 64);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     let rs: Vec<[Sge; 1]> = (0..20).map(|i| [sge(&b.mr, 64 * i, 64)]).collect();
     let recvs: Vec<_> = rs
         .iter()
@@ -508,7 +492,7 @@ fn efa_srd_delivery_is_reordered_and_every_wr_id_completes_once() {
         .enumerate()
         .map(|(i, s)| {
             SendWr::send(500 + i as u64)
-                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                 .sge(s)
         })
         .collect();
@@ -558,15 +542,38 @@ fn efa_bad_input_is_refused_before_the_device() {
     );
     let b = host(&fab, cfg, cap(8), EfaQpFlags::empty(), QpType::Srd);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
+    // An AH of another PD (same device) is refused, alone (the single-WR path) and at the
+    // head of a list (the list path), and nothing reaches the device.
+    let pd2 = a.pd.context().alloc_pd().unwrap();
+    let ah2 = pd2.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let one = [sge(&a.mr, 0, 8)];
+    let foreign = SendWr::send(7)
+        .signaled()
+        .ud(&ah2, b.qp.qp_num(), QKEY)
+        .sge(&one);
+    let good = SendWr::send(8)
+        .signaled()
+        .ud(&ah, b.qp.qp_num(), QKEY)
+        .sge(&one);
+    for (wrs, index) in [
+        (&[foreign][..], 0),
+        (&[foreign, good][..], 0),
+        (&[good, foreign][..], 1),
+    ] {
+        let e = a.qp.post_send(wrs).unwrap_err();
+        assert_eq!(e.index, index, "{e}");
+        assert!(e.error.is(Errno::INVAL), "{e}");
+        assert!(e.to_string().contains("another PD"), "{e}");
+    }
+    // Only the good WR before the foreign one in the last list was posted.
+    assert_eq!(fab.process(), 1);
+    let c = poll_all(&mut a.scq, 1);
+    assert_eq!(c[0].wr_id, 8);
     let two = [sge(&a.mr, 0, 8), sge(&a.mr, 8, 8)];
     let e =
         a.qp.post_send(&[SendWr::send(1)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .sge(&two)])
             .unwrap_err();
     assert!(e.error.is(Errno::INVAL), "{e}");
@@ -580,7 +587,7 @@ fn efa_bad_input_is_refused_before_the_device() {
                 rkey: 0x8001,
             },
         )
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&one)])
             .unwrap_err();
     assert!(
@@ -591,7 +598,7 @@ fn efa_bad_input_is_refused_before_the_device() {
     let bufs: [&[u8]; 1] = [&big];
     let e =
         a.qp.post_send(&[SendWr::send(3)
-            .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+            .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
             .inline(bufs[0])])
             .unwrap_err();
     assert!(e.error.is(Errno::INVAL), "33 inline bytes: {e}");
@@ -640,7 +647,7 @@ fn efa_bad_input_is_refused_before_the_device() {
     let wrs: Vec<_> = (0..9)
         .map(|i| {
             SendWr::send(i)
-                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                 .sge(&one)
         })
         .collect();
@@ -700,11 +707,7 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
         16,
     );
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     a.mr.write(0, b"written-by-rdma!").unwrap();
     b.mr.write(8192, b"read-back-by-rdma").unwrap();
     let w = [sge(&a.mr, 0, 16)];
@@ -713,10 +716,10 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
     let mut s = a.qp.wr_start().unwrap();
     s.rdma_write(1, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 4096)
         .set_sge_list(&w)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.rdma_read(2, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 8192)
         .set_sge_list(&r)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.rdma_write_imm(
         3,
         SendFlags::SIGNALED,
@@ -725,10 +728,10 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
         0xfeed,
     )
     .set_sge_list(&wi)
-    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.send(4, SendFlags::SIGNALED)
         .set_inline_data(b"inline!")
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     assert_eq!(s.len(), 4);
     assert_eq!(fab.process(), 0, "nothing before wr_complete");
     let rr = [sge(&b.mr, 0, 64)];
@@ -781,7 +784,7 @@ fn efa_wr_api_rdma_read_write_and_unsolicited_write_imm() {
         0xbeef,
     )
     .set_sge_list(&wi)
-    .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+    .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.complete().unwrap();
     assert_eq!(fab.process(), 1);
     poll_all(&mut a.scq, 1);
@@ -798,11 +801,7 @@ fn efa_sgid_is_reported_for_senders_without_an_ah() {
     let fab = EfaFabric::new(2);
     let (mut a, mut b) = plain_pair(&fab, 8, 8);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     let r = [sge(&b.mr, 0, 64)];
     b.qp.post_recv(&[RecvWr {
         wr_id: 1,
@@ -811,7 +810,7 @@ fn efa_sgid_is_reported_for_senders_without_an_ah() {
     .unwrap();
     let s = [sge(&a.mr, 0, 8)];
     a.qp.post_send(&[SendWr::send(1)
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&s)])
         .unwrap();
     fab.process();
@@ -941,14 +940,10 @@ fn efa_golden_send_imm_wqe_bytes_from_post_send() {
     let fab = EfaFabric::new(8);
     let (mut a, b) = plain_pair(&fab, 8, 8);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     let s = [sge(&a.mr, 0x40, 16)];
     a.qp.post_send(&[SendWr::new(1, WrOp::SendWithImm { imm_data: 0xabcd })
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&s)])
         .unwrap();
     let w = fab.llq_wqe(&a.dev, a.qp.qp_num(), 0);
@@ -1096,11 +1091,7 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
     } = a;
     assert_eq!(aqp.cap().max_inline_data, 80);
     let ah = apd.create_ah(&efa::ah_attr(b.gid)).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
 
     // 80 bytes written inline into remote memory, and a 60-byte inline send.
     let payload: Vec<u8> = (0..80u8).collect();
@@ -1114,10 +1105,10 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
     let mut s = aqp.wr_start().unwrap();
     s.rdma_write(1, SendFlags::SIGNALED, b.mr.rkey(), b.mr.addr() + 1000)
         .set_inline_data(&payload)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.send(2, SendFlags::SIGNALED)
         .set_inline_data(&text)
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     s.complete().unwrap();
     // Golden bytes of slot 0, derived from efa_io_defs.h (128-byte efa_io_tx_wqe_128):
     // ctrl1 = op_type RDMA_WRITE (2) | inline_msg BIT(5) | meta_desc BIT(7) = 0xa2;
@@ -1150,7 +1141,7 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
     let mut s = b.qp.wr_start().unwrap();
     s.rdma_write(3, SendFlags::SIGNALED, 1, 0)
         .set_inline_data(b"no")
-        .set_ud_addr(dest.ah, dest.remote_qpn, dest.remote_qkey);
+        .set_ud_addr(dest.ah(), dest.remote_qpn, dest.remote_qkey);
     let e = s.complete().unwrap_err();
     assert!(e.is(Errno::INVAL), "{e}");
     // A wr_* op outside send_ops_flags is refused before anything reaches the device.

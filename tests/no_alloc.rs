@@ -150,15 +150,11 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
     let ma = pa.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let mb = pb.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let ah = pa.create_ah(&efa::ah_attr(db.gid())).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: qb.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, qb.qp_num(), QKEY);
     let ssge: [Sge; 1] = [ma.sge(0, 64).unwrap()];
     let rsge: [Sge; 1] = [mb.sge(0, 64).unwrap()];
     let sends = [SendWr::send(7)
-        .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+        .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
         .sge(&ssge)
         .signaled(); 8];
     let recvs = [RecvWr {

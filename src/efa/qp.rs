@@ -118,6 +118,9 @@ pub(crate) struct EfaQpRing {
     send_table: Arc<QpTable>,
     recv_table: Arc<QpTable>,
     qpn16: u16,
+    /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
+    /// so the id stays this PD's while the ring exists.
+    pd_id: usize,
     staging: Box<[Staged]>,
     _maps: [Mapping; 4],
 }
@@ -455,6 +458,7 @@ pub(crate) fn create_qp(
             send_table,
             recv_table,
             qpn16,
+            pd_id: crate::wr::pd_id(pd),
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             _maps: [llq, sq_db, rq_ring, rq_db],
         }),
@@ -591,31 +595,25 @@ fn no_dest(inner: &QpInner, op: &'static str) -> Error {
     )
 }
 
-/// The device AH number of an [`Ah`] (EFA's are 16-bit; the create response says so).
+/// The device AH number of a destination (EFA's are 16-bit; the create response says so).
 #[inline(always)]
-fn ahn(ah: &Ah) -> u16 {
-    ah.inner.ah_num as u16
+fn ahn(d: &crate::wr::UdDest<'_>) -> u16 {
+    d.ah_num() as u16
 }
 
 /// What the provider cannot check of a generic send WR: an operation EFA has, a destination,
-/// an AH of the QP's PD (`checked`: the AH last found good).
+/// an AH of the QP's PD (`pd_id`, the QP's [`crate::wr::pd_id`]).
 #[inline(always)]
-fn check_wr(
-    wr: &SendWr<'_>,
-    inner: &QpInner,
-    checked: &mut *const crate::ah::AhInner,
-) -> Result<()> {
+fn check_wr(wr: &SendWr<'_>, inner: &QpInner, pd_id: usize) -> Result<()> {
     if let Err(o) = efa_op(wr.op) {
         return Err(op_error(inner, "post_send", o));
     }
     let Some(d) = &wr.ud else {
         return Err(no_dest(inner, "post_send"));
     };
-    let ah = Arc::as_ptr(&d.ah.inner);
-    if ah != *checked {
-        crate::qp::check_ah_pd(inner, "post_send", d.ah)?;
-        // Only compared, never dereferenced: the borrow of the list keeps the AH alive.
-        *checked = ah;
+    if d.pd_id() != pd_id {
+        // Names the reason (the same test, on the AH itself).
+        crate::qp::check_ah_pd(inner, "post_send", d.ah())?;
     }
     Ok(())
 }
@@ -628,7 +626,7 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
             (WrOp::Send, WrData::Sge([sge]), Some(d)) => Some(PlainWr {
                 wr_id: self.wr_id,
                 dest: UdAddr {
-                    ah: ahn(d.ah),
+                    ah: ahn(d),
                     remote_qpn: d.remote_qpn,
                     remote_qkey: d.remote_qkey,
                 },
@@ -652,7 +650,7 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
             wr_id: self.wr_id,
             op,
             dest: UdAddr {
-                ah: ahn(d.ah),
+                ah: ahn(d),
                 remote_qpn: d.remote_qpn,
                 remote_qkey: d.remote_qkey,
             },
@@ -686,7 +684,7 @@ impl EfaQpRing {
     ) -> std::result::Result<(), PostError> {
         if let ([wr], true) = (wrs, rts) {
             if let Some(d) = &wr.ud {
-                if Arc::ptr_eq(&d.ah.inner.pd.inner, &inner.pd.inner) {
+                if d.pd_id() == self.pd_id {
                     if let Some(p) = wr.plain() {
                         if self.sq.post_plain(&p, sig_all) {
                             return Ok(());
@@ -715,11 +713,9 @@ impl EfaQpRing {
                 error: not_rts(inner, "post_send"),
             });
         }
-        // The AH last found to be of this QP's PD: a list to one destination checks it once.
-        let mut checked: *const crate::ah::AhInner = std::ptr::null();
         let mut refused = None;
         for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = check_wr(wr, inner, &mut checked) {
+            if let Err(e) = check_wr(wr, inner, self.pd_id) {
                 refused = Some((i, e));
                 break;
             }
@@ -881,7 +877,7 @@ impl EfaQpRing {
     ) -> Result<()> {
         let st = self.last(n, inner)?;
         st.dest = UdAddr {
-            ah: ahn(ah),
+            ah: ah.inner.ah_num as u16,
             remote_qpn,
             remote_qkey,
         };

@@ -596,18 +596,10 @@ impl SendQueue {
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
-        for (i, v) in w.into_iter().enumerate() {
-            // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
-            // depth - 1, size checked in `new`), so word `i` < 8 lies within the slot, which
-            // `new`'s caller made writable and 8-aligned (`desc`, `slot` multiples of 8).
-            unsafe { dst.add(i).write_volatile(v.to_le()) };
-        }
-        if self.wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize {
-            for i in 8..16 {
-                // SAFETY: as above; with 128-byte slots word `i` < 16 lies within the slot.
-                unsafe { dst.add(i).write_volatile(0) };
-            }
-        }
+        // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by depth - 1,
+        // size checked in `new`), so the slot's `wqe_size` bytes lie within `desc`, which
+        // `new`'s caller made writable and 8-aligned (`desc`, `slot` multiples of 8).
+        unsafe { store_slot(dst, &w, self.wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize) };
         let pc = self.pc.wrapping_add(1);
         self.pc = pc;
         if u32::from(pc) & self.mask == 0 {
@@ -702,19 +694,11 @@ impl SendQueue {
                 break;
             };
             let w = plain_words(&wr, req_id, word0);
-            for (i, v) in w.into_iter().enumerate() {
-                // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is
-                // cut at the ring's end above), so word `i` < 8 lies within
-                // `depth * W <= desc_len` bytes of `desc`, which `new`'s caller made writable,
-                // 8-aligned (`desc` and W are multiples of 8). Volatile: device memory.
-                unsafe { dst.add(i).write_volatile(v.to_le()) };
-            }
-            if W == 128 {
-                for i in 8..16 {
-                    // SAFETY: as above; with W = 128 word `i` < 16 lies within the slot.
-                    unsafe { dst.add(i).write_volatile(0) };
-                }
-            }
+            // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is cut
+            // at the ring's end above), so its W bytes lie within `depth * W <= desc_len` bytes
+            // of `desc`, which `new`'s caller made writable, 8-aligned (`desc` and W are
+            // multiples of 8).
+            unsafe { store_slot(dst, &w, W == 128) };
             dst = dst.wrapping_add(W / 8);
             done += 1;
             left -= 1;
@@ -1028,17 +1012,32 @@ unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: 
             }
         }
     }
-    let words = dst.as_ptr().cast::<u64>();
-    for (i, v) in w.into_iter().enumerate() {
-        // SAFETY: the caller made `dst` 8-aligned and writable for `wqe_size` >= 64 bytes;
-        // word `i` < 8 covers bytes `8*i .. 8*i+8 <= 64`. A volatile store: device memory.
-        unsafe { words.add(i).write_volatile(v.to_le()) };
-    }
-    if wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize {
-        for i in 8..16 {
-            // SAFETY: as above, word `i` < 16 lies within the 128 bytes of this slot.
-            unsafe { words.add(i).write_volatile(0) };
-        }
+    // SAFETY: the caller made `dst` 8-aligned and writable for `wqe_size` (64 or 128) bytes.
+    unsafe {
+        store_slot(
+            dst.as_ptr().cast::<u64>(),
+            &w,
+            wqe_size == EFA_IO_TX_DESC_SIZE_128 as usize,
+        )
+    };
+}
+
+/// Stores one composed WQE (`w`, in CPU byte order) into its slot at `dst` as whole 64-byte
+/// blocks ([`mmio::store_block64`], rdma-core's `mmio_memcpy_x64`): the device must see whole
+/// blocks on aarch64. A 128-byte slot (`wide`) gets a second, zero block: the WQE formats
+/// that fit 64 bytes leave the upper half zero.
+///
+/// # Safety
+/// `dst` must be 8-byte aligned and valid for writes of 64 bytes, 128 if `wide`.
+#[inline(always)]
+unsafe fn store_slot(dst: *mut u64, w: &[u64; 8], wide: bool) {
+    let le = w.map(u64::to_le);
+    // SAFETY: forwarded from our caller: 64 writable, 8-aligned bytes at `dst`.
+    unsafe { mmio::store_block64(dst, &le) };
+    if wide {
+        // SAFETY: with `wide` the caller made 128 bytes writable: `dst + 8` words is the
+        // second 64-byte block, 8-aligned.
+        unsafe { mmio::store_block64(dst.wrapping_add(8), &[0; 8]) };
     }
 }
 

@@ -118,18 +118,14 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
         .collect();
     b.qp.post_recv(&recvs).unwrap();
     let ah = a.pd.create_ah(&efa::ah_attr(b.dev.gid())).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp.qp_num(), QKEY);
     let ss = sges(&a.mr, 32);
     let wrs: Vec<SendWr<'_>> = ss
         .iter()
         .enumerate()
         .map(|(i, s)| {
             SendWr::send(i as u64)
-                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                 .sge(s)
         })
         .collect();
@@ -162,16 +158,12 @@ fn library_lists_ring_every_max_tx_batch_and_every_store_is_seen() {
     let mut c = host(&fab, cfg, cap(16, 64), EfaQpFlags::empty());
     let text = [b'y'; 48];
     let self_ah = c.pd.create_ah(&efa::ah_attr(c.dev.gid())).unwrap();
-    let me = UdDest {
-        ah: &self_ah,
-        remote_qpn: c.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let me = UdDest::new(&self_ah, c.qp.qp_num(), QKEY);
     let mut s = c.qp.wr_start().unwrap();
     for i in 0..5 {
         s.send(i, SendFlags::SIGNALED)
             .set_inline_data(&text)
-            .set_ud_addr(me.ah, me.remote_qpn, me.remote_qkey);
+            .set_ud_addr(me.ah(), me.remote_qpn, me.remote_qkey);
     }
     s.complete().unwrap();
     assert_eq!(fab.process(), 5);
@@ -392,18 +384,14 @@ fn with_the_trap_off_lists_still_run_but_no_store_is_seen() {
         EfaQpFlags::empty(),
     );
     let ah = a.pd.create_ah(&efa::ah_attr(a.dev.gid())).unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: a.qp.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, a.qp.qp_num(), QKEY);
     let ss = sges(&a.mr, 32);
     let wrs: Vec<SendWr<'_>> = ss
         .iter()
         .enumerate()
         .map(|(i, s)| {
             SendWr::send(i as u64)
-                .ud(dest.ah, dest.remote_qpn, dest.remote_qkey)
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
                 .sge(s)
         })
         .collect();
