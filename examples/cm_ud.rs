@@ -113,11 +113,11 @@ fn receive_all(cq: &mut Cq) -> Result<u32> {
         if wc.byte_len as usize != GRH + SIZE {
             return Err(format!("received {} bytes, expected {}", wc.byte_len, GRH + SIZE).into());
         }
-        if wc.wc_flags.contains(WcFlags::WITH_IMM) && u32::from_be(wc.imm_data) != wc.src_qp {
+        // `Wc::imm_data` is in host order on every provider (udaddy sends htobe32(qpn)).
+        if wc.wc_flags.contains(WcFlags::WITH_IMM) && wc.imm_data != wc.src_qp {
             return Err(format!(
                 "immediate {:#x} is not the sender's QPN {:#x}",
-                u32::from_be(wc.imm_data),
-                wc.src_qp
+                wc.imm_data, wc.src_qp
             )
             .into());
         }

@@ -110,7 +110,7 @@ fn create_destroy_cycles_return_fds_mappings_and_kernel_objects() {
         );
         assert_eq!(objs[1], start.2[1] + 1, "rdma resource show pd misses ours");
     }
-    let all_maps_start = common::mappings();
+    let all_maps_start = common::settled_mappings();
     let mut all_maps_settled = None;
     let t = Instant::now();
     for i in 0..cycles {
@@ -123,7 +123,7 @@ fn create_destroy_cycles_return_fds_mappings_and_kernel_objects() {
                 "after {} cycles (fds, device maps, {KINDS:?})",
                 i + 1
             );
-            let all = common::mappings();
+            let all = common::settled_mappings();
             let settled = *all_maps_settled.get_or_insert(all);
             assert_eq!(
                 all, settled,
@@ -131,7 +131,7 @@ fn create_destroy_cycles_return_fds_mappings_and_kernel_objects() {
             );
         }
     }
-    let all_maps_end = common::mappings();
+    let all_maps_end = common::settled_mappings();
     assert!(
         all_maps_end <= all_maps_start + 2,
         "mappings {all_maps_start} -> {all_maps_end}"
