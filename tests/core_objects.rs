@@ -26,7 +26,14 @@ fn pd_alloc_and_drop_leave_no_fds_or_mappings() {
         drop((mr, cq, pd, pd2, ctx));
     }
     assert_eq!(open_fds(), fds0, "fds leaked");
-    assert_eq!(settled_mappings(), maps0, "mappings leaked");
+    // A leak adds mappings every cycle; fewer than at the start is not one (a thread stack or
+    // a heap arena of an earlier test in this process can be given back during the loop, as
+    // seen in the full VM run).
+    let maps = settled_mappings();
+    assert!(
+        maps <= maps0,
+        "mappings leaked: {maps0} before 50 cycles, {maps} after"
+    );
     assert_eq!(uverbs::drop_error_count(), 0);
 }
 
