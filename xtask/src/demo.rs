@@ -182,12 +182,22 @@ pub fn run() -> Result<bool> {
         files: vec![],
     };
     println!("xtask: booting the 6.12 kernel under qemu (software CPU emulation: ~10-20 s) ...");
-    let echo = Echo {
+    let echo = || Echo {
         prefix: String::new(),
         step_banners: false,
         boot_messages: false,
     };
-    let run = h.run(Series::V6_12, &payload, Duration::from_secs(600), echo)?;
+    let mut run = h.run(Series::V6_12, &payload, Duration::from_secs(600), echo())?;
+    // A guest kernel that panics while booting under TCG (seen once: an int3 oops in
+    // sched_clock_cpu on the second vCPU, before any module loaded) never reached the demo;
+    // boot once more, saying so. A demo that ran and failed is never retried.
+    if matches!(run.outcome, crate::vm::Outcome::BootFailed(_)) {
+        println!(
+            "xtask: {}\nxtask: the VM never reached the demo; booting it once more",
+            run.describe()
+        );
+        run = h.run(Series::V6_12, &payload, Duration::from_secs(600), echo())?;
+    }
     println!();
     if run.success() {
         println!(
