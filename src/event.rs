@@ -191,10 +191,16 @@ impl CompChannel {
         let desc: IbUverbsCompEventDesc = read_record(self.fd(), op, &self.label())?;
         // One armed request is answered per event (the kernel delivers at most one event per
         // request_notify); saturate in case events were requested through the raw API.
-        let _ = self
-            .inner
-            .armed
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        // (A compare-exchange loop rather than `fetch_update`, which newer toolchains deprecate in
+        // favour of `try_update`, absent from our MSRV.)
+        let armed = &self.inner.armed;
+        let mut n = armed.load(Ordering::Acquire);
+        while n > 0 {
+            match armed.compare_exchange_weak(n, n - 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => n = now,
+            }
+        }
         Ok(CqEvent {
             cq_user_handle: desc.cq_handle,
             cq_context: crate::object::event_target(desc.cq_handle).map_or(0, |t| t.context()),

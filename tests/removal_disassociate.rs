@@ -63,12 +63,17 @@ impl Knobs {
             self.refused.fetch_add(1, Ordering::SeqCst);
             return Err(Errno::IO);
         }
-        if self
-            .eio
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            return Err(Errno::IO);
+        // One failure per count left (a compare-exchange loop: `fetch_update` is deprecated on
+        // newer toolchains and its replacement is not in our MSRV).
+        let mut n = self.eio.load(Ordering::SeqCst);
+        while n > 0 {
+            match self
+                .eio
+                .compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Err(Errno::IO),
+                Err(now) => n = now,
+            }
         }
         Ok(())
     }
