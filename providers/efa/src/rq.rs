@@ -15,8 +15,9 @@ use zerocopy::IntoBytes;
 use crate::defs::EfaIoRxDesc;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
-use crate::sq::{PostError, Sge};
+use crate::sq::PostError;
 use crate::wrid::{WridCompleter, WridPool};
+use uverbs_wr::Sge;
 
 /// Size of one receive descriptor (`sizeof(struct efa_io_rx_desc)`).
 pub const EFA_IO_RX_DESC_SIZE: u32 = 16;
