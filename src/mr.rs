@@ -32,6 +32,7 @@ use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 
 // The access flags and `struct ibv_sge` are the work-request vocabulary the providers share.
+#[doc(inline)]
 pub use uverbs_wr::{AccessFlags, Sge};
 
 /// Page-aligned memory owned by an [`Mr`].

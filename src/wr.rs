@@ -14,6 +14,7 @@ use crate::mr::Sge;
 
 // The send flags and operations are the work-request vocabulary the providers share: a
 // `SendWr`'s `op`, `flags` and SGE slice reach the provider's ring as they are.
+#[doc(inline)]
 pub use uverbs_wr::{SendFlags, WrOp};
 
 /// The data of a send work request.
@@ -245,21 +246,8 @@ impl<'a> SendWr<'a> {
 /// # let _ = (pd, cq);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[doc(alias = "ibv_recv_wr")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecvWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Where the received bytes go.
-    pub sg_list: &'a [Sge],
-}
-
-impl<'a> RecvWr<'a> {
-    /// A receive into `sg_list`.
-    pub fn new(wr_id: u64, sg_list: &'a [Sge]) -> Self {
-        RecvWr { wr_id, sg_list }
-    }
-}
+#[doc(inline)]
+pub use uverbs_wr::RecvWr;
 
 /// A failed `post_send`/`post_recv` of a list (`bad_wr`).
 ///

@@ -12,7 +12,6 @@ use uverbs_efa::sq::{
     DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
 };
 use uverbs_efa::table::QpTable;
-use uverbs_efa::RecvWr as EfaRecvWr;
 use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
@@ -524,9 +523,6 @@ pub(crate) fn modify_req(
     Ok(req)
 }
 
-/// How many generic receive WRs a list post converts at a time (on the stack).
-const CHUNK: usize = 32;
-
 /// Whether EFA has the operation `op` (rdma-core's EFA provider: SEND, SEND_WITH_IMM and,
 /// on SRD with the device caps, the RDMA ones; the provider checks those caps).
 #[inline(always)]
@@ -731,32 +727,16 @@ impl EfaQpRing {
                 ),
             });
         }
-        let mut base = 0;
-        for chunk in wrs.chunks(CHUNK) {
-            let mut buf = [EfaRecvWr {
-                wr_id: 0,
-                sg_list: &[],
-            }; CHUNK];
-            for (slot, wr) in buf.iter_mut().zip(chunk) {
-                *slot = EfaRecvWr {
-                    wr_id: wr.wr_id,
-                    sg_list: wr.sg_list,
-                };
-            }
-            self.rq
-                .post_recv(&buf[..chunk.len()])
-                .map_err(|e| PostError {
-                    index: base + e.index,
-                    error: Error::invalid(
-                        "post_recv",
-                        inner.label(),
-                        Errno::from_raw_os_error(e.error.errno()),
-                        e.to_string(),
-                    ),
-                })?;
-            base += chunk.len();
-        }
-        Ok(())
+        // The generic WRs are the provider's (`uverbs_wr::RecvWr`): posted as they are.
+        self.rq.post_recv(wrs).map(drop).map_err(|e| PostError {
+            index: e.index,
+            error: Error::invalid(
+                "post_recv",
+                inner.label(),
+                Errno::from_raw_os_error(e.error.errno()),
+                e.to_string(),
+            ),
+        })
     }
 
     // ----- the wr_* API: staged in the QP's staging area, posted by wr_complete ----------

@@ -52,7 +52,7 @@ pub mod wrid;
 
 pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, Wc};
 pub use error::{EfaError, QueueKind, ReqIdProblem};
-pub use rq::{RecvQueue, RecvWr, RqConfig};
+pub use rq::{RecvQueue, RqConfig};
 pub use sq::{
     DeviceCaps, Payload, PlainWr, PostError, QpType, SendQueue, SendSession, SendWr, SendWrSource,
     SqConfig, UdAddr,

@@ -10,6 +10,7 @@
 //!   big-endian where its wire format wants that. The numbers a provider writes for an
 //!   operation (rxe's `IB_UVERBS_WR_*` opcode, EFA's descriptor op type) stay in that provider,
 //!   as do its refusals of operations its device lacks.
+//! - [`RecvWr`] is `struct ibv_recv_wr` (an id and an SGE slice), posted as a slice.
 //! - [`SendFlags`] (`enum ibv_send_flags` without `IBV_SEND_INLINE`, which follows from the
 //!   data) and [`AccessFlags`] (`enum ibv_access_flags`, which an MR registration and a
 //!   memory-window bind carry).
@@ -197,6 +198,24 @@ impl WrOp {
             WrOp::BindMw { .. } => "BIND_MW",
             WrOp::LocalInv { .. } => "LOCAL_INV",
         }
+    }
+}
+
+/// One receive work request (`struct ibv_recv_wr` without `next`): a list is a slice, and a
+/// refusal names the index of the first work request not posted (`bad_wr`).
+#[doc(alias = "ibv_recv_wr")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Where the received bytes go.
+    pub sg_list: &'a [Sge],
+}
+
+impl<'a> RecvWr<'a> {
+    /// A receive into `sg_list`.
+    pub const fn new(wr_id: u64, sg_list: &'a [Sge]) -> Self {
+        RecvWr { wr_id, sg_list }
     }
 }
 
