@@ -13,7 +13,6 @@
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
-use bitflags::bitflags;
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS, UVERBS_ATTR_REG_DMABUF_MR_FD,
     UVERBS_ATTR_REG_DMABUF_MR_HANDLE, UVERBS_ATTR_REG_DMABUF_MR_IOVA,
@@ -32,48 +31,9 @@ use crate::error::{Errno, Error, Result};
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 
-bitflags! {
-    /// Memory access rights of an MR (`enum ibv_access_flags`).
-    #[doc(alias = "ibv_access_flags")]
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    pub struct AccessFlags: u32 {
-        /// `IBV_ACCESS_LOCAL_WRITE`: the local device may write (receives, RDMA read results).
-        const LOCAL_WRITE = 1 << 0;
-        /// `IBV_ACCESS_REMOTE_WRITE` (requires `LOCAL_WRITE`).
-        const REMOTE_WRITE = 1 << 1;
-        /// `IBV_ACCESS_REMOTE_READ`.
-        const REMOTE_READ = 1 << 2;
-        /// `IBV_ACCESS_REMOTE_ATOMIC` (requires `LOCAL_WRITE`).
-        const REMOTE_ATOMIC = 1 << 3;
-        /// `IBV_ACCESS_MW_BIND`.
-        const MW_BIND = 1 << 4;
-        /// `IBV_ACCESS_ZERO_BASED`.
-        const ZERO_BASED = 1 << 5;
-        /// `IBV_ACCESS_ON_DEMAND`.
-        const ON_DEMAND = 1 << 6;
-        /// `IBV_ACCESS_HUGETLB`.
-        const HUGETLB = 1 << 7;
-        /// `IBV_ACCESS_FLUSH_GLOBAL`.
-        const FLUSH_GLOBAL = 1 << 8;
-        /// `IBV_ACCESS_FLUSH_PERSISTENT`.
-        const FLUSH_PERSISTENT = 1 << 9;
-        /// `IBV_ACCESS_RELAXED_ORDERING` (optional: ignored by devices without it).
-        const RELAXED_ORDERING = 1 << 20;
-    }
-}
-
-/// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` in the MR of `lkey`.
-#[doc(alias = "ibv_sge")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(C)]
-pub struct Sge {
-    /// Start address (a virtual address inside the MR, or an offset for zero-based MRs).
-    pub addr: u64,
-    /// Length in bytes.
-    pub length: u32,
-    /// The local key of the MR.
-    pub lkey: u32,
-}
+// The access flags and `struct ibv_sge` are the work-request vocabulary the providers share.
+#[doc(inline)]
+pub use uverbs_wr::{AccessFlags, Sge};
 
 /// Page-aligned memory owned by an [`Mr`].
 #[derive(Debug)]

@@ -19,10 +19,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bitflags::bitflags;
-use uverbs_rxe::{
-    Payload, QpType as RxeQpType, RecvQueue, RxeSge, SendFlags as RxeSendFlags, SendOp, SendQueue,
-    SendQueueCaps, UdAh,
-};
+use uverbs_rxe::{Payload, QpType as RxeQpType, RecvQueue, SendQueue, SendQueueCaps, UdAh};
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_QP_CAP, UVERBS_ATTR_CREATE_QP_EVENT_FD, UVERBS_ATTR_CREATE_QP_FLAGS,
     UVERBS_ATTR_CREATE_QP_HANDLE, UVERBS_ATTR_CREATE_QP_PD_HANDLE,
@@ -1357,26 +1354,6 @@ fn ring_error(inner: &QpInner, op: &'static str, e: uverbs_rxe::PostError) -> Er
     Error::invalid(op, inner.label(), post_errno(&e), e.to_string())
 }
 
-// `Sge` (ours) and `RxeSge` (`struct rxe_sge`) are both `#[repr(C)]` `{ u64, u32, u32 }`,
-// the layout of `struct ibv_sge`: checked here, so a slice of one is a slice of the other
-// (`rxe_sges`).
-const _: () = {
-    assert!(std::mem::size_of::<Sge>() == std::mem::size_of::<RxeSge>());
-    assert!(std::mem::align_of::<Sge>() == std::mem::align_of::<RxeSge>());
-    assert!(std::mem::offset_of!(Sge, addr) == std::mem::offset_of!(RxeSge, addr));
-    assert!(std::mem::offset_of!(Sge, length) == std::mem::offset_of!(RxeSge, length));
-    assert!(std::mem::offset_of!(Sge, lkey) == std::mem::offset_of!(RxeSge, lkey));
-};
-
-/// The caller's SGE list as rxe's SGEs, read in place (no copy, any length).
-#[inline(always)]
-fn rxe_sges(s: &[Sge]) -> &[RxeSge] {
-    // SAFETY: both types are `#[repr(C)]` with the same fields of the same types at the same
-    // offsets, size and alignment (asserted at compile time above), and both are plain data
-    // valid for any bit pattern; the new slice has the same length and lifetime as `s`.
-    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<RxeSge>(), s.len()) }
-}
-
 impl RxeRing {
     fn post_send(
         &mut self,
@@ -1425,7 +1402,7 @@ impl RxeRing {
                         },
                     ));
                 }
-                Payload::Sge(rxe_sges(s))
+                Payload::Sge(s)
             }
             WrData::Inline(d) => Payload::Inline(d),
         };
@@ -1435,8 +1412,8 @@ impl RxeRing {
         };
         let rwr = uverbs_rxe::SendWr {
             wr_id: wr.wr_id,
-            op: rxe_op(wr.op),
-            flags: RxeSendFlags::from_bits_truncate(wr.flags.bits()),
+            op: wr.op,
+            flags: wr.flags,
             payload,
             ud,
         };
@@ -1534,66 +1511,9 @@ pub(crate) fn post_recv_list(
                 },
             ));
         }
-        rq.post(wr.wr_id, rxe_sges(wr.sg_list))
-            .map_err(|e| (i, e))?;
+        rq.post(wr.wr_id, wr.sg_list).map_err(|e| (i, e))?;
     }
     Ok(())
-}
-
-#[inline]
-fn rxe_op(op: WrOp) -> SendOp {
-    match op {
-        WrOp::Send => SendOp::Send,
-        WrOp::SendWithImm { imm_data } => SendOp::SendWithImm { imm_data },
-        WrOp::SendWithInv { invalidate_rkey } => SendOp::SendWithInv { invalidate_rkey },
-        WrOp::RdmaWrite { remote_addr, rkey } => SendOp::RdmaWrite { remote_addr, rkey },
-        WrOp::RdmaWriteWithImm {
-            remote_addr,
-            rkey,
-            imm_data,
-        } => SendOp::RdmaWriteWithImm {
-            remote_addr,
-            rkey,
-            imm_data,
-        },
-        WrOp::RdmaRead { remote_addr, rkey } => SendOp::RdmaRead { remote_addr, rkey },
-        WrOp::AtomicCmpAndSwp {
-            remote_addr,
-            rkey,
-            compare,
-            swap,
-        } => SendOp::AtomicCmpAndSwp {
-            remote_addr,
-            rkey,
-            compare,
-            swap,
-        },
-        WrOp::AtomicFetchAndAdd {
-            remote_addr,
-            rkey,
-            add,
-        } => SendOp::AtomicFetchAndAdd {
-            remote_addr,
-            rkey,
-            add,
-        },
-        WrOp::LocalInv { invalidate_rkey } => SendOp::LocalInv { invalidate_rkey },
-        WrOp::BindMw {
-            mw_rkey,
-            new_rkey,
-            mr_lkey,
-            addr,
-            length,
-            access,
-        } => SendOp::BindMw(uverbs_rxe::MwBind {
-            mw_rkey,
-            rkey: new_rkey,
-            mr_lkey,
-            addr,
-            length,
-            access: access.bits(),
-        }),
-    }
 }
 
 pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
@@ -1706,19 +1626,13 @@ impl WrBatch<'_> {
         }
         let inner = &self.qp.inner;
         let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => {
-                match r.sq.wr_op(
-                    wr_id,
-                    RxeSendFlags::from_bits_truncate(flags.bits()),
-                    rxe_op(op),
-                ) {
-                    Ok(()) => {
-                        r.note_slot(None);
-                        Ok(())
-                    }
-                    Err(e) => Err(ring_error(inner, "wr_start", e)),
+            QpRing::Rxe(r) => match r.sq.wr_op(wr_id, flags, op) {
+                Ok(()) => {
+                    r.note_slot(None);
+                    Ok(())
                 }
-            }
+                Err(e) => Err(ring_error(inner, "wr_start", e)),
+            },
             QpRing::Efa(r) => r.wr_op(&mut self.n, wr_id, flags, op, inner),
         };
         if let Err(e) = r {
@@ -1878,7 +1792,7 @@ impl WrBatch<'_> {
                         },
                     ))
                 } else {
-                    r.sq.wr_set_sge_list(rxe_sges(sges))
+                    r.sq.wr_set_sge_list(sges)
                         .map_err(|e| ring_error(inner, "wr_start", e))
                 }
             }

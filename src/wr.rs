@@ -9,112 +9,13 @@
 //! borrows its [`Ah`], so the AH cannot be destroyed while a work request naming it exists; the
 //! QP keeps a clone of it until the send queue slot is reused (see [`crate::Qp::post_send`]).
 
-use bitflags::bitflags;
-
 use crate::ah::Ah;
 use crate::mr::Sge;
 
-bitflags! {
-    /// Send flags (`enum ibv_send_flags`). `IBV_SEND_INLINE` is not a flag here: it follows
-    /// from [`SendWr::inline`].
-    #[doc(alias = "ibv_send_flags")]
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct SendFlags: u32 {
-        /// `IBV_SEND_FENCE`: wait for earlier RDMA reads and atomics to finish first.
-        const FENCE = 1 << 0;
-        /// `IBV_SEND_SIGNALED`: produce a completion (always, on a QP with `sq_sig_all`).
-        const SIGNALED = 1 << 1;
-        /// `IBV_SEND_SOLICITED`: set the solicited-event bit at the receiver.
-        const SOLICITED = 1 << 2;
-    }
-}
-
-/// The operation of a send work request and its operands (`ibv_send_wr.opcode` with the
-/// matching part of `ibv_send_wr.wr`, `imm_data`, `invalidate_rkey`).
-///
-/// Immediate data is host order here; it travels big-endian, and the receiver's completion
-/// gives back the same host-order value (`wc.imm_data`, [`crate::PollCq::read_imm_data`]).
-#[doc(alias = "ibv_wr_opcode")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WrOp {
-    /// `IBV_WR_SEND`.
-    Send,
-    /// `IBV_WR_SEND_WITH_IMM`.
-    SendWithImm {
-        /// Immediate data (host order).
-        imm_data: u32,
-    },
-    /// `IBV_WR_SEND_WITH_INV`: send and invalidate `invalidate_rkey` at the responder.
-    SendWithInv {
-        /// The remote key to invalidate (a memory window's, on rxe).
-        invalidate_rkey: u32,
-    },
-    /// `IBV_WR_RDMA_WRITE`.
-    RdmaWrite {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
-    RdmaWriteWithImm {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Immediate data (host order).
-        imm_data: u32,
-    },
-    /// `IBV_WR_RDMA_READ`.
-    RdmaRead {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the local SGE list must total exactly 8 bytes and the
-    /// remote address be 8-byte aligned; the old remote value lands in the local buffer.
-    AtomicCmpAndSwp {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Compared with the remote value.
-        compare: u64,
-        /// Stored if equal.
-        swap: u64,
-    },
-    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: as for compare-and-swap, 8 bytes, aligned.
-    AtomicFetchAndAdd {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Added to the remote value.
-        add: u64,
-    },
-    /// `IBV_WR_BIND_MW`: bind a type-2 memory window to `length` bytes at `addr` of the MR
-    /// with `mr_lkey`, giving it `new_rkey` (usually [`crate::Mw::inc_rkey`] of its key).
-    BindMw {
-        /// The window's current rkey.
-        mw_rkey: u32,
-        /// The rkey after the bind.
-        new_rkey: u32,
-        /// lkey of the MR the window lies in (registered with `MW_BIND`).
-        mr_lkey: u32,
-        /// Start of the window.
-        addr: u64,
-        /// Length of the window.
-        length: u64,
-        /// Remote access the window grants.
-        access: crate::AccessFlags,
-    },
-    /// `IBV_WR_LOCAL_INV`: invalidate a local key.
-    LocalInv {
-        /// The key to invalidate.
-        invalidate_rkey: u32,
-    },
-}
+// The send flags and operations are the work-request vocabulary the providers share: a
+// `SendWr`'s `op`, `flags` and SGE slice reach the provider's ring as they are.
+#[doc(inline)]
+pub use uverbs_wr::{SendFlags, WrOp};
 
 /// The data of a send work request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,21 +246,8 @@ impl<'a> SendWr<'a> {
 /// # let _ = (pd, cq);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[doc(alias = "ibv_recv_wr")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecvWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Where the received bytes go.
-    pub sg_list: &'a [Sge],
-}
-
-impl<'a> RecvWr<'a> {
-    /// A receive into `sg_list`.
-    pub fn new(wr_id: u64, sg_list: &'a [Sge]) -> Self {
-        RecvWr { wr_id, sg_list }
-    }
-}
+#[doc(inline)]
+pub use uverbs_wr::RecvWr;
 
 /// A failed `post_send`/`post_recv` of a list (`bad_wr`).
 ///

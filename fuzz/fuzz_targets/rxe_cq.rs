@@ -14,14 +14,14 @@
 use libfuzzer_sys::fuzz_target;
 use uverbs_fuzz::{Input, Shared};
 use uverbs_rxe::{
-    CompletionQueue, Cqe, QpType, Queue, RecvQueue, RxeSge, SendOp, SendQueue, SendQueueCaps,
-    SendWr,
+    CompletionQueue, Cqe, QpType, Queue, RecvQueue, SendQueue, SendQueueCaps, SendWr,
 };
 use uverbs_uapi::rxe::{
     RXE_QUEUE_BUF_CONSUMER_INDEX_OFFSET as CONS, RXE_QUEUE_BUF_DATA_OFFSET as DATA,
     RXE_QUEUE_BUF_INDEX_MASK_OFFSET as MASK, RXE_QUEUE_BUF_LOG2_ELEM_SIZE_OFFSET as LOG2,
     RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET as PROD,
 };
+use uverbs_wr::{Sge, WrOp};
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input::new(data);
@@ -206,9 +206,9 @@ fn cq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32, elem: usize) {
     }
 }
 
-fn sges(inp: &mut Input<'_>) -> Vec<RxeSge> {
+fn sges(inp: &mut Input<'_>) -> Vec<Sge> {
     (0..inp.below(6))
-        .map(|_| RxeSge {
+        .map(|_| Sge {
             addr: inp.u64(),
             length: inp.size(),
             lkey: inp.u32(),
@@ -236,7 +236,7 @@ fn sq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32) {
         match inp.u8() % 4 {
             0 => {
                 let sg = sges(inp);
-                let wr = SendWr::new(inp.u64(), SendOp::Send).sge(&sg);
+                let wr = SendWr::new(inp.u64(), WrOp::Send).sge(&sg);
                 if sq.post(&wr).is_err() {
                     assert_eq!(mem.read_u32(PROD), before, "a failed post published");
                 }

@@ -16,6 +16,7 @@ use uverbs_uapi::rxe::{
     RXE_QUEUE_BUF_DATA_OFFSET as DATA, RXE_QUEUE_BUF_INDEX_MASK_OFFSET as MASK,
     RXE_QUEUE_BUF_LOG2_ELEM_SIZE_OFFSET as LOG2, RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET as PROD,
 };
+use uverbs_wr::{AccessFlags, Sge, WrOp};
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input::new(data);
@@ -38,9 +39,9 @@ fn rxe_ring(inp: &mut Input<'_>) -> (Shared, rxe::Queue) {
     (mem, q)
 }
 
-fn rxe_sges(inp: &mut Input<'_>) -> Vec<rxe::RxeSge> {
+fn rxe_sges(inp: &mut Input<'_>) -> Vec<Sge> {
     (0..inp.below(8))
-        .map(|_| rxe::RxeSge {
+        .map(|_| Sge {
             addr: inp.u64(),
             length: inp.size(),
             lkey: inp.u32(),
@@ -48,8 +49,10 @@ fn rxe_sges(inp: &mut Input<'_>) -> Vec<rxe::RxeSge> {
         .collect()
 }
 
-fn rxe_op(inp: &mut Input<'_>) -> rxe::SendOp {
-    use rxe::SendOp::*;
+/// Any operation of the shared vocabulary (both providers take every one and refuse what
+/// their QP or device lacks).
+fn wr_op(inp: &mut Input<'_>) -> WrOp {
+    use WrOp::*;
     let (a, k, x, y) = (inp.u64(), inp.u32(), inp.u64(), inp.u32());
     match inp.u8() % 10 {
         0 => Send,
@@ -80,14 +83,14 @@ fn rxe_op(inp: &mut Input<'_>) -> rxe::SendOp {
             add: x,
         },
         8 => LocalInv { invalidate_rkey: y },
-        _ => BindMw(rxe::MwBind {
+        _ => BindMw {
             mw_rkey: k,
-            rkey: y,
+            new_rkey: y,
             mr_lkey: inp.u32(),
             addr: a,
             length: x,
-            access: inp.u32(),
-        }),
+            access: AccessFlags::from_bits_retain(inp.u32()),
+        },
     }
 }
 
@@ -108,7 +111,7 @@ fn rxe_send(inp: &mut Input<'_>) {
         let n = inp.below(700) as usize;
         let inline = inp.take(n).to_vec();
         let list: Vec<&[u8]> = inline.chunks(1 + inp.below(64) as usize).collect();
-        let op = rxe_op(inp);
+        let op = wr_op(inp);
         let payload = match inp.u8() % 3 {
             0 => rxe::Payload::Sge(&sg),
             1 => rxe::Payload::Inline(&inline),
@@ -130,7 +133,7 @@ fn rxe_send(inp: &mut Input<'_>) {
         let wr = rxe::SendWr {
             wr_id: inp.u64(),
             op,
-            flags: rxe::SendFlags::from_bits_retain(inp.u32()),
+            flags: uverbs_wr::SendFlags::from_bits_retain(inp.u32()),
             payload,
             ud,
         };
@@ -197,9 +200,9 @@ fn rxe_recv(inp: &mut Input<'_>) {
 
 fn efa(inp: &mut Input<'_>) {
     use uverbs_efa::{
-        DeviceCaps, Payload, QpType, RecvQueue, RecvWr, RqConfig, SendOp, SendQueue, SendWr, Sge,
-        SqConfig, UdAddr,
+        DeviceCaps, Payload, QpType, RecvQueue, RqConfig, SendQueue, SendWr, SqConfig, UdAddr,
     };
+    use uverbs_wr::RecvWr;
     let wqe_size = if inp.bool() { 128 } else { 64 };
     let cfg = SqConfig {
         qp_num: inp.u32(),
@@ -247,24 +250,7 @@ fn efa(inp: &mut Input<'_>) {
             remote_qpn: inp.u32(),
             remote_qkey: inp.u32(),
         };
-        let (k, a, i) = (inp.u32(), inp.u64(), inp.u32());
-        let op = match inp.u8() % 5 {
-            0 => SendOp::Send,
-            1 => SendOp::SendImm { imm: i },
-            2 => SendOp::RdmaRead {
-                rkey: k,
-                remote_addr: a,
-            },
-            3 => SendOp::RdmaWrite {
-                rkey: k,
-                remote_addr: a,
-            },
-            _ => SendOp::RdmaWriteImm {
-                rkey: k,
-                remote_addr: a,
-                imm: i,
-            },
-        };
+        let op = wr_op(inp);
         let wr = SendWr {
             wr_id: inp.u64(),
             op,

@@ -9,11 +9,9 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use uverbs_efa::rq::{RecvQueue, RqConfig};
 use uverbs_efa::sq::{
-    DeviceCaps, Payload, PlainWr, QpType as EfaType, SendOp, SendQueue, SendWr as EfaWr,
-    Sge as EfaSge, SqConfig, UdAddr,
+    DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
 };
 use uverbs_efa::table::QpTable;
-use uverbs_efa::RecvWr as EfaRecvWr;
 use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
@@ -75,20 +73,20 @@ pub struct EfaQpInitAttr {
 #[derive(Clone, Copy)]
 struct Staged {
     wr_id: u64,
-    op: SendOp,
+    op: WrOp,
     dest: UdAddr,
     has_dest: bool,
     signaled: bool,
     inline: bool,
     n: u8,
-    sges: [EfaSge; 2],
+    sges: [Sge; 2],
     inline_len: u8,
     inline_data: [u8; 80],
 }
 
 const EMPTY_STAGED: Staged = Staged {
     wr_id: 0,
-    op: SendOp::Send,
+    op: WrOp::Send,
     dest: UdAddr {
         ah: 0,
         remote_qpn: 0,
@@ -98,7 +96,7 @@ const EMPTY_STAGED: Staged = Staged {
     signaled: false,
     inline: false,
     n: 0,
-    sges: [EfaSge {
+    sges: [Sge {
         addr: 0,
         length: 0,
         lkey: 0,
@@ -128,25 +126,6 @@ pub(crate) struct EfaQpRing {
 fn page_align(n: usize) -> usize {
     let p = rustix::param::page_size();
     n.div_ceil(p) * p
-}
-
-// `Sge` (ours) and `uverbs_efa::Sge` are both `#[repr(C)]` `{ u64, u32, u32 }` (`struct
-// ibv_sge`): checked here, so a slice of one is a slice of the other (`efa_sges`).
-const _: () = {
-    assert!(std::mem::size_of::<Sge>() == std::mem::size_of::<EfaSge>());
-    assert!(std::mem::align_of::<Sge>() == std::mem::align_of::<EfaSge>());
-    assert!(std::mem::offset_of!(Sge, addr) == std::mem::offset_of!(EfaSge, addr));
-    assert!(std::mem::offset_of!(Sge, length) == std::mem::offset_of!(EfaSge, length));
-    assert!(std::mem::offset_of!(Sge, lkey) == std::mem::offset_of!(EfaSge, lkey));
-};
-
-/// The caller's SGE list as the provider's SGEs, unconverted.
-#[inline(always)]
-fn efa_sges(s: &[Sge]) -> &[EfaSge] {
-    // SAFETY: both types are `#[repr(C)]` with the same fields of the same types at the same
-    // offsets, size and alignment (asserted at compile time above), and both are plain data
-    // valid for any bit pattern; the new slice has the same length and lifetime as `s`.
-    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<EfaSge>(), s.len()) }
 }
 
 /// Checks the generic attributes against what the EFA kernel driver and rdma-core's
@@ -544,28 +523,18 @@ pub(crate) fn modify_req(
     Ok(req)
 }
 
-/// How many generic receive WRs a list post converts at a time (on the stack).
-const CHUNK: usize = 32;
-
-/// The provider's operation for `op`, or why EFA cannot post it.
+/// Whether EFA has the operation `op` (rdma-core's EFA provider: SEND, SEND_WITH_IMM and,
+/// on SRD with the device caps, the RDMA ones; the provider checks those caps).
 #[inline(always)]
-fn efa_op(op: WrOp) -> std::result::Result<SendOp, WrOp> {
-    Ok(match op {
-        WrOp::Send => SendOp::Send,
-        WrOp::SendWithImm { imm_data } => SendOp::SendImm { imm: imm_data },
-        WrOp::RdmaRead { remote_addr, rkey } => SendOp::RdmaRead { rkey, remote_addr },
-        WrOp::RdmaWrite { remote_addr, rkey } => SendOp::RdmaWrite { rkey, remote_addr },
-        WrOp::RdmaWriteWithImm {
-            remote_addr,
-            rkey,
-            imm_data,
-        } => SendOp::RdmaWriteImm {
-            rkey,
-            remote_addr,
-            imm: imm_data,
-        },
-        other => return Err(other),
-    })
+fn efa_has(op: &WrOp) -> bool {
+    matches!(
+        op,
+        WrOp::Send
+            | WrOp::SendWithImm { .. }
+            | WrOp::RdmaRead { .. }
+            | WrOp::RdmaWrite { .. }
+            | WrOp::RdmaWriteWithImm { .. }
+    )
 }
 
 #[cold]
@@ -605,8 +574,8 @@ fn ahn(d: &crate::wr::UdDest<'_>) -> u16 {
 /// an AH of the QP's PD (`pd_id`, the QP's [`crate::wr::pd_id`]).
 #[inline(always)]
 fn check_wr(wr: &SendWr<'_>, inner: &QpInner, pd_id: usize) -> Result<()> {
-    if let Err(o) = efa_op(wr.op) {
-        return Err(op_error(inner, "post_send", o));
+    if !efa_has(&wr.op) {
+        return Err(op_error(inner, "post_send", wr.op));
     }
     let Some(d) = &wr.ud else {
         return Err(no_dest(inner, "post_send"));
@@ -630,7 +599,7 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
                     remote_qpn: d.remote_qpn,
                     remote_qkey: d.remote_qkey,
                 },
-                sge: &efa_sges(std::slice::from_ref(sge))[0],
+                sge,
                 signaled: self.flags.contains(SendFlags::SIGNALED),
                 processing_hints: 0,
             }),
@@ -640,15 +609,14 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
 
     #[inline(always)]
     fn send_wr(&self) -> Option<EfaWr<'_>> {
-        let op = efa_op(self.op).ok()?;
         let d = self.ud.as_ref()?;
         let payload = match &self.data {
-            WrData::Sge(s) => Payload::Sge(efa_sges(s)),
+            WrData::Sge(s) => Payload::Sge(s),
             WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
         };
         Some(EfaWr {
             wr_id: self.wr_id,
-            op,
+            op: self.op,
             dest: UdAddr {
                 ah: ahn(d),
                 remote_qpn: d.remote_qpn,
@@ -759,32 +727,16 @@ impl EfaQpRing {
                 ),
             });
         }
-        let mut base = 0;
-        for chunk in wrs.chunks(CHUNK) {
-            let mut buf = [EfaRecvWr {
-                wr_id: 0,
-                sg_list: &[],
-            }; CHUNK];
-            for (slot, wr) in buf.iter_mut().zip(chunk) {
-                *slot = EfaRecvWr {
-                    wr_id: wr.wr_id,
-                    sg_list: efa_sges(wr.sg_list),
-                };
-            }
-            self.rq
-                .post_recv(&buf[..chunk.len()])
-                .map_err(|e| PostError {
-                    index: base + e.index,
-                    error: Error::invalid(
-                        "post_recv",
-                        inner.label(),
-                        Errno::from_raw_os_error(e.error.errno()),
-                        e.to_string(),
-                    ),
-                })?;
-            base += chunk.len();
-        }
-        Ok(())
+        // The generic WRs are the provider's (`uverbs_wr::RecvWr`): posted as they are.
+        self.rq.post_recv(wrs).map(drop).map_err(|e| PostError {
+            index: e.index,
+            error: Error::invalid(
+                "post_recv",
+                inner.label(),
+                Errno::from_raw_os_error(e.error.errno()),
+                e.to_string(),
+            ),
+        })
     }
 
     // ----- the wr_* API: staged in the QP's staging area, posted by wr_complete ----------
@@ -797,7 +749,9 @@ impl EfaQpRing {
         op: WrOp,
         inner: &QpInner,
     ) -> Result<()> {
-        let op = efa_op(op).map_err(|o| op_error(inner, "wr_start", o))?;
+        if !efa_has(&op) {
+            return Err(op_error(inner, "wr_start", op));
+        }
         let depth = self.staging.len();
         let Some(st) = self.staging.get_mut(*n) else {
             return Err(Error::invalid(
@@ -841,7 +795,7 @@ impl EfaQpRing {
                 ),
             ));
         }
-        st.sges[..sges.len()].copy_from_slice(efa_sges(sges));
+        st.sges[..sges.len()].copy_from_slice(sges);
         st.n = sges.len() as u8;
         st.inline = false;
         Ok(())

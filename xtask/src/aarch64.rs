@@ -39,6 +39,8 @@ const VM_TIMEOUT: Duration = Duration::from_secs(2400);
 fn qemu_user_args() -> Vec<&'static str> {
     vec![
         "-p",
+        "uverbs-wr",
+        "-p",
         "uverbs-rxe",
         "-p",
         "uverbs-efa",

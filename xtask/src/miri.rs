@@ -20,7 +20,7 @@ use crate::util::{err, Result};
 /// includes the EFA QP table's lock-free epoch/generation protocol
 /// (`providers/efa/src/table.rs`), whose threaded tests are where Miri finds a use after free
 /// or a data race if the protocol is broken.
-pub const PACKAGES: &[&str] = &["uverbs-rxe", "uverbs-efa", "uverbs-uapi"];
+pub const PACKAGES: &[&str] = &["uverbs-wr", "uverbs-rxe", "uverbs-efa", "uverbs-uapi"];
 
 /// The step's name in the report.
 const STEP: &str = "cargo +nightly miri test";

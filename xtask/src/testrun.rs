@@ -579,6 +579,8 @@ fn msrv_check(report: &mut Report) {
             "-p",
             "uverbs-uapi",
             "-p",
+            "uverbs-wr",
+            "-p",
             "uverbs-rxe",
             "-p",
             "uverbs-efa",

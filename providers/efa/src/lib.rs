@@ -52,10 +52,10 @@ pub mod wrid;
 
 pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, Wc};
 pub use error::{EfaError, QueueKind, ReqIdProblem};
-pub use rq::{RecvQueue, RecvWr, RqConfig};
+pub use rq::{RecvQueue, RqConfig};
 pub use sq::{
-    DeviceCaps, Payload, PlainWr, PostError, QpType, SendOp, SendQueue, SendSession, SendWr,
-    SendWrSource, Sge, SqConfig, UdAddr,
+    DeviceCaps, Payload, PlainWr, PostError, QpType, SendQueue, SendSession, SendWr, SendWrSource,
+    SqConfig, UdAddr,
 };
 pub use table::{QpTable, TablePoller};
 pub use wrid::{WridCompleter, WridPool};

@@ -15,8 +15,9 @@ use zerocopy::IntoBytes;
 use crate::defs::EfaIoRxDesc;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
-use crate::sq::{PostError, Sge};
+use crate::sq::PostError;
 use crate::wrid::{WridCompleter, WridPool};
+use uverbs_wr::RecvWr;
 
 /// Size of one receive descriptor (`sizeof(struct efa_io_rx_desc)`).
 pub const EFA_IO_RX_DESC_SIZE: u32 = 16;
@@ -60,17 +61,6 @@ impl RqConfig {
     pub fn depth(&self) -> u32 {
         self.desc_count / self.max_sge.max(1)
     }
-}
-
-/// A receive work request (`struct ibv_recv_wr`).
-#[doc(alias = "ibv_recv_wr")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecvWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Buffers (1..=max_sge). Lengths above 65535 are clamped to 65535 as rdma-core does (EFA
-    /// messages are MTU-sized, so a larger buffer cannot be filled anyway).
-    pub sg_list: &'a [Sge],
 }
 
 /// The receive queue of one QP.
@@ -187,7 +177,9 @@ impl RecvQueue {
 
     /// `ibv_post_recv`: posts `wrs` in order; the first refused WR stops the list and is
     /// reported with its index, the ones before it are posted. The doorbell is rung once if
-    /// anything was posted.
+    /// anything was posted. Each WR takes 1..=max_sge buffers; lengths above 65535 are
+    /// clamped to 65535 as rdma-core does (EFA messages are MTU-sized, so a larger buffer
+    /// cannot be filled anyway).
     #[doc(alias = "ibv_post_recv")]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<usize, PostError> {
         let mut result = Ok(wrs.len());

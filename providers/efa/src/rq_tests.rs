@@ -4,6 +4,7 @@ use super::*;
 use crate::error::{EINVAL, ENOMEM};
 use crate::testmem::Mem;
 use crate::wrid::WridCompleter;
+use uverbs_wr::Sge;
 
 /// Fields drop in declaration order: the queue goes before the memory it points into.
 struct Rig {

@@ -394,6 +394,61 @@ fn rdma_needs_caps_and_srd() {
     assert!(matches!(e.error, EfaError::OpNotSupported { .. }));
 }
 
+/// The shared vocabulary has operations EFA lacks (atomics, memory windows, invalidation):
+/// each is refused by name before anything reaches the LLQ.
+#[test]
+fn operations_efa_lacks_are_refused() {
+    let mut c = cfg(4, 64);
+    c.caps.device_caps = EFA_QUERY_DEVICE_CAPS_RDMA_READ | EFA_QUERY_DEVICE_CAPS_RDMA_WRITE;
+    let mut r = rig(c);
+    let eight = [sge(0, 8, 1)];
+    let ops = [
+        (WrOp::SendWithInv { invalidate_rkey: 3 }, "SEND_WITH_INV"),
+        (
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: 0,
+                rkey: 1,
+                compare: 0,
+                swap: 1,
+            },
+            "ATOMIC_CMP_AND_SWP",
+        ),
+        (
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: 0,
+                rkey: 1,
+                add: 1,
+            },
+            "ATOMIC_FETCH_AND_ADD",
+        ),
+        (WrOp::LocalInv { invalidate_rkey: 3 }, "LOCAL_INV"),
+        (
+            WrOp::BindMw {
+                mw_rkey: 1,
+                new_rkey: 2,
+                mr_lkey: 1,
+                addr: 0,
+                length: 8,
+                access: uverbs_wr::AccessFlags::REMOTE_READ,
+            },
+            "BIND_MW",
+        ),
+    ];
+    for (op, name) in ops {
+        let e =
+            r.sq.post_send(&[SendWr::new(1, op, DEST).sge_list(&eight).signaled(true)])
+                .unwrap_err();
+        assert_eq!(e.index, 0);
+        match e.error {
+            EfaError::OpNotSupported { op, .. } => assert_eq!(op, name),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(e.error.errno(), EOPNOTSUPP);
+    }
+    assert!(r.sq.db.log.is_empty());
+    assert!(r.desc.read(0, 256).iter().all(|&b| b == 0));
+}
+
 #[test]
 fn queue_full_posts_prefix() {
     let mut r = rig(cfg(2, 64));

@@ -46,8 +46,19 @@ pub use cq::{CompletionQueue, Cqe, PollCursor, CQE_MIN_SIZE};
 pub use error::{IndexKind, PostError, RingError};
 pub use ring::Queue;
 pub use rq::RecvQueue;
-pub use sq::{
-    MwBind, Payload, QpType, SendFlags, SendOp, SendOpcode, SendQueue, SendQueueCaps, SendWr, UdAh,
-    UdDest,
+pub use sq::{Payload, QpType, SendOpcode, SendQueue, SendQueueCaps, SendWr, UdAh, UdDest};
+pub use uverbs_uapi::rxe::RxeAv;
+
+// The rings take the shared `uverbs_wr::Sge` (`struct ibv_sge`) and copy its bytes into the
+// WQE's SGE array, whose elements are the kernel's `struct rxe_sge`: the two layouts must be
+// one.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    use uverbs_uapi::rxe::RxeSge;
+    use uverbs_wr::Sge;
+    assert!(size_of::<Sge>() == size_of::<RxeSge>());
+    assert!(align_of::<Sge>() == align_of::<RxeSge>());
+    assert!(offset_of!(Sge, addr) == offset_of!(RxeSge, addr));
+    assert!(offset_of!(Sge, length) == offset_of!(RxeSge, length));
+    assert!(offset_of!(Sge, lkey) == offset_of!(RxeSge, lkey));
 };
-pub use uverbs_uapi::rxe::{RxeAv, RxeSge};

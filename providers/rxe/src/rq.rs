@@ -3,7 +3,8 @@
 
 use core::mem::size_of;
 
-use uverbs_uapi::rxe::{RxeDmaInfo, RxeRecvWqe, RxeSge};
+use uverbs_uapi::rxe::{RxeDmaInfo, RxeRecvWqe};
+use uverbs_wr::Sge;
 use zerocopy::IntoBytes;
 
 use crate::error::{PostError, RingError};
@@ -35,7 +36,7 @@ impl RecvQueue {
                 found: elem,
             });
         }
-        let fits = u32::try_from((elem - RQ_DATA_OFFSET) / size_of::<RxeSge>()).unwrap_or(u32::MAX);
+        let fits = u32::try_from((elem - RQ_DATA_OFFSET) / size_of::<Sge>()).unwrap_or(u32::MAX);
         if max_recv_sge > fits {
             return Err(RingError::CapsExceedSlot {
                 cap: "max_recv_sge",
@@ -76,7 +77,7 @@ impl RecvQueue {
     #[doc(alias = "ibv_post_recv")]
     #[doc(alias = "ibv_post_srq_recv")]
     #[doc(alias = "rxe_post_one_recv")]
-    pub fn post(&mut self, wr_id: u64, sges: &[RxeSge]) -> Result<(), PostError> {
+    pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         if sges.len() > self.max_sge as usize {
             return Err(PostError::TooManySge {
                 num_sge: sges.len(),

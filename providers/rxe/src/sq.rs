@@ -15,11 +15,11 @@
 use core::mem::{offset_of, size_of};
 use core::num::NonZeroU32;
 
-use bitflags::bitflags;
 use uverbs_uapi::rxe::{
-    RxeAv, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd, RxeSge,
+    RxeAv, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd,
     RXE_WQE_STATE_POSTED,
 };
+use uverbs_wr::{AccessFlags, SendFlags, Sge, WrOp};
 use zerocopy::IntoBytes;
 
 use crate::error::{PostError, RingError};
@@ -28,8 +28,6 @@ use crate::ring::Queue;
 
 /// `IB_SEND_INLINE`: set in `send_flags` when the data is inline in the WQE.
 const IB_SEND_INLINE: u32 = 1 << 3;
-/// `IBV_ACCESS_ZERO_BASED`: not supported by rxe for memory-window binds.
-const IBV_ACCESS_ZERO_BASED: u32 = 1 << 5;
 /// Offset of the data area (SGE array / inline bytes) in a send WQE slot.
 const SQ_DATA_OFFSET: usize = size_of::<RxeSendWqe>();
 const SQ_DMA_OFFSET: usize = offset_of!(RxeSendWqe, dma);
@@ -81,6 +79,22 @@ pub enum SendOpcode {
 }
 
 impl SendOpcode {
+    /// The opcode written to the WQE for `op`.
+    pub fn of(op: &WrOp) -> Self {
+        match op {
+            WrOp::Send => SendOpcode::Send,
+            WrOp::SendWithImm { .. } => SendOpcode::SendWithImm,
+            WrOp::SendWithInv { .. } => SendOpcode::SendWithInv,
+            WrOp::RdmaWrite { .. } => SendOpcode::RdmaWrite,
+            WrOp::RdmaWriteWithImm { .. } => SendOpcode::RdmaWriteWithImm,
+            WrOp::RdmaRead { .. } => SendOpcode::RdmaRead,
+            WrOp::AtomicCmpAndSwp { .. } => SendOpcode::AtomicCmpAndSwp,
+            WrOp::AtomicFetchAndAdd { .. } => SendOpcode::AtomicFetchAndAdd,
+            WrOp::LocalInv { .. } => SendOpcode::LocalInv,
+            WrOp::BindMw { .. } => SendOpcode::BindMw,
+        }
+    }
+
     /// Whether a QP of `qp_type` accepts this opcode (the rxe provider's send-ops lists).
     pub fn supported_on(self, qp_type: QpType) -> bool {
         use SendOpcode::*;
@@ -117,125 +131,6 @@ impl SendOpcode {
     }
 }
 
-bitflags! {
-    /// Send flags (`IBV_SEND_*` / kernel `IB_SEND_*`). Inline is not a flag here: it follows from
-    /// [`Payload::Inline`] / [`SendQueue::wr_set_inline_data`].
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct SendFlags: u32 {
-        /// `IBV_SEND_FENCE`: wait for prior RDMA reads/atomics to complete.
-        const FENCE = 1 << 0;
-        /// `IBV_SEND_SIGNALED`: produce a completion even if the QP is not `sq_sig_all`.
-        const SIGNALED = 1 << 1;
-        /// `IBV_SEND_SOLICITED`: set the solicited-event bit at the receiver.
-        const SOLICITED = 1 << 2;
-    }
-}
-
-/// Memory-window bind parameters (`struct ibv_mw_bind_info` plus the MW's keys).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MwBind {
-    /// Current rkey of the MW (`ibv_mw::rkey`).
-    pub mw_rkey: u32,
-    /// New rkey after the bind (`ibv_inc_rkey(mw->rkey)` in rdma-core).
-    pub rkey: u32,
-    /// lkey of the MR the window lies in.
-    pub mr_lkey: u32,
-    /// Start address of the window.
-    pub addr: u64,
-    /// Length of the window.
-    pub length: u64,
-    /// `IBV_ACCESS_*` of the window (`IBV_ACCESS_ZERO_BASED` is refused).
-    pub access: u32,
-}
-
-/// The operation of a send work request and its opcode-specific operands.
-///
-/// Immediate data is a host-order value; it is stored big-endian as the ABI requires and comes
-/// back host-order from [`crate::Cqe::imm_data`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendOp {
-    /// `IBV_WR_SEND`.
-    Send,
-    /// `IBV_WR_SEND_WITH_IMM`.
-    SendWithImm {
-        /// Immediate data (host order).
-        imm_data: u32,
-    },
-    /// `IBV_WR_SEND_WITH_INV`.
-    SendWithInv {
-        /// rkey to invalidate at the responder.
-        invalidate_rkey: u32,
-    },
-    /// `IBV_WR_RDMA_WRITE`.
-    RdmaWrite {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
-    RdmaWriteWithImm {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Immediate data (host order).
-        imm_data: u32,
-    },
-    /// `IBV_WR_RDMA_READ`.
-    RdmaRead {
-        /// Remote address.
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-    },
-    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: local buffer of exactly 8 bytes, remote 8-byte aligned.
-    AtomicCmpAndSwp {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Value compared with the remote one.
-        compare: u64,
-        /// Value stored if equal.
-        swap: u64,
-    },
-    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: local buffer of exactly 8 bytes, remote 8-byte aligned.
-    AtomicFetchAndAdd {
-        /// Remote address (8-byte aligned).
-        remote_addr: u64,
-        /// Remote key.
-        rkey: u32,
-        /// Value added.
-        add: u64,
-    },
-    /// `IBV_WR_LOCAL_INV`.
-    LocalInv {
-        /// Local rkey/lkey to invalidate.
-        invalidate_rkey: u32,
-    },
-    /// `IBV_WR_BIND_MW` (type-2 memory window bind).
-    BindMw(MwBind),
-}
-
-impl SendOp {
-    /// The opcode written to the WQE.
-    pub fn opcode(&self) -> SendOpcode {
-        match self {
-            SendOp::Send => SendOpcode::Send,
-            SendOp::SendWithImm { .. } => SendOpcode::SendWithImm,
-            SendOp::SendWithInv { .. } => SendOpcode::SendWithInv,
-            SendOp::RdmaWrite { .. } => SendOpcode::RdmaWrite,
-            SendOp::RdmaWriteWithImm { .. } => SendOpcode::RdmaWriteWithImm,
-            SendOp::RdmaRead { .. } => SendOpcode::RdmaRead,
-            SendOp::AtomicCmpAndSwp { .. } => SendOpcode::AtomicCmpAndSwp,
-            SendOp::AtomicFetchAndAdd { .. } => SendOpcode::AtomicFetchAndAdd,
-            SendOp::LocalInv { .. } => SendOpcode::LocalInv,
-            SendOp::BindMw(_) => SendOpcode::BindMw,
-        }
-    }
-}
-
 /// How a UD send names its address handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UdAh<'a> {
@@ -260,7 +155,7 @@ pub struct UdDest<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload<'a> {
     /// Scatter/gather list of registered memory (`sg_list`/`num_sge`); may be empty.
-    Sge(&'a [RxeSge]),
+    Sge(&'a [Sge]),
     /// Bytes copied into the WQE now (`IBV_SEND_INLINE`); the buffer is free on return.
     Inline(&'a [u8]),
     /// Several pieces copied back to back into the WQE (`ibv_wr_set_inline_data_list`).
@@ -280,7 +175,7 @@ pub struct SendWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,
     /// Operation and its operands.
-    pub op: SendOp,
+    pub op: WrOp,
     /// Send flags.
     pub flags: SendFlags,
     /// Data.
@@ -291,7 +186,7 @@ pub struct SendWr<'a> {
 
 impl<'a> SendWr<'a> {
     /// A work request with no flags, no data and no UD destination.
-    pub fn new(wr_id: u64, op: SendOp) -> Self {
+    pub fn new(wr_id: u64, op: WrOp) -> Self {
         SendWr {
             wr_id,
             op,
@@ -308,7 +203,7 @@ impl<'a> SendWr<'a> {
     }
 
     /// Sets a scatter/gather list.
-    pub fn sge(mut self, sges: &'a [RxeSge]) -> Self {
+    pub fn sge(mut self, sges: &'a [Sge]) -> Self {
         self.payload = Payload::Sge(sges);
         self
     }
@@ -387,7 +282,7 @@ impl SendQueue {
             });
         }
         let room = elem - SQ_DATA_OFFSET;
-        let fits_sge = u32::try_from(room / size_of::<RxeSge>()).unwrap_or(u32::MAX);
+        let fits_sge = u32::try_from(room / size_of::<Sge>()).unwrap_or(u32::MAX);
         let fits_inline = u32::try_from(room).unwrap_or(u32::MAX);
         if caps.max_send_sge > fits_sge {
             return Err(RingError::CapsExceedSlot {
@@ -434,8 +329,8 @@ impl SendQueue {
 
     // ----- validation ------------------------------------------------------------------------
 
-    fn check_opcode(&self, op: &SendOp) -> Result<SendOpcode, PostError> {
-        let opcode = op.opcode();
+    fn check_opcode(&self, op: &WrOp) -> Result<SendOpcode, PostError> {
+        let opcode = SendOpcode::of(op);
         if !opcode.supported_on(self.caps.qp_type) {
             return Err(PostError::OpcodeNotSupported {
                 opcode,
@@ -443,13 +338,13 @@ impl SendQueue {
             });
         }
         match *op {
-            SendOp::AtomicCmpAndSwp { remote_addr, .. }
-            | SendOp::AtomicFetchAndAdd { remote_addr, .. }
+            WrOp::AtomicCmpAndSwp { remote_addr, .. }
+            | WrOp::AtomicFetchAndAdd { remote_addr, .. }
                 if remote_addr % 8 != 0 =>
             {
                 Err(PostError::AtomicMisaligned { remote_addr })
             }
-            SendOp::BindMw(b) if b.access & IBV_ACCESS_ZERO_BASED != 0 => {
+            WrOp::BindMw { access, .. } if access.contains(AccessFlags::ZERO_BASED) => {
                 Err(PostError::BindMwZeroBased)
             }
             _ => Ok(opcode),
@@ -464,7 +359,7 @@ impl SendQueue {
         }
     }
 
-    fn check_sges(&self, opcode: SendOpcode, sges: &[RxeSge]) -> Result<u32, PostError> {
+    fn check_sges(&self, opcode: SendOpcode, sges: &[Sge]) -> Result<u32, PostError> {
         if !sges.is_empty() && !opcode.takes_data() {
             return Err(PostError::DataNotAllowed { opcode });
         }
@@ -520,7 +415,7 @@ impl SendQueue {
     /// caller's). The bytes are those of a zeroed [`RxeSendWqe`] with these fields set, without
     /// building one on the stack and copying it into the slot.
     #[inline]
-    fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &SendOp) -> Result<(), PostError> {
+    fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &WrOp) -> Result<(), PostError> {
         if !self.p.q.zero_slot(index, 0, SQ_DATA_OFFSET) {
             return Err(PostError::Ring(RingError::ElemTooSmall {
                 need: SQ_DATA_OFFSET,
@@ -528,22 +423,26 @@ impl SendQueue {
             }));
         }
         self.put(index, SQ_WR_ID_OFFSET, &wr_id.to_ne_bytes())?;
-        self.put(index, SQ_OPCODE_OFFSET, &(op.opcode() as u32).to_ne_bytes())?;
+        self.put(
+            index,
+            SQ_OPCODE_OFFSET,
+            &(SendOpcode::of(op) as u32).to_ne_bytes(),
+        )?;
         self.put(index, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
         self.put(index, SQ_STATE_OFFSET, &RXE_WQE_STATE_POSTED.to_ne_bytes())?;
         match *op {
-            SendOp::Send => Ok(()),
-            SendOp::SendWithImm { imm_data } => {
+            WrOp::Send => Ok(()),
+            WrOp::SendWithImm { imm_data } => {
                 // Big-endian, as `RxeSendWr::set_imm_data` stores it.
                 self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
             }
-            SendOp::SendWithInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
+            WrOp::SendWithInv { invalidate_rkey } | WrOp::LocalInv { invalidate_rkey } => {
                 self.put(index, SQ_EX_OFFSET, &invalidate_rkey.to_ne_bytes())
             }
-            SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
                 self.put_rdma(index, remote_addr, rkey)
             }
-            SendOp::RdmaWriteWithImm {
+            WrOp::RdmaWriteWithImm {
                 remote_addr,
                 rkey,
                 imm_data,
@@ -551,7 +450,7 @@ impl SendQueue {
                 self.put_rdma(index, remote_addr, rkey)?;
                 self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
             }
-            SendOp::AtomicCmpAndSwp {
+            WrOp::AtomicCmpAndSwp {
                 remote_addr,
                 rkey,
                 compare,
@@ -566,7 +465,7 @@ impl SendQueue {
                     reserved: 0,
                 },
             ),
-            SendOp::AtomicFetchAndAdd {
+            WrOp::AtomicFetchAndAdd {
                 remote_addr,
                 rkey,
                 add,
@@ -580,16 +479,23 @@ impl SendQueue {
                     reserved: 0,
                 },
             ),
-            SendOp::BindMw(b) => self.put(
+            WrOp::BindMw {
+                mw_rkey,
+                new_rkey,
+                mr_lkey,
+                addr,
+                length,
+                access,
+            } => self.put(
                 index,
                 SQ_WR_UNION_OFFSET,
                 RxeSendWrMw {
-                    addr: b.addr,
-                    length: b.length,
-                    mr_lkey: b.mr_lkey,
-                    mw_rkey: b.mw_rkey,
-                    rkey: b.rkey,
-                    access: b.access,
+                    addr,
+                    length,
+                    mr_lkey,
+                    mw_rkey,
+                    rkey: new_rkey,
+                    access: access.bits(),
                 }
                 .as_bytes(),
             ),
@@ -765,7 +671,7 @@ impl SendQueue {
         }
     }
 
-    fn wr_op_inner(&mut self, wr_id: u64, flags: SendFlags, op: SendOp) -> Result<(), PostError> {
+    fn wr_op_inner(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), PostError> {
         let b = self.open_batch()?;
         self.finish_current(&b)?;
         let opcode = self.check_opcode(&op)?;
@@ -786,8 +692,10 @@ impl SendQueue {
     }
 
     /// Builds one WQE for `op` in the open batch (the common body of the `wr_*` builders).
-    /// Data and UD address are added by the `wr_set_*` setters.
-    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: SendOp) -> Result<(), PostError> {
+    /// Data and UD address are added by the `wr_set_*` setters. `ibv_wr_bind_mw` is this
+    /// with [`WrOp::BindMw`].
+    #[doc(alias = "ibv_wr_bind_mw")]
+    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), PostError> {
         let r = self.wr_op_inner(wr_id, flags, op);
         self.sticky(r)
     }
@@ -795,7 +703,7 @@ impl SendQueue {
     /// `ibv_wr_send`.
     #[doc(alias = "ibv_wr_send")]
     pub fn wr_send(&mut self, wr_id: u64, flags: SendFlags) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::Send)
+        self.wr_op(wr_id, flags, WrOp::Send)
     }
 
     /// `ibv_wr_send_imm` (`imm_data` host order).
@@ -806,7 +714,7 @@ impl SendQueue {
         flags: SendFlags,
         imm_data: u32,
     ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::SendWithImm { imm_data })
+        self.wr_op(wr_id, flags, WrOp::SendWithImm { imm_data })
     }
 
     /// `ibv_wr_send_inv`.
@@ -817,7 +725,7 @@ impl SendQueue {
         flags: SendFlags,
         invalidate_rkey: u32,
     ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::SendWithInv { invalidate_rkey })
+        self.wr_op(wr_id, flags, WrOp::SendWithInv { invalidate_rkey })
     }
 
     /// `ibv_wr_rdma_write`.
@@ -829,7 +737,7 @@ impl SendQueue {
         rkey: u32,
         remote_addr: u64,
     ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::RdmaWrite { remote_addr, rkey })
+        self.wr_op(wr_id, flags, WrOp::RdmaWrite { remote_addr, rkey })
     }
 
     /// `ibv_wr_rdma_write_imm` (`imm_data` host order).
@@ -845,7 +753,7 @@ impl SendQueue {
         self.wr_op(
             wr_id,
             flags,
-            SendOp::RdmaWriteWithImm {
+            WrOp::RdmaWriteWithImm {
                 remote_addr,
                 rkey,
                 imm_data,
@@ -862,7 +770,7 @@ impl SendQueue {
         rkey: u32,
         remote_addr: u64,
     ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::RdmaRead { remote_addr, rkey })
+        self.wr_op(wr_id, flags, WrOp::RdmaRead { remote_addr, rkey })
     }
 
     /// `ibv_wr_atomic_cmp_swp`; follow with an 8-byte [`Self::wr_set_sge`].
@@ -879,7 +787,7 @@ impl SendQueue {
         self.wr_op(
             wr_id,
             flags,
-            SendOp::AtomicCmpAndSwp {
+            WrOp::AtomicCmpAndSwp {
                 remote_addr,
                 rkey,
                 compare,
@@ -901,7 +809,7 @@ impl SendQueue {
         self.wr_op(
             wr_id,
             flags,
-            SendOp::AtomicFetchAndAdd {
+            WrOp::AtomicFetchAndAdd {
                 remote_addr,
                 rkey,
                 add,
@@ -917,18 +825,7 @@ impl SendQueue {
         flags: SendFlags,
         invalidate_rkey: u32,
     ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::LocalInv { invalidate_rkey })
-    }
-
-    /// `ibv_wr_bind_mw`.
-    #[doc(alias = "ibv_wr_bind_mw")]
-    pub fn wr_bind_mw(
-        &mut self,
-        wr_id: u64,
-        flags: SendFlags,
-        bind: MwBind,
-    ) -> Result<(), PostError> {
-        self.wr_op(wr_id, flags, SendOp::BindMw(bind))
+        self.wr_op(wr_id, flags, WrOp::LocalInv { invalidate_rkey })
     }
 
     fn current(&self) -> Result<Current, PostError> {
@@ -963,15 +860,15 @@ impl SendQueue {
     /// rdma-core).
     #[doc(alias = "ibv_wr_set_sge")]
     pub fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Result<(), PostError> {
-        let sge = [RxeSge { addr, length, lkey }];
-        let list: &[RxeSge] = if length == 0 { &[] } else { &sge };
+        let sge = [Sge { addr, length, lkey }];
+        let list: &[Sge] = if length == 0 { &[] } else { &sge };
         let r = self.set_data_inner(Payload::Sge(list));
         self.sticky(r)
     }
 
     /// `ibv_wr_set_sge_list`: the SGE list of the last built WQE.
     #[doc(alias = "ibv_wr_set_sge_list")]
-    pub fn wr_set_sge_list(&mut self, sges: &[RxeSge]) -> Result<(), PostError> {
+    pub fn wr_set_sge_list(&mut self, sges: &[Sge]) -> Result<(), PostError> {
         let r = self.set_data_inner(Payload::Sge(sges));
         self.sticky(r)
     }

@@ -7,9 +7,10 @@ use core::num::NonZeroU32;
 use std::vec::Vec;
 
 use uverbs_uapi::rxe::{
-    RxeAv, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge,
+    RxeAv, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma,
     RXE_WQE_STATE_POSTED,
 };
+use uverbs_wr::{AccessFlags, SendFlags, Sge, WrOp};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::cq::UverbsWc;
@@ -50,13 +51,13 @@ fn take_wqe(m: &FakeMapping) -> Option<(RxeSendWqe, Vec<u8>)> {
     Some((wqe, bytes[WQE..].to_vec()))
 }
 
-fn sge(addr: u64, length: u32, lkey: u32) -> RxeSge {
-    RxeSge { addr, length, lkey }
+fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
+    Sge { addr, length, lkey }
 }
 
-fn sges_in(data: &[u8], n: usize) -> Vec<RxeSge> {
+fn sges_in(data: &[u8], n: usize) -> Vec<Sge> {
     (0..n)
-        .map(|i| RxeSge::read_from_bytes(&data[i * 16..(i + 1) * 16]).unwrap())
+        .map(|i| Sge::read_from_bytes(&data[i * 16..(i + 1) * 16]).unwrap())
         .collect()
 }
 
@@ -85,35 +86,35 @@ fn queues_can_move_between_threads() {
 fn every_opcode_writes_the_right_fields() {
     let mut r = sq_rig(4, rc_caps());
     let list = [sge(0x1000, 8, 0x11)];
-    let bind = MwBind {
+    let bind = WrOp::BindMw {
         mw_rkey: 0x100,
-        rkey: 0x101,
+        new_rkey: 0x101,
         mr_lkey: 0x55,
         addr: 0x7000,
         length: 0x800,
-        access: 0x2,
+        access: AccessFlags::REMOTE_WRITE,
     };
     let wrs = [
-        SendWr::new(1, SendOp::Send)
+        SendWr::new(1, WrOp::Send)
             .sge(&list)
             .flags(SendFlags::SIGNALED),
         SendWr::new(
             2,
-            SendOp::SendWithImm {
+            WrOp::SendWithImm {
                 imm_data: 0xA1B2_C3D4,
             },
         )
         .sge(&list),
         SendWr::new(
             3,
-            SendOp::SendWithInv {
+            WrOp::SendWithInv {
                 invalidate_rkey: 0x77,
             },
         )
         .sge(&list),
         SendWr::new(
             4,
-            SendOp::RdmaWrite {
+            WrOp::RdmaWrite {
                 remote_addr: 0xDEAD_0000,
                 rkey: 0x99,
             },
@@ -121,7 +122,7 @@ fn every_opcode_writes_the_right_fields() {
         .sge(&list),
         SendWr::new(
             5,
-            SendOp::RdmaWriteWithImm {
+            WrOp::RdmaWriteWithImm {
                 remote_addr: 0xBEEF_0000,
                 rkey: 0x98,
                 imm_data: 7,
@@ -130,7 +131,7 @@ fn every_opcode_writes_the_right_fields() {
         .sge(&list),
         SendWr::new(
             6,
-            SendOp::RdmaRead {
+            WrOp::RdmaRead {
                 remote_addr: 0xCAFE_0000,
                 rkey: 0x97,
             },
@@ -139,7 +140,7 @@ fn every_opcode_writes_the_right_fields() {
         .flags(SendFlags::FENCE),
         SendWr::new(
             7,
-            SendOp::AtomicCmpAndSwp {
+            WrOp::AtomicCmpAndSwp {
                 remote_addr: 0x8000,
                 rkey: 0x96,
                 compare: 10,
@@ -149,7 +150,7 @@ fn every_opcode_writes_the_right_fields() {
         .sge(&list),
         SendWr::new(
             8,
-            SendOp::AtomicFetchAndAdd {
+            WrOp::AtomicFetchAndAdd {
                 remote_addr: 0x8008,
                 rkey: 0x95,
                 add: 3,
@@ -159,11 +160,11 @@ fn every_opcode_writes_the_right_fields() {
         .flags(SendFlags::SOLICITED | SendFlags::SIGNALED),
         SendWr::new(
             9,
-            SendOp::LocalInv {
+            WrOp::LocalInv {
                 invalidate_rkey: 0x1234,
             },
         ),
-        SendWr::new(10, SendOp::BindMw(bind)),
+        SendWr::new(10, bind),
     ];
     for wr in &wrs {
         r.sq.post(wr).unwrap();
@@ -180,7 +181,7 @@ fn every_opcode_writes_the_right_fields() {
     assert_eq!(got.len(), 10);
     for (i, (w, _)) in got.iter().enumerate() {
         assert_eq!(w.wr.wr_id, i as u64 + 1);
-        assert_eq!(w.wr.opcode, wrs[i].op.opcode() as u32);
+        assert_eq!(w.wr.opcode, SendOpcode::of(&wrs[i].op) as u32);
         assert_eq!(w.wr.reserved, 0);
     }
     // IB_UVERBS_WR_* numbers.
@@ -253,17 +254,17 @@ fn every_opcode_writes_the_right_fields() {
 fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
     let mut w = RxeSendWqe::default();
     w.wr.wr_id = wr.wr_id;
-    w.wr.opcode = wr.op.opcode() as u32;
+    w.wr.opcode = SendOpcode::of(&wr.op) as u32;
     let inline = !matches!(wr.payload, Payload::Sge(_));
     w.wr.send_flags = wr.flags.bits() | if inline { 1 << 3 } else { 0 };
     w.state = RXE_WQE_STATE_POSTED;
     match wr.op {
-        SendOp::Send => {}
-        SendOp::SendWithImm { imm_data } => w.wr.set_imm_data(imm_data),
-        SendOp::SendWithInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
+        WrOp::Send => {}
+        WrOp::SendWithImm { imm_data } => w.wr.set_imm_data(imm_data),
+        WrOp::SendWithInv { invalidate_rkey } | WrOp::LocalInv { invalidate_rkey } => {
             w.wr.set_invalidate_rkey(invalidate_rkey)
         }
-        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+        WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
             w.wr.set_rdma(&RxeSendWrRdma {
                 remote_addr,
                 rkey,
@@ -271,7 +272,7 @@ fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
             });
             w.iova = remote_addr;
         }
-        SendOp::RdmaWriteWithImm {
+        WrOp::RdmaWriteWithImm {
             remote_addr,
             rkey,
             imm_data,
@@ -284,7 +285,7 @@ fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
             w.wr.set_imm_data(imm_data);
             w.iova = remote_addr;
         }
-        SendOp::AtomicCmpAndSwp {
+        WrOp::AtomicCmpAndSwp {
             remote_addr,
             rkey,
             compare,
@@ -299,7 +300,7 @@ fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
             });
             w.iova = remote_addr;
         }
-        SendOp::AtomicFetchAndAdd {
+        WrOp::AtomicFetchAndAdd {
             remote_addr,
             rkey,
             add,
@@ -313,13 +314,20 @@ fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
             });
             w.iova = remote_addr;
         }
-        SendOp::BindMw(b) => w.wr.set_mw(&RxeSendWrMw {
-            addr: b.addr,
-            length: b.length,
-            mr_lkey: b.mr_lkey,
-            mw_rkey: b.mw_rkey,
-            rkey: b.rkey,
-            access: b.access,
+        WrOp::BindMw {
+            mw_rkey,
+            new_rkey,
+            mr_lkey,
+            addr,
+            length,
+            access,
+        } => w.wr.set_mw(&RxeSendWrMw {
+            addr,
+            length,
+            mr_lkey,
+            mw_rkey,
+            rkey: new_rkey,
+            access: access.bits(),
         }),
     }
     w.dma.length = length;
@@ -342,22 +350,22 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
     assert!((0..16).all(|i| m.peek_slot(i) == stale));
     let mut sq = SendQueue::new(open(&m), rc_caps()).unwrap();
     let list = [sge(0x1000, 8, 0x11), sge(0x2000, 16, 0x12)];
-    let bind = MwBind {
+    let bind = WrOp::BindMw {
         mw_rkey: 0x100,
-        rkey: 0x101,
+        new_rkey: 0x101,
         mr_lkey: 0x55,
         addr: 0x7000,
         length: 0x800,
-        access: 0x2,
+        access: AccessFlags::REMOTE_WRITE,
     };
     let inline = [0x3cu8; 24];
     let wrs = [
-        SendWr::new(1, SendOp::Send).sge(&list[..1]),
-        SendWr::new(2, SendOp::SendWithImm { imm_data: 0xA1B2 }).inline(&inline),
-        SendWr::new(3, SendOp::SendWithInv { invalidate_rkey: 7 }).sge(&list),
+        SendWr::new(1, WrOp::Send).sge(&list[..1]),
+        SendWr::new(2, WrOp::SendWithImm { imm_data: 0xA1B2 }).inline(&inline),
+        SendWr::new(3, WrOp::SendWithInv { invalidate_rkey: 7 }).sge(&list),
         SendWr::new(
             4,
-            SendOp::RdmaWrite {
+            WrOp::RdmaWrite {
                 remote_addr: 0xDEAD_0000,
                 rkey: 0x99,
             },
@@ -366,7 +374,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         .flags(SendFlags::SIGNALED | SendFlags::FENCE),
         SendWr::new(
             5,
-            SendOp::RdmaWriteWithImm {
+            WrOp::RdmaWriteWithImm {
                 remote_addr: 0xBEEF_0000,
                 rkey: 0x98,
                 imm_data: 7,
@@ -374,7 +382,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         ),
         SendWr::new(
             6,
-            SendOp::RdmaRead {
+            WrOp::RdmaRead {
                 remote_addr: 0xCAFE_0000,
                 rkey: 0x97,
             },
@@ -382,7 +390,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         .sge(&list[..1]),
         SendWr::new(
             7,
-            SendOp::AtomicCmpAndSwp {
+            WrOp::AtomicCmpAndSwp {
                 remote_addr: 0x8000,
                 rkey: 0x96,
                 compare: 10,
@@ -392,7 +400,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         .sge(&list[..1]),
         SendWr::new(
             8,
-            SendOp::AtomicFetchAndAdd {
+            WrOp::AtomicFetchAndAdd {
                 remote_addr: 0x8008,
                 rkey: 0x95,
                 add: 3,
@@ -402,11 +410,11 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         .flags(SendFlags::SOLICITED),
         SendWr::new(
             9,
-            SendOp::LocalInv {
+            WrOp::LocalInv {
                 invalidate_rkey: 0x1234,
             },
         ),
-        SendWr::new(10, SendOp::BindMw(bind)),
+        SendWr::new(10, bind),
     ];
     for wr in &wrs {
         sq.post(wr).unwrap();
@@ -435,14 +443,13 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
 fn inline_and_multi_sge() {
     let mut r = sq_rig(3, rc_caps());
     let msg = b"hello rxe, inline";
-    r.sq.post(&SendWr::new(1, SendOp::Send).inline(msg))
-        .unwrap();
+    r.sq.post(&SendWr::new(1, WrOp::Send).inline(msg)).unwrap();
     let pieces: [&[u8]; 3] = [b"ab", b"", b"cdef"];
     r.sq.post(&SendWr {
         payload: Payload::InlineList(&pieces),
         ..SendWr::new(
             2,
-            SendOp::RdmaWrite {
+            WrOp::RdmaWrite {
                 remote_addr: 64,
                 rkey: 1,
             },
@@ -455,9 +462,9 @@ fn inline_and_multi_sge() {
         sge(0x3000, 0, 3),
         sge(0x4000, 1, 4),
     ];
-    r.sq.post(&SendWr::new(3, SendOp::Send).sge(&list)).unwrap();
+    r.sq.post(&SendWr::new(3, WrOp::Send).sge(&list)).unwrap();
     let max_inline = [0x5au8; 64];
-    r.sq.post(&SendWr::new(4, SendOp::Send).inline(&max_inline))
+    r.sq.post(&SendWr::new(4, WrOp::Send).inline(&max_inline))
         .unwrap();
     r.sq.publish();
 
@@ -505,9 +512,9 @@ fn ud_destination_by_ah_num_and_by_av() {
         remote_qpn: 0x13,
         remote_qkey: 0x2222,
     };
-    r.sq.post(&SendWr::new(1, SendOp::Send).inline(b"x").ud(num))
+    r.sq.post(&SendWr::new(1, WrOp::Send).inline(b"x").ud(num))
         .unwrap();
-    r.sq.post(&SendWr::new(2, SendOp::SendWithImm { imm_data: 5 }).ud(full))
+    r.sq.post(&SendWr::new(2, WrOp::SendWithImm { imm_data: 5 }).ud(full))
         .unwrap();
     r.sq.publish();
 
@@ -539,14 +546,14 @@ fn send_validation_names_the_failed_check() {
     let five = [sge(0x1000, 5, 1); 5];
     let cases: Vec<(SendWr<'_>, PostError)> = vec![
         (
-            SendWr::new(1, SendOp::Send).sge(&five),
+            SendWr::new(1, WrOp::Send).sge(&five),
             PostError::TooManySge {
                 num_sge: 5,
                 max_sge: 4,
             },
         ),
         (
-            SendWr::new(1, SendOp::Send).inline(&[0u8; 65]),
+            SendWr::new(1, WrOp::Send).inline(&[0u8; 65]),
             PostError::InlineTooLong {
                 len: 65,
                 max_inline: 64,
@@ -555,7 +562,7 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::RdmaRead {
+                WrOp::RdmaRead {
                     remote_addr: 0,
                     rkey: 1,
                 },
@@ -568,7 +575,7 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::AtomicFetchAndAdd {
+                WrOp::AtomicFetchAndAdd {
                     remote_addr: 8,
                     rkey: 1,
                     add: 1,
@@ -580,7 +587,7 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::AtomicFetchAndAdd {
+                WrOp::AtomicFetchAndAdd {
                     remote_addr: 8,
                     rkey: 1,
                     add: 1,
@@ -591,7 +598,7 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::AtomicCmpAndSwp {
+                WrOp::AtomicCmpAndSwp {
                     remote_addr: 0x1004,
                     rkey: 1,
                     compare: 0,
@@ -606,7 +613,7 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::AtomicCmpAndSwp {
+                WrOp::AtomicCmpAndSwp {
                     remote_addr: 8,
                     rkey: 1,
                     compare: 0,
@@ -619,7 +626,7 @@ fn send_validation_names_the_failed_check() {
             },
         ),
         (
-            SendWr::new(1, SendOp::LocalInv { invalidate_rkey: 1 }).sge(&eight),
+            SendWr::new(1, WrOp::LocalInv { invalidate_rkey: 1 }).sge(&eight),
             PostError::DataNotAllowed {
                 opcode: SendOpcode::LocalInv,
             },
@@ -627,15 +634,19 @@ fn send_validation_names_the_failed_check() {
         (
             SendWr::new(
                 1,
-                SendOp::BindMw(MwBind {
-                    access: 1 << 5,
-                    ..MwBind::default()
-                }),
+                WrOp::BindMw {
+                    mw_rkey: 0,
+                    new_rkey: 0,
+                    mr_lkey: 0,
+                    addr: 0,
+                    length: 0,
+                    access: AccessFlags::ZERO_BASED,
+                },
             ),
             PostError::BindMwZeroBased,
         ),
         (
-            SendWr::new(1, SendOp::Send).ud(UdDest {
+            SendWr::new(1, WrOp::Send).ud(UdDest {
                 ah: UdAh::Num(NonZeroU32::MIN),
                 remote_qpn: 1,
                 remote_qkey: 1,
@@ -653,7 +664,7 @@ fn send_validation_names_the_failed_check() {
     // Lengths that overflow the WQE's u32.
     let huge = [sge(0, u32::MAX, 1), sge(0, 1, 1)];
     assert_eq!(
-        r.sq.post(&SendWr::new(1, SendOp::Send).sge(&huge)),
+        r.sq.post(&SendWr::new(1, WrOp::Send).sge(&huge)),
         Err(PostError::LengthOverflow { length: 1 << 32 })
     );
 
@@ -668,7 +679,7 @@ fn send_validation_names_the_failed_check() {
     assert_eq!(
         ud.sq.post(&SendWr::new(
             1,
-            SendOp::RdmaWrite {
+            WrOp::RdmaWrite {
                 remote_addr: 0,
                 rkey: 0
             }
@@ -679,7 +690,7 @@ fn send_validation_names_the_failed_check() {
         })
     );
     assert_eq!(
-        ud.sq.post(&SendWr::new(1, SendOp::Send)),
+        ud.sq.post(&SendWr::new(1, WrOp::Send)),
         Err(PostError::UdAddressMissing)
     );
     let mut uc = sq_rig(
@@ -692,7 +703,7 @@ fn send_validation_names_the_failed_check() {
     assert_eq!(
         uc.sq.post(&SendWr::new(
             1,
-            SendOp::RdmaRead {
+            WrOp::RdmaRead {
                 remote_addr: 0,
                 rkey: 0
             }
@@ -705,7 +716,7 @@ fn send_validation_names_the_failed_check() {
     uc.sq
         .post(&SendWr::new(
             1,
-            SendOp::RdmaWrite {
+            WrOp::RdmaWrite {
                 remote_addr: 0,
                 rkey: 0,
             },
@@ -785,19 +796,19 @@ fn send_queue_full_then_drains_and_wraps() {
     let mut expect_id = 0u64;
     for _round in 0..5 {
         for _ in 0..3 {
-            r.sq.post(&SendWr::new(next_id, SendOp::Send).sge(&list))
+            r.sq.post(&SendWr::new(next_id, WrOp::Send).sge(&list))
                 .unwrap();
             next_id += 1;
         }
         assert_eq!(
-            r.sq.post(&SendWr::new(999, SendOp::Send)),
+            r.sq.post(&SendWr::new(999, WrOp::Send)),
             Err(PostError::QueueFull { capacity: 3 })
         );
         r.sq.publish();
         assert_eq!(r.sq.outstanding().unwrap(), 3);
         // Still full while the kernel has not consumed anything.
         assert!(matches!(
-            r.sq.post(&SendWr::new(999, SendOp::Send)),
+            r.sq.post(&SendWr::new(999, WrOp::Send)),
             Err(PostError::QueueFull { .. })
         ));
         while let Some((w, d)) = take_wqe(&r.m) {
@@ -815,7 +826,7 @@ fn send_queue_full_then_drains_and_wraps() {
 #[test]
 fn kernel_consumer_past_published_is_corruption() {
     let mut r = sq_rig(3, rc_caps());
-    r.sq.post(&SendWr::new(1, SendOp::Send)).unwrap();
+    r.sq.post(&SendWr::new(1, WrOp::Send)).unwrap();
     r.sq.publish();
     // The kernel claims to have consumed 3 WQEs, but only 1 was published.
     r.m.set_consumer(3);
@@ -841,10 +852,10 @@ fn kernel_consumer_past_published_is_corruption() {
 #[test]
 fn full_queue_check_reloads_a_hostile_consumer() {
     let mut r = sq_rig(1, rc_caps()); // 2 slots, capacity 1
-    r.sq.post(&SendWr::new(1, SendOp::Send)).unwrap();
+    r.sq.post(&SendWr::new(1, WrOp::Send)).unwrap();
     r.m.set_consumer(0xffff);
     assert_eq!(
-        r.sq.post(&SendWr::new(2, SendOp::Send)),
+        r.sq.post(&SendWr::new(2, WrOp::Send)),
         Err(PostError::Ring(RingError::IndexOutOfRange {
             index: IndexKind::Consumer,
             value: 0xffff,
@@ -869,7 +880,7 @@ fn recv_queue_posts_wraps_and_validates() {
     for round in 0..4u64 {
         let n = 1 + (round as usize % 3);
         for _ in 0..n {
-            let list: Vec<RxeSge> = (0..=(id % 5))
+            let list: Vec<Sge> = (0..=(id % 5))
                 .map(|k| sge(0x100 * k, 10 + k as u32, 7))
                 .collect();
             rq.post(id, &list).unwrap();
@@ -889,7 +900,7 @@ fn recv_queue_posts_wraps_and_validates() {
             let k = (expect % 5) as usize + 1;
             assert_eq!(w.wr_id, expect);
             assert_eq!(w.dma.num_sge as usize, k);
-            let want: Vec<RxeSge> = (0..k as u64)
+            let want: Vec<Sge> = (0..k as u64)
                 .map(|j| sge(0x100 * j, 10 + j as u32, 7))
                 .collect();
             assert_eq!(sges_in(rest, k), want);
@@ -1237,11 +1248,11 @@ fn wr_api_builds_publishes_and_rolls_back() {
     assert_eq!(r.sq.wr_complete(), Err(PostError::NoBatch));
 
     // An ordinary post before the batch: publish() during the batch must publish only it.
-    r.sq.post(&SendWr::new(100, SendOp::Send)).unwrap();
+    r.sq.post(&SendWr::new(100, WrOp::Send)).unwrap();
     r.sq.wr_start().unwrap();
     assert_eq!(r.sq.wr_start(), Err(PostError::BatchInProgress));
     assert_eq!(
-        r.sq.post(&SendWr::new(5, SendOp::Send)),
+        r.sq.post(&SendWr::new(5, WrOp::Send)),
         Err(PostError::BatchInProgress)
     );
     assert_eq!(r.sq.wr_set_sge(1, 2, 3), Err(PostError::NoCurrentWqe));
@@ -1287,7 +1298,7 @@ fn wr_api_builds_publishes_and_rolls_back() {
     r.sq.wr_abort();
     assert_eq!(r.sq.pending(), 0);
     assert_eq!(r.m.producer(), prod_before);
-    r.sq.post(&SendWr::new(9, SendOp::Send)).unwrap();
+    r.sq.post(&SendWr::new(9, WrOp::Send)).unwrap();
     r.sq.publish();
     assert_eq!(take_wqe(&r.m).unwrap().0.wr.wr_id, 9);
     assert!(take_wqe(&r.m).is_none());
