@@ -11,10 +11,17 @@
 //! - `efa-poll-one`: the same, one completion per `poll` call (what the extended poll on EFA
 //!   cost before it had its own cursor: a `poll` of one per `start_poll`/`next_poll`);
 //! - `efa-start-poll`: the same 2048, then N completions drained through the extended poll:
-//!   one `start_poll`, `wr_id` and `status` read of each, `next_poll` to the N-th, `end_poll`.
+//!   one `start_poll`, `wr_id` and `status` read of each, `next_poll` to the N-th, `end_poll`;
+//! - `rxe-post`, `rxe-post-list`, `rxe-poll`, `rxe-poll-one`, `rxe-start-poll`: the same five
+//!   on rxe, as `xtask/bench-c/count.c` does them with rdma-core: an RC QP 4096 deep
+//!   (`sq_sig_all`), a signaled 8-byte RDMA WRITE with one SGE, CQs of 4096, on the stand-in
+//!   rxe kernel of `testing/rxe-standin` (the send doorbell goes to `/dev/null`); for the poll
+//!   phases the stand-in does the kernel's part (consumes the 2048 WQEs and writes their CQEs).
 
 #[path = "common.rs"]
 mod common;
+#[path = "rxe_common.rs"]
+mod rxe_common;
 
 use uverbs::{Wc, WcStatus};
 
@@ -27,12 +34,15 @@ fn main() {
         [p, n] => (p.as_str(), n.parse::<u32>().expect("N is a number")),
         _ => {
             eprintln!(
-                "usage: ring_counts efa-post|efa-post-list|efa-poll|efa-poll-one|efa-start-poll N"
+                "usage: ring_counts {{efa,rxe}}-{{post,post-list,poll,poll-one,start-poll}} N"
             );
             std::process::exit(2);
         }
     };
     assert!(n <= POSTED, "N at most {POSTED}");
+    if let Some(rxe_phase) = phase.strip_prefix("rxe-") {
+        return rxe(rxe_phase, n);
+    }
     let (mut p, w) = common::Pair::new(DEPTH);
     match phase {
         "efa-post" => {
@@ -98,4 +108,76 @@ fn complete_all(p: &mut common::Pair, w: &common::Wrs) {
         p.a.qp.post_send(&sends).unwrap();
     }
     assert_eq!(p.fab.process(), POSTED as usize);
+}
+
+/// The rxe phases (`phase` without its `rxe-` prefix).
+fn rxe(phase: &str, n: u32) {
+    let (mut r, sge) = rxe_common::Rxe::new(DEPTH);
+    let wr = r.write(&sge);
+    match phase {
+        "post" => {
+            let wr = [wr];
+            for _ in 0..n {
+                r.qp.post_send(std::hint::black_box(&wr)).unwrap();
+            }
+        }
+        "post-list" => {
+            let wrs = [wr; 32];
+            assert_eq!(n % 32, 0, "N a multiple of 32");
+            for _ in 0..n / 32 {
+                r.qp.post_send(std::hint::black_box(&wrs)).unwrap();
+            }
+        }
+        "poll" | "poll-one" => {
+            rxe_complete_all(&mut r, wr);
+            let per_call = if phase == "poll" { 16 } else { 1 };
+            let mut wcs = [Wc::default(); 16];
+            let mut got = 0;
+            while got < n {
+                let k = (n - got).min(per_call) as usize;
+                let m = r.scq.poll(std::hint::black_box(&mut wcs[..k])).unwrap();
+                assert_eq!(m, k, "completions ready");
+                got += m as u32;
+            }
+            // count.c checks the last call's completions the same way.
+            for wc in &wcs[..per_call.min(n) as usize] {
+                assert_eq!((wc.wr_id, wc.status), (1, WcStatus::SUCCESS));
+            }
+        }
+        "start-poll" => {
+            rxe_complete_all(&mut r, wr);
+            let mut sum = 0u64;
+            let mut bad = 0u32;
+            let mut got = 0;
+            if n > 0 {
+                let mut g = r.scq.start_poll().unwrap().expect("completions ready");
+                loop {
+                    sum = sum.wrapping_add(std::hint::black_box(g.wr_id()));
+                    bad += u32::from(std::hint::black_box(g.status()) != WcStatus::SUCCESS);
+                    got += 1;
+                    if got == n {
+                        break;
+                    }
+                    assert!(g.next_poll().unwrap(), "completions ready");
+                }
+                g.end_poll();
+            }
+            assert_eq!((sum, bad), (u64::from(n), 0));
+        }
+        other => {
+            eprintln!("unknown phase rxe-{other}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Posts 2048 WRITEs in lists of 32 and lets the stand-in kernel consume them all and write
+/// their CQEs, as count.c's `complete_all` does for rdma-core: the same for every N.
+fn rxe_complete_all(r: &mut rxe_common::Rxe, wr: uverbs::SendWr<'_>) {
+    let wrs = [wr; 32];
+    for _ in 0..POSTED / 32 {
+        r.qp.post_send(&wrs).unwrap();
+    }
+    let qpn = r.qp.qp_num();
+    assert_eq!(r.kernel.complete_sends(qpn), Ok(POSTED as usize));
 }

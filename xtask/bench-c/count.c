@@ -215,8 +215,8 @@ static void setup(struct setup *s, int efa)
 }
 
 /* Posts `POSTED` WRs (lists of 32) and completes them all as the device: CQEs with the
- * req_ids the WQEs carry (EFA, phase 1 in the QP's send sub-CQ) or with the producer
- * index (rxe). Not counted. */
+ * req_ids the WQEs carry (EFA, phase 1 in the QP's send sub-CQ) or as the rxe kernel
+ * writes them, consuming the WQEs (rxe). Not counted. */
 static void complete_all(struct setup *s)
 {
 	struct ibv_send_wr *bad;
@@ -247,18 +247,27 @@ static void complete_all(struct setup *s)
 		}
 	} else {
 		const struct uvshim_region *cq = region(UVSHIM_RXE_CQ, 0);
+		const struct uvshim_region *sq = region(UVSHIM_RXE_SQ, 0);
 		struct rxe_queue_buf *q = cq->addr;
+		struct rxe_queue_buf *sqb = sq->addr;
 
+		/* As the rxe kernel's completer does (make_send_cqe, rxe_cq_post): the whole
+		 * element zeroed, then wr_id, status, opcode, byte_len (dma.length), qp_num;
+		 * the CQ producer index published; the SQ consumer index advanced past the
+		 * WQEs (queue_advance_consumer). testing/rxe-standin does the same for uverbs. */
 		for (i = 0; i < POSTED; i++) {
 			struct ib_uverbs_wc *wc =
 				(void *)(q->data + ((size_t)(i & q->index_mask) << q->log2_elem_size));
-			memset(wc, 0, sizeof(*wc));
+			memset(wc, 0, (size_t)1 << q->log2_elem_size);
 			wc->wr_id = 1;
 			wc->status = IBV_WC_SUCCESS;
 			wc->opcode = IBV_WC_RDMA_WRITE;
+			wc->byte_len = s->sge.length;
 			wc->qp_num = s->qp->qp_num;
 		}
 		atomic_store_explicit((_Atomic uint32_t *)&q->producer_index, POSTED,
+				      memory_order_release);
+		atomic_store_explicit((_Atomic uint32_t *)&sqb->consumer_index, POSTED,
 				      memory_order_release);
 	}
 }

@@ -57,12 +57,21 @@ impl Producer {
         Ok(())
     }
 
-    /// Ok if the slot at `prod` is free (the queue is not full).
+    /// Ok if the slot at `prod` is free (the queue is not full). The common case (room known
+    /// from the last consumer index seen) is a compare inline in the caller; only a queue that
+    /// looks full goes out of line to reload the kernel's index.
+    #[inline(always)]
     pub(crate) fn reserve(&mut self) -> Result<(), PostError> {
         let next = self.q.next(self.prod);
         if next != self.cons_seen {
             return Ok(());
         }
+        self.reserve_slow(next)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&mut self, next: u32) -> Result<(), PostError> {
         self.refresh_consumer()?;
         if next == self.cons_seen {
             return Err(PostError::QueueFull {

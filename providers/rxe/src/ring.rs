@@ -180,6 +180,7 @@ impl Queue {
     }
 
     /// `(index + 1) & index_mask`.
+    #[inline]
     pub(crate) fn next(&self, index: u32) -> u32 {
         index.wrapping_add(1) & self.index_mask
     }
@@ -327,21 +328,6 @@ impl Queue {
         Some(unsafe { self.base.as_ptr().add(off) })
     }
 
-    /// Zeroes `len` bytes of slot `index` from `offset`. Returns `false` (writing nothing) if
-    /// the range does not fit in one element. Same rule as [`Queue::write_slot`].
-    #[must_use]
-    #[inline]
-    pub(crate) fn zero_slot(&self, index: u32, offset: usize, len: usize) -> bool {
-        let Some(dst) = self.slot_ptr(index, offset, len) else {
-            return false;
-        };
-        // SAFETY: `dst..dst+len` is inside the mapping (slot_ptr) and the slot is owned by us
-        // per the caller's protocol, so the kernel does not access it concurrently; a byte
-        // store through a raw pointer forms no reference into the mapping.
-        unsafe { core::ptr::write_bytes(dst, 0, len) };
-        true
-    }
-
     /// Copies `bytes` into slot `index` at `offset`. Returns `false` (writing nothing) if the
     /// range does not fit in one element.
     ///
@@ -360,6 +346,30 @@ impl Queue {
         true
     }
 
+    /// Slot `index & index_mask` for a producer to write, if an element holds at least `min`
+    /// bytes. The returned [`SlotMut`] knows the element size, so each of its writes is one
+    /// bounds check against it (none left once inlined, for a write at a constant offset that
+    /// ends within `min`), with the slot's address computed once. Same rule as
+    /// [`Queue::write_slot`]: only for a slot the other side does not own.
+    #[inline(always)]
+    pub(crate) fn slot_mut(&self, index: u32, min: usize) -> Option<SlotMut<'_>> {
+        if min > self.elem_size {
+            return None;
+        }
+        let off = RXE_QUEUE_BUF_DATA_OFFSET
+            + (((index & self.index_mask) as usize) << self.log2_elem_size);
+        // `from_raw` checked that the whole element array lies in the mapping, so this slot's
+        // `elem_size` bytes at `off` do.
+        debug_assert!(off + self.elem_size <= self.len);
+        // SAFETY: `off + elem_size <= len` (above), so the pointer stays inside the mapping.
+        let ptr = unsafe { self.base.as_ptr().add(off) };
+        Some(SlotMut {
+            ptr,
+            len: self.elem_size,
+            _queue: core::marker::PhantomData,
+        })
+    }
+
     /// Copies bytes of slot `index` at `offset` into `out`. Returns `false` (reading nothing) if
     /// the range does not fit in one element.
     ///
@@ -375,6 +385,59 @@ impl Queue {
         // release it; `out` is a Rust buffer that cannot overlap the mapping.
         unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         true
+    }
+}
+
+/// One element of a ring, lent by [`Queue::slot_mut`] to the producer that owns it: `len`
+/// (the element size) bytes at `ptr`, inside the mapping. Writes are bounds-checked against
+/// `len` and go through the raw pointer (no reference into the mapping is formed). It borrows
+/// the queue, which is not `Sync`: only its one owner writes slots, as with
+/// [`Queue::write_slot`].
+pub(crate) struct SlotMut<'q> {
+    ptr: *mut u8,
+    len: usize,
+    _queue: core::marker::PhantomData<&'q Queue>,
+}
+
+impl SlotMut<'_> {
+    /// Copies `bytes` to `offset` of the element. Returns `false` (writing nothing) if the
+    /// range does not fit in it.
+    #[must_use]
+    #[inline(always)]
+    pub(crate) fn write(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        match offset.checked_add(bytes.len()) {
+            Some(end) if end <= self.len => {}
+            _ => return false,
+        }
+        // SAFETY: `offset + bytes.len() <= len` (checked above) and `ptr..ptr+len` is the
+        // element inside the live mapping (`Queue::slot_mut`), owned by this producer per the
+        // protocol, so the kernel does not touch it now; `bytes` is a Rust slice, which cannot
+        // overlap the mapping (no references into it exist).
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len())
+        };
+        true
+    }
+
+    /// Zeroes `len` bytes of the element from `offset`. Returns `false` (writing nothing) if
+    /// the range does not fit in it.
+    #[must_use]
+    #[inline(always)]
+    pub(crate) fn zero(&mut self, offset: usize, len: usize) -> bool {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {}
+            _ => return false,
+        }
+        // SAFETY: as in `write`: in bounds (checked above), a slot the kernel does not touch
+        // now, byte stores through a raw pointer.
+        unsafe { core::ptr::write_bytes(self.ptr.add(offset), 0, len) };
+        true
+    }
+
+    /// The element size: how many bytes [`SlotMut::write`] may reach.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 }
 

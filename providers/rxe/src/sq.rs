@@ -24,7 +24,7 @@ use zerocopy::IntoBytes;
 
 use crate::error::{PostError, RingError};
 use crate::producer::Producer;
-use crate::ring::Queue;
+use crate::ring::{Queue, SlotMut};
 
 /// `IB_SEND_INLINE`: set in `send_flags` when the data is inline in the WQE.
 const IB_SEND_INLINE: u32 = 1 << 3;
@@ -78,6 +78,37 @@ pub enum SendOpcode {
     SendWithInv = 9,
 }
 
+/// What each opcode may do, one byte per `SendOpcode` value: the checks on the post path are
+/// a table load and a bit test instead of a `match` each.
+const OP_RC: u8 = 1 << 0;
+const OP_UC: u8 = 1 << 1;
+const OP_UD: u8 = 1 << 2;
+const OP_DATA: u8 = 1 << 3;
+const OP_INLINE: u8 = 1 << 4;
+const OP_ATOMIC: u8 = 1 << 5;
+const OP_PROPS: [u8; 10] = [
+    // RdmaWrite
+    OP_RC | OP_UC | OP_DATA | OP_INLINE,
+    // RdmaWriteWithImm
+    OP_RC | OP_UC | OP_DATA | OP_INLINE,
+    // Send
+    OP_RC | OP_UC | OP_UD | OP_DATA | OP_INLINE,
+    // SendWithImm
+    OP_RC | OP_UC | OP_UD | OP_DATA | OP_INLINE,
+    // RdmaRead
+    OP_RC | OP_DATA,
+    // AtomicCmpAndSwp
+    OP_RC | OP_DATA | OP_ATOMIC,
+    // AtomicFetchAndAdd
+    OP_RC | OP_DATA | OP_ATOMIC,
+    // LocalInv
+    OP_RC | OP_UC,
+    // BindMw
+    OP_RC | OP_UC,
+    // SendWithInv
+    OP_RC | OP_UC | OP_DATA | OP_INLINE,
+];
+
 impl SendOpcode {
     /// The opcode written to the WQE for `op`.
     pub fn of(op: &WrOp) -> Self {
@@ -95,39 +126,39 @@ impl SendOpcode {
         }
     }
 
+    #[inline(always)]
+    fn props(self) -> u8 {
+        // The discriminants are 0..=9, the table's indices (asserted in the tests).
+        OP_PROPS[self as usize]
+    }
+
     /// Whether a QP of `qp_type` accepts this opcode (the rxe provider's send-ops lists).
+    #[inline]
     pub fn supported_on(self, qp_type: QpType) -> bool {
-        use SendOpcode::*;
-        match qp_type {
-            QpType::Rc => true,
-            QpType::Uc => matches!(
-                self,
-                Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
-            ),
-            QpType::Ud => matches!(self, Send | SendWithImm),
-        }
+        let bit = match qp_type {
+            QpType::Rc => OP_RC,
+            QpType::Uc => OP_UC,
+            QpType::Ud => OP_UD,
+        };
+        self.props() & bit != 0
     }
 
     /// Whether the data may be inline (sends and RDMA writes).
+    #[inline]
     pub fn allows_inline(self) -> bool {
-        use SendOpcode::*;
-        matches!(
-            self,
-            Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm
-        )
+        self.props() & OP_INLINE != 0
     }
 
     /// Whether the opcode moves data at all (local invalidate and MW bind do not).
+    #[inline]
     pub fn takes_data(self) -> bool {
-        !matches!(self, SendOpcode::LocalInv | SendOpcode::BindMw)
+        self.props() & OP_DATA != 0
     }
 
     /// Whether the opcode is an 8-byte atomic.
+    #[inline]
     pub fn is_atomic(self) -> bool {
-        matches!(
-            self,
-            SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd
-        )
+        self.props() & OP_ATOMIC != 0
     }
 }
 
@@ -267,6 +298,177 @@ pub struct SendQueue {
 /// Length check: total fits the WQE's `u32` length.
 fn check_len(total: u64) -> Result<u32, PostError> {
     u32::try_from(total).map_err(|_| PostError::LengthOverflow { length: total })
+}
+
+/// Writes `bytes` at `offset` of `slot`; the range was proven to fit by validation against
+/// caps that [`SendQueue::new`] checked against the element size, and is checked again here.
+#[inline(always)]
+fn put_in(slot: &mut SlotMut<'_>, offset: usize, bytes: &[u8]) -> Result<(), PostError> {
+    if slot.write(offset, bytes) {
+        Ok(())
+    } else {
+        Err(PostError::Ring(RingError::ElemTooSmall {
+            need: offset.saturating_add(bytes.len()),
+            found: slot.len(),
+        }))
+    }
+}
+
+/// Writes the fixed part of a send WQE for `op` (whose opcode is `opcode`) into `slot`: the
+/// whole `rxe_send_wqe` zeroed, then the fields `op` sets (the data area and `dma` are the
+/// caller's). The bytes are those of a zeroed [`RxeSendWqe`] with these fields set, without
+/// building one on the stack and copying it into the slot.
+#[inline(always)]
+fn write_header(
+    slot: &mut SlotMut<'_>,
+    wr_id: u64,
+    opcode: SendOpcode,
+    flags: u32,
+    op: &WrOp,
+) -> Result<(), PostError> {
+    if !slot.zero(0, SQ_DATA_OFFSET) {
+        return Err(PostError::Ring(RingError::ElemTooSmall {
+            need: SQ_DATA_OFFSET,
+            found: slot.len(),
+        }));
+    }
+    put_in(slot, SQ_WR_ID_OFFSET, &wr_id.to_ne_bytes())?;
+    put_in(slot, SQ_OPCODE_OFFSET, &(opcode as u32).to_ne_bytes())?;
+    put_in(slot, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
+    put_in(slot, SQ_STATE_OFFSET, &RXE_WQE_STATE_POSTED.to_ne_bytes())?;
+    match *op {
+        WrOp::Send => Ok(()),
+        WrOp::SendWithImm { imm_data } => {
+            // Big-endian, as `RxeSendWr::set_imm_data` stores it.
+            put_in(slot, SQ_EX_OFFSET, &imm_data.to_be_bytes())
+        }
+        WrOp::SendWithInv { invalidate_rkey } | WrOp::LocalInv { invalidate_rkey } => {
+            put_in(slot, SQ_EX_OFFSET, &invalidate_rkey.to_ne_bytes())
+        }
+        WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
+            put_rdma(slot, remote_addr, rkey)
+        }
+        WrOp::RdmaWriteWithImm {
+            remote_addr,
+            rkey,
+            imm_data,
+        } => {
+            put_rdma(slot, remote_addr, rkey)?;
+            put_in(slot, SQ_EX_OFFSET, &imm_data.to_be_bytes())
+        }
+        WrOp::AtomicCmpAndSwp {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => put_atomic(
+            slot,
+            &RxeSendWrAtomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+                reserved: 0,
+            },
+        ),
+        WrOp::AtomicFetchAndAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => put_atomic(
+            slot,
+            &RxeSendWrAtomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+                reserved: 0,
+            },
+        ),
+        WrOp::BindMw {
+            mw_rkey,
+            new_rkey,
+            mr_lkey,
+            addr,
+            length,
+            access,
+        } => put_in(
+            slot,
+            SQ_WR_UNION_OFFSET,
+            RxeSendWrMw {
+                addr,
+                length,
+                mr_lkey,
+                mw_rkey,
+                rkey: new_rkey,
+                access: access.bits(),
+            }
+            .as_bytes(),
+        ),
+    }
+}
+
+/// `wr.rdma` and its copy in `iova`.
+#[inline(always)]
+fn put_rdma(slot: &mut SlotMut<'_>, remote_addr: u64, rkey: u32) -> Result<(), PostError> {
+    let rdma = RxeSendWrRdma {
+        remote_addr,
+        rkey,
+        reserved: 0,
+    };
+    put_in(slot, SQ_WR_UNION_OFFSET, rdma.as_bytes())?;
+    put_in(slot, SQ_IOVA_OFFSET, &remote_addr.to_ne_bytes())
+}
+
+/// `wr.atomic` and its remote address in `iova`.
+#[inline(always)]
+fn put_atomic(slot: &mut SlotMut<'_>, atomic: &RxeSendWrAtomic) -> Result<(), PostError> {
+    put_in(slot, SQ_WR_UNION_OFFSET, atomic.as_bytes())?;
+    put_in(slot, SQ_IOVA_OFFSET, &atomic.remote_addr.to_ne_bytes())
+}
+
+/// Writes the data area for `payload`; returns `num_sge`. SGEs go one by one, each a
+/// fixed-size 16-byte copy (a call to `memcpy` of a run-time length costs more than the one
+/// or few SGEs a WR has).
+#[inline(always)]
+fn write_payload(slot: &mut SlotMut<'_>, payload: &Payload<'_>) -> Result<u32, PostError> {
+    match payload {
+        Payload::Sge(sges) => {
+            let mut off = SQ_DATA_OFFSET;
+            for sge in sges.iter() {
+                put_in(slot, off, sge.as_bytes())?;
+                off += size_of::<Sge>();
+            }
+            // sges.len() <= max_send_sge (a u32) was checked.
+            Ok(sges.len() as u32)
+        }
+        Payload::Inline(data) => {
+            put_in(slot, SQ_DATA_OFFSET, data)?;
+            Ok(0)
+        }
+        Payload::InlineList(list) => {
+            let mut off = SQ_DATA_OFFSET;
+            for d in list.iter() {
+                put_in(slot, off, d)?;
+                off += d.len();
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// `dma`: the length to move, all of it still to go, `num_sge` SGEs, from the first.
+#[inline(always)]
+fn write_dma(slot: &mut SlotMut<'_>, length: u32, num_sge: u32) -> Result<(), PostError> {
+    let dma = uverbs_uapi::rxe::RxeDmaInfo {
+        length,
+        resid: length,
+        cur_sge: 0,
+        num_sge,
+        sge_offset: 0,
+        reserved: 0,
+    };
+    put_in(slot, SQ_DMA_OFFSET, dma.as_bytes())
 }
 
 impl SendQueue {
@@ -410,115 +612,26 @@ impl SendQueue {
 
     // ----- WQE writing -----------------------------------------------------------------------
 
-    /// Writes the fixed part of a send WQE for `op` straight into slot `index`: the whole
-    /// `rxe_send_wqe` zeroed, then the fields `op` sets (the data area and `dma` are the
-    /// caller's). The bytes are those of a zeroed [`RxeSendWqe`] with these fields set, without
-    /// building one on the stack and copying it into the slot.
+    /// Writes the fixed part of a send WQE for `op` straight into slot `index` (see
+    /// [`write_header`]).
     #[inline]
     fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &WrOp) -> Result<(), PostError> {
-        if !self.p.q.zero_slot(index, 0, SQ_DATA_OFFSET) {
-            return Err(PostError::Ring(RingError::ElemTooSmall {
+        let mut slot = self.slot(index)?;
+        write_header(&mut slot, wr_id, SendOpcode::of(op), flags, op)
+    }
+
+    /// Slot `index` for writing a WQE: its element holds at least the fixed `rxe_send_wqe`
+    /// (`new` checked that; this re-checks it against the ring's own geometry, so the
+    /// fixed-offset writes into it need no further check).
+    #[inline(always)]
+    fn slot(&self, index: u32) -> Result<SlotMut<'_>, PostError> {
+        self.p
+            .q
+            .slot_mut(index, SQ_DATA_OFFSET)
+            .ok_or(PostError::Ring(RingError::ElemTooSmall {
                 need: SQ_DATA_OFFSET,
                 found: self.p.q.elem_size(),
-            }));
-        }
-        self.put(index, SQ_WR_ID_OFFSET, &wr_id.to_ne_bytes())?;
-        self.put(
-            index,
-            SQ_OPCODE_OFFSET,
-            &(SendOpcode::of(op) as u32).to_ne_bytes(),
-        )?;
-        self.put(index, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
-        self.put(index, SQ_STATE_OFFSET, &RXE_WQE_STATE_POSTED.to_ne_bytes())?;
-        match *op {
-            WrOp::Send => Ok(()),
-            WrOp::SendWithImm { imm_data } => {
-                // Big-endian, as `RxeSendWr::set_imm_data` stores it.
-                self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
-            }
-            WrOp::SendWithInv { invalidate_rkey } | WrOp::LocalInv { invalidate_rkey } => {
-                self.put(index, SQ_EX_OFFSET, &invalidate_rkey.to_ne_bytes())
-            }
-            WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
-                self.put_rdma(index, remote_addr, rkey)
-            }
-            WrOp::RdmaWriteWithImm {
-                remote_addr,
-                rkey,
-                imm_data,
-            } => {
-                self.put_rdma(index, remote_addr, rkey)?;
-                self.put(index, SQ_EX_OFFSET, &imm_data.to_be_bytes())
-            }
-            WrOp::AtomicCmpAndSwp {
-                remote_addr,
-                rkey,
-                compare,
-                swap,
-            } => self.put_atomic(
-                index,
-                &RxeSendWrAtomic {
-                    remote_addr,
-                    compare_add: compare,
-                    swap,
-                    rkey,
-                    reserved: 0,
-                },
-            ),
-            WrOp::AtomicFetchAndAdd {
-                remote_addr,
-                rkey,
-                add,
-            } => self.put_atomic(
-                index,
-                &RxeSendWrAtomic {
-                    remote_addr,
-                    compare_add: add,
-                    swap: 0,
-                    rkey,
-                    reserved: 0,
-                },
-            ),
-            WrOp::BindMw {
-                mw_rkey,
-                new_rkey,
-                mr_lkey,
-                addr,
-                length,
-                access,
-            } => self.put(
-                index,
-                SQ_WR_UNION_OFFSET,
-                RxeSendWrMw {
-                    addr,
-                    length,
-                    mr_lkey,
-                    mw_rkey,
-                    rkey: new_rkey,
-                    access: access.bits(),
-                }
-                .as_bytes(),
-            ),
-        }
-    }
-
-    /// `wr.rdma` and its copy in `iova`, in slot `index`.
-    #[inline]
-    fn put_rdma(&self, index: u32, remote_addr: u64, rkey: u32) -> Result<(), PostError> {
-        let rdma = RxeSendWrRdma {
-            remote_addr,
-            rkey,
-            reserved: 0,
-        };
-        self.put(index, SQ_WR_UNION_OFFSET, rdma.as_bytes())?;
-        self.put(index, SQ_IOVA_OFFSET, &remote_addr.to_ne_bytes())
-    }
-
-    /// `wr.atomic` and its remote address in `iova`, in slot `index`.
-    #[inline]
-    fn put_atomic(&self, index: u32, atomic: &RxeSendWrAtomic) -> Result<(), PostError> {
-        self.put(index, SQ_WR_UNION_OFFSET, atomic.as_bytes())?;
-        self.put(index, SQ_IOVA_OFFSET, &atomic.remote_addr.to_ne_bytes())
+            }))
     }
 
     fn ud_bytes(dest: &UdDest<'_>) -> RxeSendWrUd {
@@ -548,41 +661,15 @@ impl SendQueue {
         }
     }
 
-    /// Writes the data area for `payload`; returns `num_sge`.
+    /// Writes the data area for `payload` into slot `index`; returns `num_sge`.
     #[inline]
     fn put_payload(&self, index: u32, payload: &Payload<'_>) -> Result<u32, PostError> {
-        match payload {
-            Payload::Sge(sges) => {
-                self.put(index, SQ_DATA_OFFSET, sges.as_bytes())?;
-                // sges.len() <= max_send_sge (a u32) was checked.
-                Ok(sges.len() as u32)
-            }
-            Payload::Inline(data) => {
-                self.put(index, SQ_DATA_OFFSET, data)?;
-                Ok(0)
-            }
-            Payload::InlineList(list) => {
-                let mut off = SQ_DATA_OFFSET;
-                for d in list.iter() {
-                    self.put(index, off, d)?;
-                    off += d.len();
-                }
-                Ok(0)
-            }
-        }
+        write_payload(&mut self.slot(index)?, payload)
     }
 
     #[inline]
     fn put_dma(&self, index: u32, length: u32, num_sge: u32) -> Result<(), PostError> {
-        let dma = uverbs_uapi::rxe::RxeDmaInfo {
-            length,
-            resid: length,
-            cur_sge: 0,
-            num_sge,
-            sge_offset: 0,
-            reserved: 0,
-        };
-        self.put(index, SQ_DMA_OFFSET, dma.as_bytes())
+        write_dma(&mut self.slot(index)?, length, num_sge)
     }
 
     // ----- ibv_post_send ---------------------------------------------------------------------
@@ -603,19 +690,31 @@ impl SendQueue {
         self.check_ud(wr.ud.as_ref())?;
         let length = self.check_payload(opcode, &wr.payload)?;
         let inline = !matches!(wr.payload, Payload::Sge(_));
-        self.check_final(opcode, u64::from(length), wr.ud.is_some())?;
+        // `check_final` for a whole WR: its UD rule is `check_ud`'s (a UD QP without a
+        // destination was refused just above), which leaves the atomic length.
+        if opcode.is_atomic() && length != 8 {
+            return Err(PostError::AtomicLength {
+                length: u64::from(length),
+            });
+        }
         self.p.reserve()?;
 
         let flags = wr.flags.bits() | if inline { IB_SEND_INLINE } else { 0 };
         // Written in place in the free slot at our private producer index: the kernel does not
-        // look at it before `publish`, and a WR that fails here leaves it unpublished.
-        let index = self.p.prod;
-        self.put_header(index, wr.wr_id, flags, &wr.op)?;
+        // look at it before `publish`, and a WR that fails here leaves it unpublished. One
+        // slot view for the whole WQE: its address computed once, its fixed-offset writes
+        // bounded by the one check that the element holds the fixed WQE.
+        let mut slot = self.slot(self.p.prod)?;
+        write_header(&mut slot, wr.wr_id, opcode, flags, &wr.op)?;
         if let Some(dest) = &wr.ud {
-            self.put(index, SQ_WR_UNION_OFFSET, Self::ud_bytes(dest).as_bytes())?;
+            put_in(
+                &mut slot,
+                SQ_WR_UNION_OFFSET,
+                Self::ud_bytes(dest).as_bytes(),
+            )?;
         }
-        let num_sge = self.put_payload(index, &wr.payload)?;
-        self.put_dma(index, length, num_sge)?;
+        let num_sge = write_payload(&mut slot, &wr.payload)?;
+        write_dma(&mut slot, length, num_sge)?;
         self.p.advance();
         Ok(())
     }

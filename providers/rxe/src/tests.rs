@@ -1425,3 +1425,56 @@ fn wr_api_on_ud_needs_an_address() {
         })
     );
 }
+
+/// The opcode property table says what the rxe provider's send-ops lists say, for every opcode
+/// and QP type (the lists written out as they were before the table).
+#[test]
+fn opcode_table_matches_the_send_ops_lists() {
+    use SendOpcode::*;
+    let all = [
+        RdmaWrite,
+        RdmaWriteWithImm,
+        Send,
+        SendWithImm,
+        RdmaRead,
+        AtomicCmpAndSwp,
+        AtomicFetchAndAdd,
+        LocalInv,
+        BindMw,
+        SendWithInv,
+    ];
+    for (i, op) in all.into_iter().enumerate() {
+        assert_eq!(
+            op as usize, i,
+            "{op:?}: the table is indexed by discriminant"
+        );
+        assert!(op.supported_on(QpType::Rc), "{op:?}");
+        assert_eq!(
+            op.supported_on(QpType::Uc),
+            matches!(
+                op,
+                Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
+            ),
+            "{op:?} on UC"
+        );
+        assert_eq!(
+            op.supported_on(QpType::Ud),
+            matches!(op, Send | SendWithImm),
+            "{op:?} on UD"
+        );
+        assert_eq!(
+            op.allows_inline(),
+            matches!(
+                op,
+                Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm
+            ),
+            "{op:?} inline"
+        );
+        assert_eq!(op.takes_data(), !matches!(op, LocalInv | BindMw), "{op:?}");
+        assert_eq!(
+            op.is_atomic(),
+            matches!(op, AtomicCmpAndSwp | AtomicFetchAndAdd),
+            "{op:?}"
+        );
+    }
+}
