@@ -121,6 +121,8 @@ pub(crate) fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> 
             rq_cc: 0,
             send_sub,
             recv_sub,
+            cntr_ops: 0,
+            cntrs: Vec::new(),
         },
     );
     let resp = IbUverbsCreateQpResp {
