@@ -138,10 +138,7 @@ impl std::fmt::Debug for EfaCompCntr {
     }
 }
 
-fn desc(
-    mem: &EfaCntrMem<'_>,
-    owned: &AtomicU64,
-) -> (IbUverbsBufferDesc, bool /* owned */) {
+fn desc(mem: &EfaCntrMem<'_>, owned: &AtomicU64) -> (IbUverbsBufferDesc, bool /* owned */) {
     match mem {
         EfaCntrMem::Owned => (
             IbUverbsBufferDesc {

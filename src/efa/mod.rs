@@ -71,12 +71,14 @@ mod introspect;
 mod mr;
 mod qp;
 
-pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cntr::{CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr};
+pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
 pub(crate) use device::EfaCtx;
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
-pub use introspect::{EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags};
+pub use introspect::{
+    EfaCqAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWqAttr, EfaWqCaps,
+};
 pub use mr::EfaMrAttr;
 pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
 pub use qp::{EfaQpFlags, EfaQpInitAttr};

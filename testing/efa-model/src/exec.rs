@@ -272,11 +272,23 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
                 let mut v = vec![0u8; rlen as usize];
                 mem_read(raddr, &mut v);
                 mem_write(r.local_mem()[0].buf_addr(), &v);
-                count(f, dd, dh, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ, true);
+                count(
+                    f,
+                    dd,
+                    dh,
+                    IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ,
+                    true,
+                );
                 return complete(f, EFA_IO_COMP_STATUS_OK);
             }
             mem_write(raddr, &data);
-            count(f, dd, dh, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE, true);
+            count(
+                f,
+                dd,
+                dh,
+                IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE,
+                true,
+            );
             if meta.has_imm() {
                 rx.base.common.set_op_type(EFA_IO_RDMA_WRITE);
                 rx.base.length.set(data.len() as u16);

@@ -27,7 +27,8 @@ pub(crate) fn in_u64(cmd: &IoctlCmd<'_>, id: u16) -> Option<u64> {
 
 pub(crate) fn ioctl(f: &mut Fabric, d: usize, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     if cmd.object_id() == UVERBS_OBJECT_COMP_CNTR
-        || (cmd.object_id(), cmd.method_id()) == (UVERBS_OBJECT_QP, UVERBS_METHOD_QP_ATTACH_COMP_CNTR)
+        || (cmd.object_id(), cmd.method_id())
+            == (UVERBS_OBJECT_QP, UVERBS_METHOD_QP_ATTACH_COMP_CNTR)
     {
         f.ioctl_log.push(crate::RecordedIoctl::of(cmd));
     }
