@@ -96,7 +96,7 @@ impl Qp {
     /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
     /// # let ctx = fabric.add_device(Default::default()).open()?;
     /// # let pd = ctx.alloc_pd()?;
-    /// # let cq = ctx.create_cq(&uverbs::CqInitAttr { cqe: 16, ..Default::default() })?;
+    /// # let cq = ctx.create_cq(16, None, 0)?;
     /// # let cap = uverbs::QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     /// # let qp = pd.efadv_create_qp_ex(&uverbs::QpInitAttr::new(uverbs::QpType::Srd, &cq, &cq, cap), &Default::default())?;
     /// let (sq, rq) = qp.efadv_query_qp_wqs()?;
