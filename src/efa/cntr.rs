@@ -26,10 +26,12 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_COMP_CNTR_HANDLE, UVERBS_ATTR_DESTROY_COMP_CNTR_HANDLE,
+    UVERBS_ATTR_MODIFY_COMP_CNTR_ENTRY, UVERBS_ATTR_MODIFY_COMP_CNTR_HANDLE,
+    UVERBS_ATTR_MODIFY_COMP_CNTR_OP, UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE,
     UVERBS_ATTR_QP_ATTACH_COMP_CNTR_CNTR_HANDLE, UVERBS_ATTR_QP_ATTACH_COMP_CNTR_HANDLE,
     UVERBS_ATTR_QP_ATTACH_COMP_CNTR_OP_MASK, UVERBS_METHOD_COMP_CNTR_CREATE,
-    UVERBS_METHOD_COMP_CNTR_DESTROY, UVERBS_METHOD_QP_ATTACH_COMP_CNTR, UVERBS_OBJECT_COMP_CNTR,
-    UVERBS_OBJECT_QP,
+    UVERBS_METHOD_COMP_CNTR_DESTROY, UVERBS_METHOD_COMP_CNTR_MODIFY,
+    UVERBS_METHOD_QP_ATTACH_COMP_CNTR, UVERBS_OBJECT_COMP_CNTR, UVERBS_OBJECT_QP,
 };
 use uverbs_uapi::efa::{
     EFA_IB_ATTR_CREATE_COMP_CNTR_COMP_BUFFER, EFA_IB_ATTR_CREATE_COMP_CNTR_ERR_BUFFER,
@@ -37,6 +39,8 @@ use uverbs_uapi::efa::{
 };
 use uverbs_uapi::verbs::{
     IbUverbsBufferDesc, IB_UVERBS_BUFFER_TYPE_DMABUF, IB_UVERBS_BUFFER_TYPE_VA,
+    IB_UVERBS_COMP_CNTR_ENTRY_COMP, IB_UVERBS_COMP_CNTR_ENTRY_ERR,
+    IB_UVERBS_COMP_CNTR_MODIFY_OP_INC, IB_UVERBS_COMP_CNTR_MODIFY_OP_SET,
     IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE,
     IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ,
     IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND,
@@ -245,6 +249,62 @@ impl EfaCompCntr {
     #[doc(alias = "ibv_read_err_comp_cntr")]
     pub fn read_err(&self) -> Result<u64> {
         self.word(1, self.err_owned, "read_err_comp_cntr")
+    }
+
+    /// `UVERBS_METHOD_COMP_CNTR_MODIFY` of one word, as libibverbs' `ibv_icmd_modify_comp_cntr`
+    /// sends it: the handle, the entry and the operation as constants, the value inline.
+    fn modify(&self, op: &'static str, entry: u32, how: u32, value: u64) -> Result<()> {
+        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_MODIFY);
+        cmd.idr(UVERBS_ATTR_MODIFY_COMP_CNTR_HANDLE, self.handle())
+            .const_u64(UVERBS_ATTR_MODIFY_COMP_CNTR_ENTRY, u64::from(entry))
+            .const_u64(UVERBS_ATTR_MODIFY_COMP_CNTR_OP, u64::from(how))
+            .u64_in(UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE, value);
+        let ctx = self.obj.context();
+        ctx.ioctl_cmd(op, &|| self.obj.label().to_string(), &mut cmd)
+    }
+
+    /// Sets the completion count (`ibv_set_comp_cntr`): the kernel writes the word.
+    #[doc(alias = "ibv_set_comp_cntr")]
+    pub fn set(&self, value: u64) -> Result<()> {
+        self.modify(
+            "set_comp_cntr",
+            IB_UVERBS_COMP_CNTR_ENTRY_COMP,
+            IB_UVERBS_COMP_CNTR_MODIFY_OP_SET,
+            value,
+        )
+    }
+
+    /// Sets the error count (`ibv_set_err_comp_cntr`).
+    #[doc(alias = "ibv_set_err_comp_cntr")]
+    pub fn set_err(&self, value: u64) -> Result<()> {
+        self.modify(
+            "set_err_comp_cntr",
+            IB_UVERBS_COMP_CNTR_ENTRY_ERR,
+            IB_UVERBS_COMP_CNTR_MODIFY_OP_SET,
+            value,
+        )
+    }
+
+    /// Adds `amount` to the completion count (`ibv_inc_comp_cntr`).
+    #[doc(alias = "ibv_inc_comp_cntr")]
+    pub fn inc(&self, amount: u64) -> Result<()> {
+        self.modify(
+            "inc_comp_cntr",
+            IB_UVERBS_COMP_CNTR_ENTRY_COMP,
+            IB_UVERBS_COMP_CNTR_MODIFY_OP_INC,
+            amount,
+        )
+    }
+
+    /// Adds `amount` to the error count (`ibv_inc_err_comp_cntr`).
+    #[doc(alias = "ibv_inc_err_comp_cntr")]
+    pub fn inc_err(&self, amount: u64) -> Result<()> {
+        self.modify(
+            "inc_err_comp_cntr",
+            IB_UVERBS_COMP_CNTR_ENTRY_ERR,
+            IB_UVERBS_COMP_CNTR_MODIFY_OP_INC,
+            amount,
+        )
     }
 
     /// Destroys the counter (`ibv_destroy_comp_cntr`). Refused with `EBUSY` while a QP is

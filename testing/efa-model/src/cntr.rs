@@ -36,6 +36,14 @@ pub(crate) enum CntrWord {
 
 impl CntrWord {
     fn add(&self, n: u64) {
+        self.atomic().fetch_add(n, Ordering::Release);
+    }
+
+    fn set(&self, v: u64) {
+        self.atomic().store(v, Ordering::Release);
+    }
+
+    fn atomic(&self) -> &AtomicU64 {
         let p = match self {
             CntrWord::Va(a) => *a as *mut u64,
             // SAFETY: the offset was checked to lie inside the mapping (8 bytes, aligned).
@@ -45,7 +53,7 @@ impl CntrWord {
         // memory: the kernel pins it for the counter's life, and uverbs frees it only after
         // the counter is destroyed (leaks it otherwise). Atomic, as the client reads it
         // concurrently with an Acquire load.
-        unsafe { AtomicU64::from_ptr(p) }.fetch_add(n, Ordering::Release);
+        unsafe { AtomicU64::from_ptr(p) }
     }
 }
 
@@ -164,6 +172,46 @@ pub(crate) fn destroy(dev: &mut Dev, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno
         return Err(Errno::BUSY);
     }
     dev.cntrs.remove(&h);
+    Ok(())
+}
+
+/// `UVERBS_METHOD_COMP_CNTR_MODIFY`: set or add to one word (the kernel's
+/// `uverbs_get_const` refuses an unknown entry or operation with EINVAL).
+pub(crate) fn modify(dev: &mut Dev, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let m = |id| AttrSpec {
+        id,
+        out_min: None,
+        out_exact: false,
+        mandatory: true,
+    };
+    check_attrs(
+        cmd,
+        &[
+            m(UVERBS_ATTR_MODIFY_COMP_CNTR_HANDLE),
+            m(UVERBS_ATTR_MODIFY_COMP_CNTR_ENTRY),
+            m(UVERBS_ATTR_MODIFY_COMP_CNTR_OP),
+            m(UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE),
+        ],
+    )?;
+    let h = cmd
+        .attrs()
+        .find(|a| a.id() == UVERBS_ATTR_MODIFY_COMP_CNTR_HANDLE && a.kind() == AttrKind::Idr)
+        .map(|a| a.data() as u32)
+        .ok_or(Errno::INVAL)?;
+    let entry = crate::ioctl::in_scalar(cmd, UVERBS_ATTR_MODIFY_COMP_CNTR_ENTRY);
+    let op = crate::ioctl::in_scalar(cmd, UVERBS_ATTR_MODIFY_COMP_CNTR_OP);
+    let v = crate::ioctl::in_u64(cmd, UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE).ok_or(Errno::INVAL)?;
+    let c = dev.cntrs.get(&h).ok_or(Errno::INVAL)?;
+    let w = match entry.map(|e| e as u32) {
+        Some(IB_UVERBS_COMP_CNTR_ENTRY_COMP) => &c.comp,
+        Some(IB_UVERBS_COMP_CNTR_ENTRY_ERR) => &c.err,
+        _ => return Err(Errno::INVAL),
+    };
+    match op.map(|o| o as u32) {
+        Some(IB_UVERBS_COMP_CNTR_MODIFY_OP_SET) => w.set(v),
+        Some(IB_UVERBS_COMP_CNTR_MODIFY_OP_INC) => w.add(v),
+        _ => return Err(Errno::INVAL),
+    }
     Ok(())
 }
 

@@ -38,6 +38,7 @@ pub(crate) fn ioctl(f: &mut Fabric, d: usize, cmd: &mut IoctlCmd<'_>) -> Result<
         (UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_DESTROY) => {
             crate::cntr::destroy(dev, cmd)
         }
+        (UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_MODIFY) => crate::cntr::modify(dev, cmd),
         (UVERBS_OBJECT_QP, UVERBS_METHOD_QP_ATTACH_COMP_CNTR) => crate::cntr::attach(dev, cmd),
         (UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE) => create_cq(dev, cmd),
         (UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY) => {

@@ -5,9 +5,11 @@
 //!
 //! Each [`EfaDevice`] answers the commands the kernel's EFA driver answers (get context,
 //! query device, query port (ioctl and legacy write), GID entry and GID table ioctls, PD, MR,
-//! CQ create/destroy by ioctl, QP create/modify/query/destroy, AH) with the errnos the kernel
-//! uses, and backs every mmap with memfd pages shared between the model
-//! and the client, so the client's rings and doorbells are real shared memory.
+//! CQ create/destroy by ioctl, QP create/modify/query/destroy, AH, completion counters:
+//! create, modify, QP attach, destroy, counted per completion and per error in the memory the
+//! create named) with the errnos the kernel uses, and backs every mmap with memfd pages shared
+//! between the model and the client, so the client's rings and doorbells are real shared
+//! memory.
 //!
 //! The device runs on demand: [`EfaFabric::process`] takes every SQ doorbell the driver wrote,
 //! consumes the WQEs from the LLQ, moves data between registered memory of QPs on any device
