@@ -127,8 +127,10 @@ pub use device::{
     device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
 };
 pub use efa::{
-    EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr,
-    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
+    CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr, EfaCqAttr, EfaCqExtMem,
+    EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr, EfaQpFlags,
+    EfaQpInitAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWc, EfaWcFlags, EfaWqAttr,
+    EfaWqCaps,
 };
 pub use error::{errno_name, Errno, Error, ErrorKind, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};

@@ -98,3 +98,166 @@ fn efa_hw_create_cq_qp_and_modify_to_rts() {
     let mut cq = cq;
     assert_eq!(cq.poll(&mut w).unwrap(), 0, "nothing was posted");
 }
+
+/// `efadv_query_device`'s newest fields on the real device: `inline_buf_size_ex` is at least
+/// `inline_buf_size` (libefa substitutes the latter when the kernel reports 0), `comp_mask` 0.
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --test efa_hw -- --ignored)"]
+fn efa_hw_query_device_inline_ex_and_comp_mask() {
+    let ctx = efa_context();
+    let a = ctx.efadv_query_device().unwrap();
+    eprintln!("{a:?}");
+    assert!(a.inline_buf_size_ex >= a.inline_buf_size, "{a:?}");
+    assert_eq!(a.comp_mask, 0);
+}
+
+/// `efadv_get_max_sq_depth` / `efadv_get_max_rq_depth` on the real device, and a QP of exactly
+/// those depths is accepted by the kernel.
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --test efa_hw -- --ignored)"]
+fn efa_hw_max_depths_are_creatable() {
+    let ctx = efa_context();
+    let sq = ctx
+        .efadv_get_max_sq_depth(&uverbs::EfaSqDepthAttr {
+            max_send_sge: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let rq = ctx
+        .efadv_get_max_rq_depth(&uverbs::EfaRqDepthAttr { max_recv_sge: 1 })
+        .unwrap();
+    eprintln!("max SQ depth {sq}, max RQ depth {rq}");
+    assert!(sq.is_power_of_two() && rq > 0);
+    let a = ctx.efadv_query_device().unwrap();
+    let cq = ctx
+        .efadv_create_cq(
+            &CqInitAttr {
+                cqe: 256,
+                ..Default::default()
+            },
+            &EfaCqInitAttr::default(),
+        )
+        .unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cap = QpCap {
+        max_send_wr: sq.min(a.max_sq_wr),
+        max_recv_wr: rq.min(a.max_rq_wr),
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let qp = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr::new(QpType::Srd, &cq, &cq, cap),
+            &EfaQpInitAttr::default(),
+        )
+        .unwrap();
+    qp.destroy().unwrap();
+}
+
+/// `efadv_query_qp_wqs` and `efadv_query_cq` on the real device: libefa's values (entry sizes,
+/// counts at least what was asked, a doorbell per queue).
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --test efa_hw -- --ignored)"]
+fn efa_hw_query_qp_wqs_and_cq() {
+    let ctx = efa_context();
+    let cq = ctx
+        .efadv_create_cq(
+            &CqInitAttr {
+                cqe: 256,
+                ..Default::default()
+            },
+            &EfaCqInitAttr::default(),
+        )
+        .unwrap();
+    let c = cq.efadv_query_cq().unwrap();
+    eprintln!("{c:?}");
+    assert_eq!(c.entry_size, 32);
+    assert_eq!(c.num_entries, cq.cqe());
+    let pd = ctx.alloc_pd().unwrap();
+    let qp = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr::new(
+                QpType::Srd,
+                &cq,
+                &cq,
+                QpCap {
+                    max_send_wr: 64,
+                    max_recv_wr: 64,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+            ),
+            &EfaQpInitAttr::default(),
+        )
+        .unwrap();
+    let (sq, rq) = qp.efadv_query_qp_wqs().unwrap();
+    eprintln!("{sq:?}\n{rq:?}");
+    assert_eq!(sq.entry_size, 64);
+    assert!(sq.num_entries >= 64 && sq.num_entries.is_power_of_two());
+    assert!(sq.max_batch >= 1);
+    assert_eq!(rq.entry_size, 16);
+    assert!(rq.num_entries >= 64);
+    assert_ne!(sq.doorbell, rq.doorbell);
+}
+
+/// Completion counters on the real device: with `EFA_QUERY_DEVICE_CAPS_COMP_CNTR`, create,
+/// attach (twice for the same op: EBUSY), read 0, destroy while attached (EBUSY), then after
+/// the QP; without it, the create is refused with EOPNOTSUPP naming the cap. Sends nothing
+/// (EFA drops same-node SRD), so the counts stay 0.
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --test efa_hw -- --ignored)"]
+fn efa_hw_comp_cntr_lifecycle() {
+    use uverbs::{CompCntrOps, EfaDeviceCaps, Errno};
+    let ctx = efa_context();
+    let a = ctx.efadv_query_device().unwrap();
+    if !a.device_caps.contains(EfaDeviceCaps::COMP_CNTR) {
+        let e = ctx.efadv_create_comp_cntr(&Default::default()).unwrap_err();
+        eprintln!("no completion counters on this device: {e}");
+        assert!(e.is(Errno::OPNOTSUPP));
+        assert!(
+            e.to_string().contains("EFA_QUERY_DEVICE_CAPS_COMP_CNTR"),
+            "{e}"
+        );
+        return;
+    }
+    let cq = ctx
+        .efadv_create_cq(
+            &CqInitAttr {
+                cqe: 64,
+                ..Default::default()
+            },
+            &EfaCqInitAttr::default(),
+        )
+        .unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let qp = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr::new(
+                QpType::Srd,
+                &cq,
+                &cq,
+                QpCap {
+                    max_send_wr: 16,
+                    max_recv_wr: 16,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+            ),
+            &EfaQpInitAttr::default(),
+        )
+        .unwrap();
+    let c = ctx.efadv_create_comp_cntr(&Default::default()).unwrap();
+    qp.attach_comp_cntr(&c, CompCntrOps::SEND | CompCntrOps::RECV)
+        .unwrap();
+    let e = qp.attach_comp_cntr(&c, CompCntrOps::SEND).unwrap_err();
+    assert!(e.is(Errno::BUSY), "{e}");
+    assert_eq!((c.read().unwrap(), c.read_err().unwrap()), (0, 0));
+    let e = c.destroy().unwrap_err();
+    assert!(e.is(Errno::BUSY), "{e}");
+    let c = e.into_inner();
+    qp.destroy().unwrap();
+    c.destroy().unwrap();
+}

@@ -1316,3 +1316,44 @@ fn srd_qp_on_rxe_is_refused() {
     let e = ah.efadv_query_ah().expect_err("efadv_query_ah on rxe");
     assert!(e.is(Errno::OPNOTSUPP) && e.reason().contains("EFA"), "{e}");
 }
+
+/// The efadv calls of issue 17 on rxe: each refused before the kernel with EOPNOTSUPP, naming
+/// the call, the device and the reason ("not an EFA ...").
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn efadv_introspection_and_counters_on_rxe_are_refused() {
+    let ctx = common::rxe_context();
+    let dev = ctx.device().name().to_string();
+    let check = |e: uverbs::Error, op: &str| {
+        assert!(e.is(Errno::OPNOTSUPP), "{op}: {e}");
+        assert!(e.reason().contains("not an EFA"), "{op}: {e}");
+        assert!(e.object().contains(&dev), "{op}: {e}");
+        assert!(e.to_string().contains(op), "{op}: {e}");
+        eprintln!("refused as expected: {e}");
+    };
+    check(ctx.efadv_query_device().unwrap_err(), "efadv_query_device");
+    check(
+        ctx.efadv_create_comp_cntr(&Default::default()).unwrap_err(),
+        "efadv_create_comp_cntr",
+    );
+    check(
+        ctx.efadv_get_max_sq_depth(&uverbs::EfaSqDepthAttr {
+            max_send_sge: 1,
+            ..Default::default()
+        })
+        .unwrap_err(),
+        "efadv_get_max_sq_depth",
+    );
+    check(
+        ctx.efadv_get_max_rq_depth(&uverbs::EfaRqDepthAttr { max_recv_sge: 1 })
+            .unwrap_err(),
+        "efadv_get_max_rq_depth",
+    );
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    check(cq.efadv_query_cq().unwrap_err(), "efadv_query_cq");
+    let qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap(4, 1, 0)))
+        .unwrap();
+    check(qp.efadv_query_qp_wqs().unwrap_err(), "efadv_query_qp_wqs");
+}

@@ -509,11 +509,13 @@ fn efadv_attributes(ctx: &Context) -> Result<Option<uverbs::EfaDeviceAttr>, Fail
 /// nowhere, so the names are those of `struct efadv_device_attr`).
 fn efa_text(s: &mut String, e: &uverbs::EfaDeviceAttr) {
     let _ = writeln!(s, "	efadv attributes:");
+    let _ = writeln!(s, "		comp_mask:		0x{:x}", e.comp_mask);
     let _ = writeln!(s, "		max_sq_wr:		{}", e.max_sq_wr);
     let _ = writeln!(s, "		max_rq_wr:		{}", e.max_rq_wr);
     let _ = writeln!(s, "		max_sq_sge:		{}", e.max_sq_sge);
     let _ = writeln!(s, "		max_rq_sge:		{}", e.max_rq_sge);
     let _ = writeln!(s, "		inline_buf_size:	{}", e.inline_buf_size);
+    let _ = writeln!(s, "		inline_buf_size_ex:	{}", e.inline_buf_size_ex);
     let _ = writeln!(s, "		max_rdma_size:		{}", e.max_rdma_size);
     let _ = writeln!(s, "		device_caps:		0x{:08x}", e.device_caps.bits());
     for (name, _) in e.device_caps.iter_names() {
@@ -523,11 +525,13 @@ fn efa_text(s: &mut String, e: &uverbs::EfaDeviceAttr) {
 
 fn efa_json(e: &uverbs::EfaDeviceAttr) -> Value {
     json!({
+        "comp_mask": e.comp_mask,
         "max_sq_wr": e.max_sq_wr,
         "max_rq_wr": e.max_rq_wr,
         "max_sq_sge": e.max_sq_sge,
         "max_rq_sge": e.max_rq_sge,
         "inline_buf_size": e.inline_buf_size,
+        "inline_buf_size_ex": e.inline_buf_size_ex,
         "max_rdma_size": e.max_rdma_size,
         "device_caps": e.device_caps.bits(),
         "device_caps_names": e.device_caps.iter_names().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -837,12 +841,16 @@ mod tests {
     #[test]
     fn efadv_attributes_are_printed_with_cap_names() {
         let e = uverbs::EfaDeviceAttr {
+            comp_mask: 0,
+            inline_buf_size_ex: 80,
             max_sq_wr: 4096,
             max_rq_wr: 8192,
             max_sq_sge: 2,
             max_rq_sge: 3,
             inline_buf_size: 32,
-            device_caps: uverbs::EfaDeviceCaps::RDMA_READ | uverbs::EfaDeviceCaps::RDMA_WRITE,
+            device_caps: uverbs::EfaDeviceCaps::RDMA_READ
+                | uverbs::EfaDeviceCaps::RDMA_WRITE
+                | uverbs::EfaDeviceCaps::COMP_CNTR,
             max_rdma_size: 1 << 30,
             kernel_caps: 0,
         };
@@ -850,11 +858,16 @@ mod tests {
         efa_text(&mut s, &e);
         assert_eq!(
             s,
-            "\tefadv attributes:\n\t\tmax_sq_wr:\t\t4096\n\t\tmax_rq_wr:\t\t8192\n\t\tmax_sq_sge:\t\t2\n\t\tmax_rq_sge:\t\t3\n\t\tinline_buf_size:\t32\n\t\tmax_rdma_size:\t\t1073741824\n\t\tdevice_caps:\t\t0x00000009\n\t\t\t\t\tRDMA_READ\n\t\t\t\t\tRDMA_WRITE\n"
+            "\tefadv attributes:\n\t\tcomp_mask:\t\t0x0\n\t\tmax_sq_wr:\t\t4096\n\t\tmax_rq_wr:\t\t8192\n\t\tmax_sq_sge:\t\t2\n\t\tmax_rq_sge:\t\t3\n\t\tinline_buf_size:\t32\n\t\tinline_buf_size_ex:\t80\n\t\tmax_rdma_size:\t\t1073741824\n\t\tdevice_caps:\t\t0x00000049\n\t\t\t\t\tRDMA_READ\n\t\t\t\t\tRDMA_WRITE\n\t\t\t\t\tCOMP_CNTR\n"
         );
         let j = efa_json(&e);
-        assert_eq!(j["device_caps"], 9);
-        assert_eq!(j["device_caps_names"], json!(["RDMA_READ", "RDMA_WRITE"]));
+        assert_eq!(j["device_caps"], 0x49);
+        assert_eq!(
+            j["device_caps_names"],
+            json!(["RDMA_READ", "RDMA_WRITE", "COMP_CNTR"])
+        );
+        assert_eq!(j["inline_buf_size_ex"], 80);
+        assert_eq!(j["comp_mask"], 0);
         assert_eq!(j["max_rq_sge"], 3);
     }
 

@@ -71,3 +71,35 @@ fn efa_hw_pingpong_srd() {
     );
     assert!(out.contains("remote address:"), "{out}");
 }
+
+/// `uverbs info` on the EFA device prints every `efadv_query_device` field, the newest
+/// (`comp_mask`, `inline_buf_size_ex`) included.
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --workspace --test efa_hw -- --ignored)"]
+fn efa_hw_info_prints_every_efadv_field() {
+    let ctx = efa_context();
+    let name = ctx.device().name().to_string();
+    let bin = std::env::var_os("UVERBS_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_uverbs").into());
+    let o = std::process::Command::new(&bin)
+        .args(["info", "-d", &name])
+        .output()
+        .unwrap_or_else(|e| panic!("starting {bin:?}: {e}"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}: {out}", o.status);
+    for field in [
+        "efadv attributes:",
+        "comp_mask:",
+        "max_sq_wr:",
+        "max_rq_wr:",
+        "max_sq_sge:",
+        "max_rq_sge:",
+        "inline_buf_size:",
+        "inline_buf_size_ex:",
+        "max_rdma_size:",
+        "device_caps:",
+    ] {
+        assert!(out.contains(field), "no {field} in {out}");
+    }
+}

@@ -528,6 +528,13 @@ fn map_ext(m: EfaCqExtMem<'_>, op: &'static str, label: &dyn Fn() -> String) -> 
     Ok(unsafe { Mapping::from_raw(p, len) })
 }
 
+/// Introspection (`efadv_query_cq`, in `super::introspect`): the queue, read only.
+impl EfaCqRing {
+    pub(crate) fn queue(&self) -> &CompletionQueue {
+        &self.cq
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,9 @@ bitflags! {
         const UNSOLICITED_WRITE_RECV = 1 << 4;
         /// `EFADV_DEVICE_ATTR_CAPS_CQ_WITH_EXT_MEM_DMABUF`.
         const CQ_WITH_EXT_MEM_DMABUF = 1 << 5;
+        /// `EFADV_DEVICE_ATTR_CAPS_COMP_CNTR`: completion counters
+        /// ([`Context::efadv_create_comp_cntr`]).
+        const COMP_CNTR = 1 << 6;
     }
 }
 
@@ -54,6 +57,10 @@ impl EfaDeviceCaps {
             Self::CQ_WITH_EXT_MEM_DMABUF,
             k & abi::EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM != 0,
         );
+        c.set(
+            Self::COMP_CNTR,
+            k & abi::EFA_QUERY_DEVICE_CAPS_COMP_CNTR != 0,
+        );
         c
     }
 }
@@ -62,6 +69,8 @@ impl EfaDeviceCaps {
 #[doc(alias = "efadv_device_attr")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EfaDeviceAttr {
+    /// Extension mask of the answer: no extension is defined, so 0 (libefa sets none).
+    pub comp_mask: u64,
     /// Largest SQ depth.
     pub max_sq_wr: u32,
     /// Largest RQ depth.
@@ -72,6 +81,9 @@ pub struct EfaDeviceAttr {
     pub max_rq_sge: u16,
     /// Inline bytes a send WQE carries (`inline_buf_size` of the context).
     pub inline_buf_size: u16,
+    /// Inline bytes a 128-byte send WQE carries (`inline_buf_size_ex` of the context; a
+    /// kernel too old to report it: `inline_buf_size`, as libefa substitutes).
+    pub inline_buf_size_ex: u16,
     /// Capabilities.
     pub device_caps: EfaDeviceCaps,
     /// Largest RDMA read/write in bytes.
@@ -153,6 +165,8 @@ impl Context {
         let uctx = self.efa_ucontext(op)?;
         let r = self.efa_query_raw(op)?;
         Ok(EfaDeviceAttr {
+            comp_mask: 0,
+            inline_buf_size_ex: inline_buf_size_ex(&uctx),
             max_sq_wr: r.max_sq_wr,
             max_rq_wr: r.max_rq_wr,
             max_sq_sge: r.max_sq_sge,
@@ -162,5 +176,15 @@ impl Context {
             max_rdma_size: r.max_rdma_size,
             kernel_caps: r.device_caps,
         })
+    }
+}
+
+/// libefa's `ctx->inline_buf_size_ex`: the response's value, or `inline_buf_size` when the
+/// kernel left it 0 (kernels before the field).
+pub(crate) fn inline_buf_size_ex(u: &EfaIbvAllocUcontextResp) -> u16 {
+    if u.inline_buf_size_ex == 0 {
+        u.inline_buf_size
+    } else {
+        u.inline_buf_size_ex
     }
 }

@@ -64,15 +64,21 @@
 //! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
 //! model on three threads, 500 wraps of every ring).
 
+mod cntr;
 mod cq;
 mod device;
+mod introspect;
 mod mr;
 mod qp;
 
+pub use cntr::{CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr};
 pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
 pub(crate) use device::EfaCtx;
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
+pub use introspect::{
+    EfaCqAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWqAttr, EfaWqCaps,
+};
 pub use mr::EfaMrAttr;
 pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
 pub use qp::{EfaQpFlags, EfaQpInitAttr};

@@ -894,3 +894,10 @@ fn not_rts(inner: &QpInner, op: &'static str) -> Error {
         "the QP is not in RTS: EFA sends need RTS",
     )
 }
+
+/// Introspection (`efadv_query_qp_wqs`, in `super::introspect`): the queues, read only.
+impl EfaQpRing {
+    pub(crate) fn queues(&self) -> (&SendQueue, &RecvQueue) {
+        (&self.sq, &self.rq)
+    }
+}

@@ -960,6 +960,19 @@ pub fn tx_view(cqe: &EfaIoRxCdescEx) -> &EfaIoTxCdesc {
     transmute_ref!(&cqe.base)
 }
 
+/// Introspection (`efadv_query_cq`). Nothing here touches the queue.
+impl CompletionQueue {
+    /// The first CQE of the buffer (sub-CQ 0).
+    pub fn buf_ptr(&self) -> NonNull<u8> {
+        self.buf
+    }
+
+    /// The CQ doorbell register, if the CQ has one (`EFA_CREATE_CQ_RESP_DB_OFF`).
+    pub fn doorbell_ptr(&self) -> Option<NonNull<u32>> {
+        self.db.as_ref().map(|d| d.as_ptr())
+    }
+}
+
 #[cfg(test)]
 #[path = "cq_tests.rs"]
 mod tests;

@@ -124,6 +124,13 @@ impl Doorbell {
     }
 }
 
+impl Doorbell {
+    /// The register's address (`efadv_query_qp_wqs` / `efadv_query_cq` hand it out).
+    pub fn as_ptr(&self) -> NonNull<u32> {
+        self.ptr
+    }
+}
+
 // SAFETY: the doorbell is an MMIO register (or test memory) owned by the queue holding this
 // value; writing it from another thread is as valid as from this one (the mapping is
 // process-wide). All writes go through `&mut self`, so there is no concurrent use.

@@ -246,6 +246,19 @@ impl RecvQueue {
     }
 }
 
+/// Introspection (`efadv_query_qp_wqs`). Nothing here touches the queue.
+impl RecvQueue {
+    /// The first receive descriptor of the ring.
+    pub fn ring_ptr(&self) -> NonNull<u8> {
+        self.ring
+    }
+
+    /// The RQ doorbell register.
+    pub fn doorbell_ptr(&self) -> NonNull<u32> {
+        self.db.as_ptr()
+    }
+}
+
 #[cfg(test)]
 #[path = "rq_tests.rs"]
 mod tests;

@@ -1175,6 +1175,20 @@ impl Drop for SendSession<'_> {
     }
 }
 
+/// Introspection (`efadv_query_qp_wqs`): where the queue lives, for a caller that writes WQEs
+/// itself. Nothing here touches the queue.
+impl SendQueue {
+    /// The first WQE slot in the LLQ.
+    pub fn desc_ptr(&self) -> NonNull<u8> {
+        self.desc
+    }
+
+    /// The SQ doorbell register.
+    pub fn doorbell_ptr(&self) -> NonNull<u32> {
+        self.db.as_ptr()
+    }
+}
+
 #[cfg(test)]
 #[path = "sq_tests.rs"]
 mod tests;

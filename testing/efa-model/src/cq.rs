@@ -108,6 +108,12 @@ pub(crate) fn create_cq(dev: &mut Dev, cmd: &mut IoctlCmd<'_>) -> Result<(), Err
     if with_sgid && c.cq_entry_size != 32 {
         return Err(Errno::INVAL);
     }
+    // 64-bit request ids in send CQEs only where the device has them.
+    if c.flags & EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID != 0
+        && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID == 0
+    {
+        return Err(Errno::OPNOTSUPP);
+    }
     let out_len = cmd
         .attrs()
         .find(|a| a.id() == UVERBS_ATTR_UHW_OUT)

@@ -6,6 +6,7 @@ use uverbs_efa::defs::*;
 use uverbs_uapi::verbs::*;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
+use crate::cntr::count;
 use crate::sq::{check_sge, Msg};
 use crate::state::{Fabric, QpKind, RQ_DB_OFFSET};
 
@@ -119,8 +120,15 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
     };
     let req_id = meta.req_id.get();
     let op = meta.op_type();
+    let s_qp = m.qp;
     let complete = |f: &mut Fabric, status: u8| {
         push_cqe(f, m.dev, s_cq, s_sub, tx_cqe(sqpn, req_id, status, op));
+        let bit = match op {
+            EFA_IO_RDMA_READ => IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ,
+            EFA_IO_RDMA_WRITE => IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE,
+            _ => IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND,
+        };
+        count(f, m.dev, s_qp, bit, status == EFA_IO_COMP_STATUS_OK);
     };
     // Resolve the destination through the sender's AH table.
     let Some(dgid) = f.devs[m.dev].gid_for_ahn(meta.ah.get()) else {
@@ -219,12 +227,14 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
                     f.violation(format!("qp {dqpn} RQ: {why}"));
                     rx.base.common.status = EFA_IO_COMP_STATUS_LOCAL_ERROR_INVALID_LKEY;
                     push_cqe(f, dd, d_cq, d_sub, rx);
+                    count(f, dd, dh, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV, false);
                     return complete(f, EFA_IO_COMP_STATUS_REMOTE_ERROR_ABORT);
                 }
             }
             if data.len() as u64 > room {
                 rx.base.common.status = EFA_IO_COMP_STATUS_LOCAL_ERROR_BAD_LENGTH;
                 push_cqe(f, dd, d_cq, d_sub, rx);
+                count(f, dd, dh, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV, false);
                 return complete(f, EFA_IO_COMP_STATUS_REMOTE_ERROR_BAD_LENGTH);
             }
             let mut off = 0;
@@ -235,6 +245,7 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
             }
             rx.base.length.set(data.len() as u16);
             push_cqe(f, dd, d_cq, d_sub, rx);
+            count(f, dd, dh, IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV, true);
             complete(f, EFA_IO_COMP_STATUS_OK)
         }
         _ => {
@@ -261,9 +272,23 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
                 let mut v = vec![0u8; rlen as usize];
                 mem_read(raddr, &mut v);
                 mem_write(r.local_mem()[0].buf_addr(), &v);
+                count(
+                    f,
+                    dd,
+                    dh,
+                    IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ,
+                    true,
+                );
                 return complete(f, EFA_IO_COMP_STATUS_OK);
             }
             mem_write(raddr, &data);
+            count(
+                f,
+                dd,
+                dh,
+                IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE,
+                true,
+            );
             if meta.has_imm() {
                 rx.base.common.set_op_type(EFA_IO_RDMA_WRITE);
                 rx.base.length.set(data.len() as u16);

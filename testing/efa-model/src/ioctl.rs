@@ -26,8 +26,20 @@ pub(crate) fn in_u64(cmd: &IoctlCmd<'_>, id: u16) -> Option<u64> {
 }
 
 pub(crate) fn ioctl(f: &mut Fabric, d: usize, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    if cmd.object_id() == UVERBS_OBJECT_COMP_CNTR
+        || (cmd.object_id(), cmd.method_id())
+            == (UVERBS_OBJECT_QP, UVERBS_METHOD_QP_ATTACH_COMP_CNTR)
+    {
+        f.ioctl_log.push(crate::RecordedIoctl::of(cmd));
+    }
     let dev = &mut f.devs[d];
     match (cmd.object_id(), cmd.method_id()) {
+        (UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_CREATE) => crate::cntr::create(dev, cmd),
+        (UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_DESTROY) => {
+            crate::cntr::destroy(dev, cmd)
+        }
+        (UVERBS_OBJECT_COMP_CNTR, UVERBS_METHOD_COMP_CNTR_MODIFY) => crate::cntr::modify(dev, cmd),
+        (UVERBS_OBJECT_QP, UVERBS_METHOD_QP_ATTACH_COMP_CNTR) => crate::cntr::attach(dev, cmd),
         (UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE) => create_cq(dev, cmd),
         (UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY) => {
             let h = cmd

@@ -5,9 +5,11 @@
 //!
 //! Each [`EfaDevice`] answers the commands the kernel's EFA driver answers (get context,
 //! query device, query port (ioctl and legacy write), GID entry and GID table ioctls, PD, MR,
-//! CQ create/destroy by ioctl, QP create/modify/query/destroy, AH) with the errnos the kernel
-//! uses, and backs every mmap with memfd pages shared between the model
-//! and the client, so the client's rings and doorbells are real shared memory.
+//! CQ create/destroy by ioctl, QP create/modify/query/destroy, AH, completion counters:
+//! create, modify, QP attach, destroy, counted per completion and per error in the memory the
+//! create named) with the errnos the kernel uses, and backs every mmap with memfd pages shared
+//! between the model and the client, so the client's rings and doorbells are real shared
+//! memory.
 //!
 //! The device runs on demand: [`EfaFabric::process`] takes every SQ doorbell the driver wrote,
 //! consumes the WQEs from the LLQ, moves data between registered memory of QPs on any device
@@ -95,6 +97,7 @@ use uverbs_uapi::efa::*;
 use uverbs_uapi::ioctl::RDMA_DRIVER_EFA;
 use zerocopy::IntoBytes;
 
+mod cntr;
 mod cq;
 mod exec;
 mod ioctl;
@@ -357,6 +360,7 @@ impl EfaFabric {
                 rng: seed | 1,
                 reorder: true,
                 trap_doorbells: TRAP,
+                ioctl_log: Vec::new(),
             })),
         }
     }
@@ -407,6 +411,7 @@ impl EfaFabric {
             cqs: BTreeMap::new(),
             qps: BTreeMap::new(),
             ahs: BTreeMap::new(),
+            cntrs: BTreeMap::new(),
             ahns: HashMap::new(),
             regions: HashMap::new(),
         });
@@ -738,4 +743,48 @@ pub fn memfd(len: usize) -> OwnedFd {
         .expect("memfd_create");
     rustix::fs::ftruncate(&fd, len as u64).expect("ftruncate");
     fd
+}
+
+/// One ioctl as the library sent it (completion-counter commands are kept, for golden-byte
+/// tests): the wire bytes (header and 16-byte attributes, pointers included) and, for each
+/// attribute whose input travels behind a pointer, those bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedIoctl {
+    /// `ib_uverbs_ioctl_hdr.object_id`.
+    pub object_id: u16,
+    /// `ib_uverbs_ioctl_hdr.method_id`.
+    pub method_id: u16,
+    /// `struct ib_uverbs_attr` of each attribute, as sent (16 bytes each, in order).
+    pub attrs: Vec<[u8; 16]>,
+    /// (attribute id, the bytes behind its pointer) for inputs longer than 8 bytes.
+    pub pointed: Vec<(u16, Vec<u8>)>,
+}
+
+impl RecordedIoctl {
+    fn of(cmd: &IoctlCmd<'_>) -> Self {
+        let wire = cmd.wire_bytes();
+        // The header is 24 bytes (`struct ib_uverbs_ioctl_hdr`), then 16 per attribute.
+        let attrs = wire[24..]
+            .chunks_exact(16)
+            .map(|c| c.try_into().expect("16 bytes"))
+            .collect();
+        let pointed = cmd
+            .attrs()
+            .filter(|a| a.len() > 8)
+            .filter_map(|a| a.input().map(|b| (a.id(), b.to_vec())))
+            .collect();
+        RecordedIoctl {
+            object_id: cmd.object_id(),
+            method_id: cmd.method_id(),
+            attrs,
+            pointed,
+        }
+    }
+}
+
+impl EfaFabric {
+    /// The completion-counter ioctls sent so far (create, destroy, QP attach), oldest first.
+    pub fn ioctl_log(&self) -> Vec<RecordedIoctl> {
+        self.lock().ioctl_log.clone()
+    }
 }

@@ -41,6 +41,13 @@ pub(crate) fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> 
     if unsolicited && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV == 0 {
         return Err(Errno::OPNOTSUPP);
     }
+    // 64-bit request ids only where the device has them (the data path of such QPs is not
+    // modelled yet: nothing in uverbs asks for them).
+    if e.flags & EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID != 0
+        && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID == 0
+    {
+        return Err(Errno::OPNOTSUPP);
+    }
     // The WQE size is what the ring holds per requested WR: 64, or 128 for the extended
     // format (inline data over 32 bytes, inline RDMA write).
     let wqe_size = e.sq_ring_size.checked_div(r.max_send_wr).unwrap_or(0);
@@ -121,6 +128,8 @@ pub(crate) fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> 
             rq_cc: 0,
             send_sub,
             recv_sub,
+            cntr_ops: 0,
+            cntrs: Vec::new(),
         },
     );
     let resp = IbUverbsCreateQpResp {

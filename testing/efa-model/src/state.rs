@@ -169,6 +169,10 @@ pub(crate) struct QpState {
     pub(crate) rq_cc: u16,
     pub(crate) send_sub: u16,
     pub(crate) recv_sub: u16,
+    /// `IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_*` bits counted into some counter.
+    pub(crate) cntr_ops: u32,
+    /// Attachments: (op mask, counter handle).
+    pub(crate) cntrs: Vec<(u32, u32)>,
 }
 
 #[allow(dead_code)] // ahn: the number handed out, kept for debugging
@@ -191,6 +195,7 @@ pub(crate) struct Dev {
     pub(crate) cqs: BTreeMap<u32, CqState>,
     pub(crate) qps: BTreeMap<u32, QpState>,
     pub(crate) ahs: BTreeMap<u32, AhState>,
+    pub(crate) cntrs: BTreeMap<u32, crate::cntr::CntrState>,
     /// gid -> (ahn, refs)
     pub(crate) ahns: HashMap<[u8; 16], (u16, u32)>,
     pub(crate) regions: HashMap<u64, Arc<Region>>,
@@ -226,6 +231,8 @@ pub(crate) struct Fabric {
     pub(crate) reorder: bool,
     /// Trap the SQ doorbells mapped from now on (see the module doc).
     pub(crate) trap_doorbells: bool,
+    /// Completion-counter commands as sent (for golden-byte tests).
+    pub(crate) ioctl_log: Vec<crate::RecordedIoctl>,
 }
 
 impl Fabric {

@@ -211,6 +211,7 @@ pub(crate) fn write_cmd(f: &mut Fabric, d: usize, cmd: &mut WriteCmd) -> Result<
         (IB_USER_VERBS_CMD_DESTROY_QP, false) => {
             let r: IbUverbsDestroyQp = req(cmd)?;
             let q = dev.qps.remove(&r.qp_handle).ok_or(Errno::INVAL)?;
+            crate::cntr::detach_all(dev, &q.cntrs);
             for k in q.keys {
                 dev.regions.remove(&k);
             }

@@ -6,7 +6,10 @@ mod efa;
 
 use uverbs::channel::IoctlCmd;
 use uverbs::uapi::cmds::*;
-use uverbs::uapi::efa::{EfaIbvCreateCq, EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID};
+use uverbs::uapi::efa::{
+    EfaIbvCreateCq, EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID, EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+    EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID,
+};
 use uverbs::{
     AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, Errno, Mr, Pd, Qp,
     QpCap, QpInitAttr, QpType,
@@ -281,5 +284,33 @@ fn cq_create_checks_attributes_like_the_kernel() {
         .driver_in(drv.as_bytes())
         .driver_out(&mut out);
     assert_eq!(ch.ioctl(&mut c), Err(Errno::INVAL));
+    // The 64-bit request id flag on a device without EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID
+    // (the default model): EOPNOTSUPP; on one with it, accepted.
+    let wide = EfaIbvCreateCq {
+        flags: EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID,
+        ..drv
+    };
+    let create = |ch: &dyn uverbs::channel::Channel| {
+        let (mut out, mut cqe_out) = ([0u8; 40], 0u32);
+        let mut c = IoctlCmd::new(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE);
+        c.idr_new(UVERBS_ATTR_CREATE_CQ_HANDLE)
+            .ptr_out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, &mut cqe_out)
+            .u32_in(UVERBS_ATTR_CREATE_CQ_CQE, 8)
+            .u64_in(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 1)
+            .u32_in(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0)
+            .driver_in(wide.as_bytes())
+            .driver_out(&mut out);
+        ch.ioctl(&mut c)
+    };
+    assert_eq!(create(ch), Err(Errno::OPNOTSUPP));
+    let d = ModelConfig::default();
+    let ctx64 = fab
+        .add_device(ModelConfig {
+            device_caps: d.device_caps | EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID,
+            ..d
+        })
+        .open()
+        .unwrap();
+    assert_eq!(create(ctx64.channel()), Ok(()));
     fab.assert_no_violations();
 }
