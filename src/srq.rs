@@ -26,7 +26,7 @@ use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
-use crate::qp::{map_rxe_queue, post_recv_list};
+use crate::rxe::{map_rxe_queue, post_recv_list};
 use crate::wr::{post_errno, PostError, RecvWr};
 use crate::xrcd::Xrcd;
 use crate::ProviderInfo;
