@@ -252,6 +252,10 @@ pub struct QpInitAttr<'a> {
     pub create_flags: u32,
     /// Operations the `wr_*` API may use ([`Pd::create_qp_ex`]; ignored by `create_qp`).
     pub send_ops_flags: SendOpsFlags,
+    /// The user's value for this QP (`qp_context` of `struct ibv_qp_init_attr`; a number,
+    /// not a pointer): read back with [`Qp::qp_context`] and returned with the QP's async
+    /// events ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub qp_context: u64,
 }
 
 impl<'a> QpInitAttr<'a> {
@@ -267,6 +271,7 @@ impl<'a> QpInitAttr<'a> {
             sq_sig_all: false,
             create_flags: 0,
             send_ops_flags: SendOpsFlags::empty(),
+            qp_context: 0,
         }
     }
 }

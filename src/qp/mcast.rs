@@ -17,7 +17,7 @@ impl Qp {
     pub fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result<()> {
         let req = IbUverbsAttachMcast {
             gid: gid.raw,
-            qp_handle: self.inner.handle,
+            qp_handle: self.inner.handle(),
             mlid: lid,
             reserved: 0,
         };
@@ -30,7 +30,7 @@ impl Qp {
     pub fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result<()> {
         let req = IbUverbsDetachMcast {
             gid: gid.raw,
-            qp_handle: self.inner.handle,
+            qp_handle: self.inner.handle(),
             mlid: lid,
             reserved: 0,
         };

@@ -36,67 +36,90 @@ use uverbs_uapi::cmds::{
     UVERBS_ATTR_DESTROY_QP_HANDLE, UVERBS_ATTR_DESTROY_QP_RESP, UVERBS_METHOD_QP_DESTROY,
     UVERBS_OBJECT_QP,
 };
-use uverbs_uapi::write::{IbUverbsDestroyQp, IbUverbsDestroyQpResp, IB_USER_VERBS_CMD_DESTROY_QP};
+use uverbs_uapi::write::{IbUverbsDestroyQpResp, IB_USER_VERBS_CMD_DESTROY_QP};
 
-use crate::channel::IoctlCmd;
-use crate::context::legacy_cmd;
 use crate::cq::QpCqs;
-use crate::error::{Errno, Error};
-use crate::object::DestroyError;
+use crate::error::Errno;
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
 use crate::srq::SrqShared;
 
 /// The kernel QP and what keeps its parents alive.
 pub(crate) struct QpInner {
+    // Destroyed before its parents (declared after it) are released.
+    pub(crate) obj: KernelObject,
     pub(crate) pd: Pd,
     pub(crate) _cqs: QpCqs,
     pub(crate) _srq: Option<Arc<SrqShared>>,
+    pub(crate) qp_num: u32,
+    pub(crate) user_handle: u64,
+    /// The QP's entry in the event table: its `qp_context`.
+    pub(crate) events: Registration,
+}
+
+/// `ibv_destroy_qp` by ioctl (`UVERBS_METHOD_QP_DESTROY`, as rdma-core), answering the async
+/// event count.
+static DESTROY_QP: Destroy = Destroy {
+    op: "destroy_qp",
+    cmd: DestroyCmd::Ioctl {
+        object: UVERBS_OBJECT_QP,
+        method: UVERBS_METHOD_QP_DESTROY,
+        handle_attr: UVERBS_ATTR_DESTROY_QP_HANDLE,
+        resp_attr: Some(UVERBS_ATTR_DESTROY_QP_RESP),
+        resp_len: std::mem::size_of::<IbUverbsDestroyQpResp>(),
+    },
+};
+
+/// `ibv_destroy_qp` by the legacy `write()` command (EFA, as libefa does).
+static DESTROY_QP_WRITE: Destroy = Destroy {
+    op: "destroy_qp",
+    cmd: DestroyCmd::WriteWithResp {
+        command: IB_USER_VERBS_CMD_DESTROY_QP,
+        resp_len: std::mem::size_of::<IbUverbsDestroyQpResp>(),
+    },
+};
+
+/// The parents a new QP holds (its PD, CQs and SRQ) and the numbers the kernel gave it.
+pub(crate) struct QpParts {
+    pub(crate) pd: Pd,
+    pub(crate) cqs: QpCqs,
+    pub(crate) srq: Option<Arc<SrqShared>>,
     pub(crate) handle: u32,
     pub(crate) qp_num: u32,
     pub(crate) user_handle: u64,
+    pub(crate) qp_context: u64,
     /// Destroy with the legacy `write()` command (EFA, as libefa does) instead of the ioctl.
     pub(crate) legacy_destroy: bool,
-    pub(crate) destroyed: bool,
 }
 
 impl QpInner {
+    /// Takes ownership of the kernel QP just created: from here it is destroyed on drop.
+    pub(crate) fn new(p: QpParts) -> Self {
+        let ctx = p.pd.context().clone();
+        let label = format!("qp {} on {}", p.qp_num, ctx.label());
+        let kind = if p.legacy_destroy {
+            &DESTROY_QP_WRITE
+        } else {
+            &DESTROY_QP
+        };
+        QpInner {
+            obj: KernelObject::new(ctx, p.handle, kind, label),
+            pd: p.pd,
+            _cqs: p.cqs,
+            _srq: p.srq,
+            qp_num: p.qp_num,
+            user_handle: p.user_handle,
+            events: Registration::new(p.user_handle, p.qp_context),
+        }
+    }
+
     pub(crate) fn label(&self) -> String {
-        format!("qp {} on {}", self.qp_num, self.pd.context().label())
+        self.obj.label().to_owned()
     }
 
-    pub(crate) fn destroy_cmd(&self) -> std::result::Result<IbUverbsDestroyQpResp, Errno> {
-        if self.legacy_destroy {
-            let mut cmd = legacy_cmd(
-                IB_USER_VERBS_CMD_DESTROY_QP,
-                &IbUverbsDestroyQp {
-                    qp_handle: self.handle,
-                    ..Default::default()
-                },
-                &[],
-                std::mem::size_of::<IbUverbsDestroyQpResp>(),
-                0,
-            );
-            self.pd.context().inner.channel.write(&mut cmd)?;
-            return Ok(cmd.response_as::<IbUverbsDestroyQpResp>());
-        }
-        let mut resp = IbUverbsDestroyQpResp::default();
-        let mut cmd = IoctlCmd::new(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY);
-        cmd.idr(UVERBS_ATTR_DESTROY_QP_HANDLE, self.handle)
-            .ptr_out(UVERBS_ATTR_DESTROY_QP_RESP, &mut resp);
-        self.pd.context().inner.channel.ioctl(&mut cmd)?;
-        Ok(resp)
-    }
-}
-
-impl Drop for QpInner {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        self.destroyed = true;
-        if let Err(e) = self.destroy_cmd() {
-            crate::report_drop_error("destroy_qp", &self.label(), e);
-        }
+    /// The kernel handle.
+    pub(crate) fn handle(&self) -> u32 {
+        self.obj.handle()
     }
 }
 
@@ -152,12 +175,8 @@ pub struct Qp {
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        if !self.inner.destroyed {
-            self.inner.destroyed = true;
-            if let Err(e) = self.inner.destroy_cmd() {
-                crate::report_drop_error("destroy_qp", &self.inner.label(), e);
-            }
-        }
+        // The kernel QP first (best effort, a failure reported), then the rings (fields).
+        self.inner.obj.release();
         if let QpRing::Efa(r) = &self.ring {
             r.unregister();
         }
@@ -183,12 +202,25 @@ impl Qp {
 
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.inner.handle
+        self.inner.handle()
     }
 
     /// The value async events for this QP carry.
     pub fn user_handle(&self) -> u64 {
         self.inner.user_handle
+    }
+
+    /// The user's value given at creation ([`QpInitAttr::qp_context`]) or last set; the
+    /// QP's async events carry it ([`AsyncEvent::context`](crate::AsyncEvent)).
+    pub fn qp_context(&self) -> u64 {
+        self.inner.events.context()
+    }
+
+    /// Replaces the user's value (`ibv_qp.qp_context = ...`); events read from now on carry
+    /// the new one.
+    #[doc(alias = "ibv_qp.qp_context")]
+    pub fn set_qp_context(&mut self, qp_context: u64) {
+        self.inner.events.set_context(qp_context);
     }
 
     /// The transport type.
@@ -230,23 +262,21 @@ impl Qp {
     /// again, as ibv_destroy_qp(3) says.
     #[doc(alias = "ibv_destroy_qp")]
     pub fn destroy(mut self) -> std::result::Result<QpDestroyed, DestroyError<Qp>> {
-        match self.inner.destroy_cmd() {
-            Ok(resp) => {
-                self.inner.destroyed = true;
+        match self.inner.obj.destroy() {
+            Ok([events_reported, _]) => {
                 // `Drop` unregisters an EFA QP from its CQs' tables.
                 drop(self);
-                Ok(QpDestroyed {
-                    events_reported: resp.events_reported,
-                })
+                Ok(QpDestroyed { events_reported })
             }
             Err(e) => {
-                let error =
-                    Error::os("destroy_qp", self.label(), e).with_reason(if e == Errno::BUSY {
-                        "the QP is still attached to a multicast group: detach it and destroy again"
-                    } else {
-                        ""
-                    });
-                Err(DestroyError::new(self, error))
+                let e = if e.is(Errno::BUSY) {
+                    e.with_reason(
+                        "the QP is still attached to a multicast group: detach it and destroy again",
+                    )
+                } else {
+                    e
+                };
+                Err(DestroyError::new(self, e))
             }
         }
     }

@@ -8,7 +8,7 @@ use uverbs_uapi::write::{
 };
 
 use super::attr::{dest_from_uverbs, dest_to_uverbs};
-use super::{Qp, QpAttr, QpAttrMask, QpCap, QpQuery, QpRing, QpState};
+use super::{Qp, QpAttr, QpAttrMask, QpCap, QpInner, QpQuery, QpRing, QpState};
 use crate::channel::WriteCmd;
 use crate::context::legacy_cmd;
 use crate::error::{Errno, Error, Result};
@@ -29,7 +29,7 @@ impl Qp {
         let base = IbUverbsModifyQp {
             dest: dest_to_uverbs(&attr.ah_attr),
             alt_dest: dest_to_uverbs(&attr.alt_ah_attr),
-            qp_handle: self.inner.handle,
+            qp_handle: self.inner.handle(),
             attr_mask: mask.bits(),
             qkey: attr.qkey,
             rq_psn: attr.rq_psn,
@@ -100,31 +100,8 @@ impl Qp {
     /// [`Qp::state`].
     #[doc(alias = "ibv_query_qp")]
     pub fn query(&mut self, mask: QpAttrMask) -> Result<QpQuery> {
-        let op = "query_qp";
-        let req = IbUverbsQueryQp {
-            qp_handle: self.inner.handle,
-            attr_mask: mask.bits(),
-            ..Default::default()
-        };
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_QUERY_QP,
-            &req,
-            &[],
-            std::mem::size_of::<IbUverbsQueryQpResp>(),
-            0,
-        );
-        self.inner
-            .pd
-            .context()
-            .write_cmd(op, &|| self.label(), &mut cmd)?;
-        let r: IbUverbsQueryQpResp = cmd.response_as();
-        let cap = QpCap {
-            max_send_wr: r.max_send_wr,
-            max_recv_wr: r.max_recv_wr,
-            max_send_sge: r.max_send_sge,
-            max_recv_sge: r.max_recv_sge,
-            max_inline_data: r.max_inline_data,
-        };
+        let r = query_resp(&self.inner, mask)?;
+        let cap = query_cap(&r);
         let attr = QpAttr {
             qp_state: QpState::from_raw(r.qp_state),
             cur_qp_state: QpState::from_raw(r.cur_qp_state),
@@ -159,5 +136,38 @@ impl Qp {
             cap,
             sq_sig_all: r.sq_sig_all != 0,
         })
+    }
+}
+
+/// `IB_USER_VERBS_CMD_QUERY_QP` for the attributes in `mask`: the kernel's answer.
+pub(super) fn query_resp(inner: &QpInner, mask: QpAttrMask) -> Result<IbUverbsQueryQpResp> {
+    let op = "query_qp";
+    let req = IbUverbsQueryQp {
+        qp_handle: inner.handle(),
+        attr_mask: mask.bits(),
+        ..Default::default()
+    };
+    let mut cmd = legacy_cmd(
+        IB_USER_VERBS_CMD_QUERY_QP,
+        &req,
+        &[],
+        std::mem::size_of::<IbUverbsQueryQpResp>(),
+        0,
+    );
+    inner
+        .pd
+        .context()
+        .write_cmd(op, &|| inner.label(), &mut cmd)?;
+    Ok(cmd.response_as())
+}
+
+/// The queue sizes of a query answer.
+pub(super) fn query_cap(r: &IbUverbsQueryQpResp) -> QpCap {
+    QpCap {
+        max_send_wr: r.max_send_wr,
+        max_recv_wr: r.max_recv_wr,
+        max_send_sge: r.max_send_sge,
+        max_recv_sge: r.max_recv_sge,
+        max_inline_data: r.max_inline_data,
     }
 }

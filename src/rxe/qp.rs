@@ -79,7 +79,7 @@ pub(crate) fn qp_ring(
     };
     let slots = sq.queue().num_slots() as usize;
     Ok(RxeRing {
-        db: Doorbell::new(dbfd, inner.handle),
+        db: Doorbell::new(dbfd, inner.handle()),
         sq,
         rq,
         // Only UD sends carry an AH (the ring refuses one on other QP types): other
