@@ -2,18 +2,14 @@
 //! `ibv_destroy_qp`, `ibv_post_send`, `ibv_post_recv`, the `ibv_wr_*` API,
 //! `ibv_attach_mcast`, `ibv_detach_mcast`).
 //!
-//! A [`Qp`] owns its rings (the SQ and, without an SRQ, the RQ, mmapped from the uverbs fd) and
-//! the kernel QP. It holds its PD, its CQs' kernel objects and its SRQ, so none of them can be
-//! destroyed under it. Posting takes `&mut self`: one owner, no lock. The rxe send doorbell is
-//! a `write()` of `IB_USER_VERBS_CMD_POST_SEND` with zero work requests, prebuilt at
-//! creation (`crate::rxe`) (request bytes and response buffer) so a post allocates nothing and calls nothing
-//! through a trait object.
+//! A [`Qp`] owns its rings (the provider's half, `QpRing`: rxe's in `crate::rxe`, EFA's in
+//! `crate::efa`) and the kernel QP (`QpInner`, on a `KernelObject`). It holds its PD, its CQs'
+//! kernel objects and its SRQ, so none of them can be destroyed under it. Posting takes
+//! `&mut self`: one owner, no lock.
 //!
-//! Unsafe code here: building the ring views over this QP's mappings, and borrowing the uverbs
-//!
-//! The module is split by concern: [`attr`] (the attribute types), `create` (`Pd::create_qp*`),
+//! The module is split by concern: `attr` (the attribute types), `create` (`Pd::create_qp*`),
 //! `modify` (modify and query), `mcast`, `post` (the data path entry points) and `batch`
-//! (`WrBatch`, the `wr_*` API). The rxe rings live in `crate::rxe`, EFA's in `crate::efa`.
+//! (`WrBatch`, the `wr_*` API).
 
 mod attr;
 mod batch;
