@@ -246,6 +246,7 @@ mod tests {
             sq_sig_all: false,
             create_flags: 0,
             send_ops_flags: SendOpsFlags::empty(),
+            qp_context: 0,
         };
         let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::PERM), &attr, true);
         assert!(e.is(Errno::PERM), "{e}");
