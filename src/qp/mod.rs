@@ -109,6 +109,10 @@ impl QpInner {
         }
     }
 
+    /// How errors name the QP. Error paths only: kept out of line so that the code it
+    /// needs stays out of the posting loops that name it on failure.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn label(&self) -> String {
         self.obj.label().to_owned()
     }
