@@ -33,7 +33,7 @@ use crate::event::next_user_handle;
 use crate::mr::Sge;
 use crate::pd::Pd;
 use crate::qp::{
-    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpRing, QpState, QpType, SendOpsFlags,
+    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpParts, QpRing, QpState, QpType, SendOpsFlags,
 };
 use crate::wr::{PostError, RecvWr, SendFlags, SendWr, WrData, WrOp};
 
@@ -310,16 +310,16 @@ pub(crate) fn create_qp(
     let dresp: EfaIbvCreateQpResp = cmd.driver_response_as();
     let user_handle = req.user_handle;
     // From here `inner` destroys the kernel QP if anything fails.
-    let inner = QpInner {
+    let inner = QpInner::new(QpParts {
         pd: pd.clone(),
-        _cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
-        _srq: None,
+        cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
+        srq: None,
         handle: resp.qp_handle,
         qp_num: resp.qpn,
         user_handle,
+        qp_context: attr.qp_context,
         legacy_destroy: true,
-        destroyed: false,
-    };
+    });
     let qlabel = || format!("qp {} on {}", resp.qpn, ctx.label());
     let qpn16 = u16::try_from(resp.qpn).map_err(|_| {
         Error::invalid(
