@@ -335,6 +335,37 @@ impl CompletionQueue {
         }
     }
 
+    /// [`poll_each`](Self::poll_each) with `max` 1: the round robin from `next_poll_idx` to
+    /// the first sub-CQ holding a CQE, that CQE, the doorbell. The same order, checks and
+    /// results, without the general walk's per-call set-up (the empty-set bookkeeping, the
+    /// run's state), which is most of a one-CQE call.
+    #[inline]
+    pub fn poll_one_each<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+        &mut self,
+        lookup: &mut L,
+        mut put: F,
+    ) -> Result<usize, PollError> {
+        let subs = self.cfg.num_sub_cqs;
+        let mut idx = self.next_poll_idx;
+        for _ in 0..subs {
+            let next = if idx + 1 >= subs { 0 } else { idx + 1 };
+            if let Some((entry, w0)) = self.take_entry(idx) {
+                self.next_poll_idx = next;
+                let r = process(&self.cfg, idx, w0, entry, lookup, &mut put);
+                self.update_doorbell(false);
+                return match r {
+                    Ok(()) => Ok(1),
+                    Err(error) => Err(PollError { polled: 0, error }),
+                };
+            }
+            idx = next;
+        }
+        // Every sub-CQ was empty: the round robin went all the way round, back to where it
+        // started.
+        self.next_poll_idx = idx;
+        Ok(0)
+    }
+
     /// Whether sub-CQ `idx`'s next slot holds a CQE (its phase is the expected one). Only
     /// a hint: [`run`](Self::run) loads the word again, with Acquire, before reading more.
     #[inline(always)]
