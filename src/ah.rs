@@ -324,6 +324,27 @@ impl Ah {
 
     /// The device's AH number of an AH on an EFA device (`efadv_query_ah`'s `ahn`), which
     /// EFA peers use to name this destination. Refused (`EOPNOTSUPP`) on other devices.
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// use uverbs::{AhAttr, Gid, GlobalRoute};
+    ///
+    /// let pd = ctx.alloc_pd()?;
+    /// // An EFA destination is named by its GID (here our own: a loopback AH).
+    /// let gid = ctx.query_gid(1, 0)?;
+    /// let attr = AhAttr {
+    ///     grh: GlobalRoute { dgid: gid, ..Default::default() },
+    ///     is_global: true,
+    ///     port_num: 1,
+    ///     ..Default::default()
+    /// };
+    /// let ah = pd.create_ah(&attr)?;
+    /// let ahn = ah.efadv_query_ah()?;
+    /// assert_eq!(u32::from(ahn), ah.ah_num());
+    /// # let _: Gid = gid;
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     pub fn efadv_query_ah(&self) -> Result<u16> {
         if !self.inner.efa {
             return Err(Error::invalid(
