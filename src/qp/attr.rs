@@ -31,7 +31,7 @@ pub enum QpType {
     /// `IBV_QPT_XRC_RECV` (XRC target, created in an XRCD; rxe has no XRC).
     XrcRecv,
     /// EFA's SRD (`IBV_QPT_DRIVER` with `EFADV_QP_DRIVER_TYPE_SRD`): reliable, unordered
-    /// datagrams. Created only by [`Pd::efadv_create_qp_ex`]; addressed like UD (an [`Ah`], a
+    /// datagrams. Created only by [`Pd::efadv_create_qp_ex`](crate::Pd::efadv_create_qp_ex); addressed like UD (an [`Ah`](crate::Ah), a
     /// remote QPN and a Q_Key per send).
     #[doc(alias = "EFADV_QP_DRIVER_TYPE_SRD")]
     Srd,
@@ -172,7 +172,7 @@ bitflags! {
 }
 
 bitflags! {
-    /// Operations the `wr_*` API may build on a QP made by [`Pd::create_qp_ex`]
+    /// Operations the `wr_*` API may build on a QP made by [`Pd::create_qp_ex`](crate::Pd::create_qp_ex)
     /// (`enum ibv_qp_create_send_ops_flags`).
     #[doc(alias = "ibv_qp_create_send_ops_flags")]
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -244,16 +244,16 @@ pub struct QpInitAttr<'a> {
     pub srq: Option<&'a Srq>,
     /// XRC domain (`XrcRecv` only).
     pub xrcd: Option<&'a Xrcd>,
-    /// Requested sizes; written back by create into [`Qp::cap`].
+    /// Requested sizes; written back by create into [`Qp::cap`](crate::Qp::cap).
     pub cap: QpCap,
     /// Every send completes with a completion (`sq_sig_all`).
     pub sq_sig_all: bool,
     /// `IB_UVERBS_QP_CREATE_*` creation flags.
     pub create_flags: u32,
-    /// Operations the `wr_*` API may use ([`Pd::create_qp_ex`]; ignored by `create_qp`).
+    /// Operations the `wr_*` API may use ([`Pd::create_qp_ex`](crate::Pd::create_qp_ex); ignored by `create_qp`).
     pub send_ops_flags: SendOpsFlags,
     /// The user's value for this QP (`qp_context` of `struct ibv_qp_init_attr`; a number,
-    /// not a pointer): read back with [`Qp::qp_context`] and returned with the QP's async
+    /// not a pointer): read back with [`Qp::qp_context`](crate::Qp::qp_context) and returned with the QP's async
     /// events ([`AsyncEvent::context`](crate::AsyncEvent)).
     pub qp_context: u64,
 }
@@ -276,7 +276,7 @@ impl<'a> QpInitAttr<'a> {
     }
 }
 
-/// QP attributes (`struct ibv_qp_attr`) for [`Qp::modify`] and [`Qp::query`]: only the fields
+/// QP attributes (`struct ibv_qp_attr`) for [`Qp::modify`](crate::Qp::modify) and [`Qp::query`](crate::Qp::query): only the fields
 /// named by the [`QpAttrMask`] matter.
 #[doc(alias = "ibv_qp_attr")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,7 +368,7 @@ impl Default for QpAttr {
     }
 }
 
-/// What [`Qp::query`] returns: the attributes and the creation-time facts of
+/// What [`Qp::query`](crate::Qp::query) returns: the attributes and the creation-time facts of
 /// `ibv_qp_init_attr` that the kernel reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpQuery {

@@ -23,7 +23,7 @@ impl Qp {
     /// all after it were not. If the rxe doorbell write itself fails, `index` is the number
     /// of work requests that were queued (they run on the next successful post).
     ///
-    /// A datagram send (UD, SRD) names its destination with [`SendWr::ud`]: an [`Ah`] of this
+    /// A datagram send (UD, SRD) names its destination with [`SendWr::ud`]: an [`Ah`](crate::Ah) of this
     /// QP's PD, the remote QPN and Q_Key. On rxe the QP keeps a clone of the AH until the
     /// queue slot is reused, so the AH can never be destroyed while the kernel may read it.
     /// On EFA every send must be signaled (`IBV_SEND_SIGNALED` or `sq_sig_all`).
@@ -81,7 +81,7 @@ impl Qp {
     }
 
     /// Opens a batch of `wr_*` calls (`ibv_wr_start`); only on a QP made by
-    /// [`Pd::create_qp_ex`] or [`Pd::efadv_create_qp_ex`]. Nothing reaches the queue until
+    /// [`Pd::create_qp_ex`](crate::Pd::create_qp_ex) or [`Pd::efadv_create_qp_ex`](crate::Pd::efadv_create_qp_ex). Nothing reaches the queue until
     /// [`WrBatch::complete`]; dropping the batch without completing it aborts it
     /// (`ibv_wr_abort`).
     #[doc(alias = "ibv_wr_start")]

@@ -9,7 +9,7 @@
 //! entries, the CQ-wide consumer counter is written to the CQ doorbell when the kernel gave one.
 //!
 //! Everything read from a CQE is distrusted: the QP number is looked up through the core's
-//! [`QpLookup`], the req_id through the QP's [`WridPool`]; a CQE that fails either is consumed
+//! [`QpLookup`], the req_id through the QP's [`WridPool`](crate::wrid::WridPool); a CQE that fails either is consumed
 //! and reported as an error, never used as an index.
 //!
 //! Owns: the sub-CQ consumer indices and phases, the CQ doorbell. Must not: write the CQ ring,
