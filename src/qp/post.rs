@@ -49,7 +49,7 @@ impl Qp {
                         ),
                     });
                 }
-                r.post_send(&self.inner, self.cap.max_send_sge, wrs)
+                r.post_send(&self.inner, wrs)
             }
         }
     }

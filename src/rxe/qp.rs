@@ -185,13 +185,12 @@ impl RxeRing {
     pub(crate) fn post_send(
         &mut self,
         inner: &QpInner,
-        max_send_sge: u32,
         wrs: &[SendWr<'_>],
     ) -> Result<(), PostError> {
         let mut failed = None;
         let mut posted = 0usize;
         for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = self.post_one(inner, max_send_sge, wr) {
+            if let Err(e) = self.post_one(inner, wr) {
                 failed = Some((i, e));
                 break;
             }
@@ -215,53 +214,50 @@ impl RxeRing {
         }
     }
 
-    #[inline]
-    fn post_one(&mut self, inner: &QpInner, max_send_sge: u32, wr: &SendWr<'_>) -> Result<()> {
+    /// Posts one WR: the provider reads its parts where they are (the operation and the SGE
+    /// slice are the shared `uverbs_wr` vocabulary, `Sge` in the `ibv_sge` layout the WQE
+    /// holds), so nothing is converted but the UD destination. The provider checks the SGE
+    /// count against the QP's `max_send_sge` (the caps it was made with).
+    #[inline(always)]
+    fn post_one(&mut self, inner: &QpInner, wr: &SendWr<'_>) -> Result<()> {
         let payload = match wr.data {
-            WrData::Sge(s) => {
-                if s.len() > max_send_sge as usize {
-                    return Err(ring_error(
-                        inner,
-                        "post_send",
-                        uverbs_rxe::PostError::TooManySge {
-                            num_sge: s.len(),
-                            max_sge: max_send_sge,
-                        },
-                    ));
-                }
-                Payload::Sge(s)
-            }
+            WrData::Sge(s) => Payload::Sge(s),
             WrData::Inline(d) => Payload::Inline(d),
         };
-        let ud = match &wr.ud {
-            Some(d) => Some(ud_dest(inner, "post_send", d)?),
+        let dest = match &wr.ud {
             None => None,
-        };
-        let rwr = uverbs_rxe::SendWr {
-            wr_id: wr.wr_id,
-            op: wr.op,
-            flags: wr.flags,
-            payload,
-            ud,
+            Some(d) => Some(ud_dest(inner, "post_send", d)?),
         };
         self.sq
-            .post(&rwr)
+            .post_parts(wr.wr_id, &wr.op, wr.flags, payload, dest.as_ref())
             .map_err(|e| ring_error(inner, "post_send", e))?;
         self.note_slot(wr.ud.as_ref().map(|d| d.ah()));
         Ok(())
     }
 
     /// Records the AH (or none) of the WQE just written and advances the shadow index.
-    #[inline]
+    ///
+    /// Only a UD QP has a per-slot table (the ring refuses a destination on any other QP), so
+    /// on RC and UC this is the index update alone.
+    #[inline(always)]
     pub(crate) fn note_slot(&mut self, ah: Option<&Ah>) {
         let mask = self.sq.queue().index_mask();
-        let slot = (self.sq_shadow & mask) as usize;
+        let slot = self.sq_shadow & mask;
+        self.sq_shadow = slot.wrapping_add(1) & mask;
+        if !self.ah_slots.is_empty() {
+            self.note_ah(slot as usize, ah);
+        }
+    }
+
+    /// The UD half of [`Self::note_slot`]: keeps a clone of `ah` in `slot`'s entry until the
+    /// slot is reused.
+    #[inline]
+    fn note_ah(&mut self, slot: usize, ah: Option<&Ah>) {
         if let Some(s) = self.ah_slots.get_mut(slot) {
             // Replacing the old value drops the AH of a send the kernel already consumed (the
             // ring let us reuse its slot).
             *s = ah.cloned();
         }
-        self.sq_shadow = self.sq_shadow.wrapping_add(1) & mask;
     }
 
     pub(crate) fn post_recv(
