@@ -538,6 +538,14 @@ impl SendQueue {
         self.caps
     }
 
+    /// The private producer index: the slot (`& index_mask`) the next WQE is written to.
+    /// Moves with each WQE posted (or built in a `wr_*` batch) and back to the batch's start
+    /// when a batch is aborted or refused.
+    #[inline]
+    pub fn producer_index(&self) -> u32 {
+        self.p.prod
+    }
+
     /// The underlying ring.
     pub fn queue(&self) -> &Queue {
         &self.p.q
