@@ -8,7 +8,9 @@
 //!   last WQE ([`SendQueue::wr_set_sge_list`], [`SendQueue::wr_set_inline_data`],
 //!   [`SendQueue::wr_set_ud_addr`]), then [`SendQueue::wr_complete`] or [`SendQueue::wr_abort`].
 //!
-//! Everything is validated before a slot is written; nothing here makes a syscall. After a
+//! Everything is validated before the producer index moves (what bounds a slot write, before
+//! the slot is written; the total length and an atomic's 8 bytes as the SGEs are copied into
+//! the still-unpublished slot); nothing here makes a syscall. After a
 //! publish the caller must kick the kernel: a legacy `write()` of `IB_USER_VERBS_CMD_POST_SEND`
 //! with `wr_count = 0` for this QP (rdma-core's `post_send_db`).
 
