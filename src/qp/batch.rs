@@ -121,7 +121,7 @@ impl WrBatch<'_> {
         let r = match &mut self.qp.ring {
             QpRing::Rxe(r) => match r.sq.wr_op(wr_id, flags, op) {
                 Ok(()) => {
-                    r.note_slot(None);
+                    r.note_slot_behind(None);
                     Ok(())
                 }
                 Err(e) => Err(ring_error(inner, "wr_start", e)),
@@ -325,12 +325,8 @@ impl WrBatch<'_> {
                 ud_dest(inner, "wr_start", &dest).and_then(|d| {
                     r.sq.wr_set_ud_addr(d)
                         .map_err(|e| ring_error(inner, "wr_start", e))?;
-                    // The WQE just built sits one slot behind the shadow index.
-                    let mask = r.sq.queue().index_mask();
-                    let slot = (r.sq_shadow.wrapping_sub(1) & mask) as usize;
-                    if let Some(s) = r.ah_slots.get_mut(slot) {
-                        *s = Some(ah.clone());
-                    }
+                    // The WQE just built sits one slot behind the producer index.
+                    r.note_slot_behind(Some(ah));
                     Ok(())
                 })
             }
@@ -347,14 +343,12 @@ impl WrBatch<'_> {
         self.open = false;
         let err = self.err.take();
         let n = self.n;
-        let start = self.start;
         let qp = &mut *self.qp;
         let inner = &qp.inner;
         match &mut qp.ring {
             QpRing::Rxe(r) => {
                 if let Some(e) = err {
                     r.sq.wr_abort();
-                    r.sq_shadow = start;
                     return Err(e);
                 }
                 match r.sq.wr_complete() {
@@ -363,10 +357,7 @@ impl WrBatch<'_> {
                         r.db.ring()
                             .map_err(|e| Error::os("wr_complete", inner.label(), e))
                     }
-                    Err(e) => {
-                        r.sq_shadow = start;
-                        Err(ring_error(inner, "wr_complete", e))
-                    }
+                    Err(e) => Err(ring_error(inner, "wr_complete", e)),
                 }
             }
             QpRing::Efa(r) => match err {
@@ -382,7 +373,7 @@ impl WrBatch<'_> {
         match &self.qp.ring {
             QpRing::Rxe(r) => {
                 let mask = r.sq.queue().index_mask();
-                (r.sq_shadow.wrapping_sub(self.start) & mask) as usize
+                (r.sq.producer_index().wrapping_sub(self.start) & mask) as usize
             }
             QpRing::Efa(_) => self.n,
         }
@@ -403,7 +394,6 @@ impl WrBatch<'_> {
         self.open = false;
         if let QpRing::Rxe(r) = &mut self.qp.ring {
             r.sq.wr_abort();
-            r.sq_shadow = self.start;
         }
         // EFA: staged work requests live in the QP's staging area and are simply forgotten.
     }

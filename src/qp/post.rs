@@ -49,7 +49,7 @@ impl Qp {
                         ),
                     });
                 }
-                r.post_send(&self.inner, self.cap.max_send_sge, wrs)
+                r.post_send(&self.inner, wrs)
             }
         }
     }
@@ -107,7 +107,7 @@ impl Qp {
                 }
                 r.sq.wr_start()
                     .map_err(|e| ring_error(&self.inner, op, e))?;
-                r.sq_shadow
+                r.sq.producer_index()
             }
             QpRing::Efa(_) => {
                 if self.state != QpState::Rts {

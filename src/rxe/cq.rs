@@ -170,15 +170,33 @@ fn imm_from_kernel(ex: u32, kernel_flags: u32) -> u32 {
 /// turned to host order inside its word, next to `qp_num`.
 #[inline(always)]
 fn wc_from_slot(mut words: [u64; 6]) -> Wc {
-    let [q0, q1, q2, q3, f0, f1, f2, f3] = words[FLAGS_WORD].to_ne_bytes();
-    let kflags = u32::from_ne_bytes([f0, f1, f2, f3]);
-    let [g0, g1, g2, g3] = wc_flags_from_kernel(kflags).bits().to_ne_bytes();
-    words[FLAGS_WORD] = u64::from_ne_bytes([q0, q1, q2, q3, g0, g1, g2, g3]);
-    let [e0, e1, e2, e3, n0, n1, n2, n3] = words[IMM_WORD].to_ne_bytes();
-    let [i0, i1, i2, i3] =
-        imm_from_kernel(u32::from_ne_bytes([e0, e1, e2, e3]), kflags).to_ne_bytes();
-    words[IMM_WORD] = u64::from_ne_bytes([i0, i1, i2, i3, n0, n1, n2, n3]);
+    let (src_qp, kflags) = halves(words[FLAGS_WORD]);
+    words[FLAGS_WORD] = join(src_qp, wc_flags_from_kernel(kflags).bits());
+    let (ex, qp_num) = halves(words[IMM_WORD]);
+    words[IMM_WORD] = join(imm_from_kernel(ex, kflags), qp_num);
     zerocopy::transmute!(words)
+}
+
+/// The two `u32`s an 8-byte word holds, in memory order (the one at the lower address
+/// first): the same as splitting its native-endian bytes in two, as one shift and one
+/// truncation.
+#[inline(always)]
+fn halves(w: u64) -> (u32, u32) {
+    if cfg!(target_endian = "little") {
+        (w as u32, (w >> 32) as u32)
+    } else {
+        ((w >> 32) as u32, w as u32)
+    }
+}
+
+/// The inverse of [`halves`].
+#[inline(always)]
+fn join(first: u32, second: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        u64::from(first) | (u64::from(second) << 32)
+    } else {
+        (u64::from(first) << 32) | u64::from(second)
+    }
 }
 
 #[cold]
@@ -197,6 +215,18 @@ mod tests {
     use super::*;
     use uverbs_uapi::verbs::{IB_WC_GRH, IB_WC_IP_CSUM_OK, IB_WC_WITH_IMM, IB_WC_WITH_INVALIDATE};
     use zerocopy::IntoBytes;
+
+    /// `halves`/`join` split a word as its native-endian bytes split: the `u32` at the lower
+    /// address first.
+    #[test]
+    fn halves_are_the_words_two_u32s_in_memory_order() {
+        let bytes = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        let w = u64::from_ne_bytes(bytes);
+        let (a, b) = halves(w);
+        assert_eq!(a, u32::from_ne_bytes([1, 2, 3, 4]));
+        assert_eq!(b, u32::from_ne_bytes([5, 6, 7, 8]));
+        assert_eq!(join(a, b), w);
+    }
 
     /// The whole-slot copy plus the flags fix gives the same `Wc` as the field-by-field
     /// conversion, for every field (the const layout assertions say where; this says what).

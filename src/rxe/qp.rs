@@ -86,7 +86,6 @@ pub(crate) fn qp_ring(
         } else {
             Box::default()
         },
-        sq_shadow: 0,
         _sq_map: sq_map,
         _rq_map: rq_map,
     })
@@ -170,10 +169,21 @@ pub(crate) struct RxeRing {
     /// For each SQ slot, the AH of the UD send last written there: kept until the slot is
     /// reused, which the ring allows only after the kernel consumed that send.
     pub(crate) ah_slots: Box<[Option<Ah>]>,
-    /// Counts posted WQEs modulo the ring size (same period as the ring's producer index).
-    pub(crate) sq_shadow: u32,
     _sq_map: Mapping,
     _rq_map: Option<Mapping>,
+}
+
+/// The doorbell `write()` after `posted` WQEs were published failed with `e`.
+#[cold]
+#[inline(never)]
+fn doorbell_error(inner: &QpInner, posted: usize, e: Errno) -> PostError {
+    PostError {
+        index: posted,
+        error: Error::os("post_send", inner.label(), e).with_reason(format!(
+            "the doorbell write failed; {posted} work request(s) are queued and run on the \
+             next successful post"
+        )),
+    }
 }
 
 #[cold]
@@ -185,14 +195,15 @@ impl RxeRing {
     pub(crate) fn post_send(
         &mut self,
         inner: &QpInner,
-        max_send_sge: u32,
         wrs: &[SendWr<'_>],
     ) -> Result<(), PostError> {
-        let mut failed = None;
+        // The WRs before the first refused one are posted: `posted` is also the index of the
+        // refused one (`bad_wr`).
         let mut posted = 0usize;
-        for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = self.post_one(inner, max_send_sge, wr) {
-                failed = Some((i, e));
+        let mut failed = None;
+        for wr in wrs {
+            if let Err(e) = self.post_one(inner, wr) {
+                failed = Some(e);
                 break;
             }
             posted += 1;
@@ -200,68 +211,63 @@ impl RxeRing {
         if posted > 0 {
             self.sq.publish();
             if let Err(e) = self.db.ring() {
-                return Err(PostError {
-                    index: posted,
-                    error: Error::os("post_send", inner.label(), e).with_reason(format!(
-                        "the doorbell write failed; {posted} work request(s) are queued and run \
-                         on the next successful post"
-                    )),
-                });
+                return Err(doorbell_error(inner, posted, e));
             }
         }
         match failed {
             None => Ok(()),
-            Some((index, error)) => Err(PostError { index, error }),
+            Some(error) => Err(PostError {
+                index: posted,
+                error,
+            }),
         }
     }
 
-    #[inline]
-    fn post_one(&mut self, inner: &QpInner, max_send_sge: u32, wr: &SendWr<'_>) -> Result<()> {
+    /// Posts one WR: the provider reads its parts where they are (the operation and the SGE
+    /// slice are the shared `uverbs_wr` vocabulary, `Sge` in the `ibv_sge` layout the WQE
+    /// holds), so nothing is converted but the UD destination. The provider checks the SGE
+    /// count against the QP's `max_send_sge` (the caps it was made with).
+    #[inline(always)]
+    fn post_one(&mut self, inner: &QpInner, wr: &SendWr<'_>) -> Result<()> {
         let payload = match wr.data {
-            WrData::Sge(s) => {
-                if s.len() > max_send_sge as usize {
-                    return Err(ring_error(
-                        inner,
-                        "post_send",
-                        uverbs_rxe::PostError::TooManySge {
-                            num_sge: s.len(),
-                            max_sge: max_send_sge,
-                        },
-                    ));
-                }
-                Payload::Sge(s)
-            }
+            WrData::Sge(s) => Payload::Sge(s),
             WrData::Inline(d) => Payload::Inline(d),
         };
-        let ud = match &wr.ud {
-            Some(d) => Some(ud_dest(inner, "post_send", d)?),
+        let dest = match &wr.ud {
             None => None,
+            Some(d) => Some(ud_dest(inner, "post_send", d)?),
         };
-        let rwr = uverbs_rxe::SendWr {
-            wr_id: wr.wr_id,
-            op: wr.op,
-            flags: wr.flags,
-            payload,
-            ud,
-        };
+        let slot = self.sq.producer_index();
         self.sq
-            .post(&rwr)
+            .post_parts(wr.wr_id, &wr.op, wr.flags, payload, dest.as_ref())
             .map_err(|e| ring_error(inner, "post_send", e))?;
-        self.note_slot(wr.ud.as_ref().map(|d| d.ah()));
+        // Only a UD QP has a per-slot table (the ring refuses a destination on any other QP),
+        // so on RC and UC this is one test.
+        if !self.ah_slots.is_empty() {
+            self.note_ah(slot, wr.ud.as_ref().map(|d| d.ah()));
+        }
         Ok(())
     }
 
-    /// Records the AH (or none) of the WQE just written and advances the shadow index.
+    /// Records the AH (or none) of the WQE just written, the one in the slot behind the
+    /// producer index (the `wr_*` builders' WQE).
     #[inline]
-    pub(crate) fn note_slot(&mut self, ah: Option<&Ah>) {
-        let mask = self.sq.queue().index_mask();
-        let slot = (self.sq_shadow & mask) as usize;
+    pub(crate) fn note_slot_behind(&mut self, ah: Option<&Ah>) {
+        if !self.ah_slots.is_empty() {
+            self.note_ah(self.sq.producer_index().wrapping_sub(1), ah);
+        }
+    }
+
+    /// Keeps a clone of `ah` (or none) in the entry of SQ slot `index & index_mask` until the
+    /// slot is reused, which the ring allows only after the kernel consumed that send.
+    #[inline]
+    pub(crate) fn note_ah(&mut self, index: u32, ah: Option<&Ah>) {
+        let slot = (index & self.sq.queue().index_mask()) as usize;
         if let Some(s) = self.ah_slots.get_mut(slot) {
             // Replacing the old value drops the AH of a send the kernel already consumed (the
             // ring let us reuse its slot).
             *s = ah.cloned();
         }
-        self.sq_shadow = self.sq_shadow.wrapping_add(1) & mask;
     }
 
     pub(crate) fn post_recv(

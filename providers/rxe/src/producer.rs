@@ -92,6 +92,7 @@ impl Producer {
     }
 
     /// Publishes everything written up to (not including) `upto`; returns how many slots.
+    #[inline]
     pub(crate) fn publish_upto(&mut self, upto: u32) -> u32 {
         let n = self.q.distance(self.published, upto);
         if n != 0 {

@@ -434,6 +434,41 @@ impl SlotMut<'_> {
         true
     }
 
+    /// Copies `sges` back to back from `offset` of the element, each as one 16-byte copy, and
+    /// returns the sum of their lengths. One bounds check for the whole run (none per SGE);
+    /// `None` (writing nothing) if the run does not fit in the element.
+    #[must_use]
+    #[inline(always)]
+    pub(crate) fn write_sges(&mut self, offset: usize, sges: &[uverbs_wr::Sge]) -> Option<u64> {
+        // `sges` is a Rust slice, so its byte size fits in `isize` and this cannot overflow.
+        let bytes = core::mem::size_of_val(sges);
+        match offset.checked_add(bytes) {
+            Some(end) if end <= self.len => {}
+            _ => return None,
+        }
+        let mut dst = self.ptr.wrapping_add(offset);
+        if let [sge] = sges {
+            // One SGE, the common case, without the loop's set-up.
+            // SAFETY: as in the loop below, for its first (only) iteration.
+            unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
+            return Some(u64::from(sge.length));
+        }
+        let mut total = 0u64;
+        for sge in sges {
+            // SAFETY: the run `offset..offset + 16 * sges.len()` is inside the element (checked
+            // above) and `dst` walks it one SGE at a time; the element is inside the live
+            // mapping (`Queue::slot_mut`) and owned by this producer, so the kernel does not
+            // touch it now; `sge` is a Rust value, which cannot overlap the mapping; the write
+            // is unaligned and forms no reference into the mapping.
+            unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
+            dst = dst.wrapping_add(core::mem::size_of::<uverbs_wr::Sge>());
+            // At most `elem_size / 16` SGEs (2^16 for the largest element `Queue` accepts), each
+            // under 2^32 bytes: the sum stays far below 2^64.
+            total += u64::from(sge.length);
+        }
+        Some(total)
+    }
+
     /// The element size: how many bytes [`SlotMut::write`] may reach.
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {

@@ -8,7 +8,9 @@
 //!   last WQE ([`SendQueue::wr_set_sge_list`], [`SendQueue::wr_set_inline_data`],
 //!   [`SendQueue::wr_set_ud_addr`]), then [`SendQueue::wr_complete`] or [`SendQueue::wr_abort`].
 //!
-//! Everything is validated before a slot is written; nothing here makes a syscall. After a
+//! Everything is validated before the producer index moves (what bounds a slot write, before
+//! the slot is written; the total length and an atomic's 8 bytes as the SGEs are copied into
+//! the still-unpublished slot); nothing here makes a syscall. After a
 //! publish the caller must kick the kernel: a legacy `write()` of `IB_USER_VERBS_CMD_POST_SEND`
 //! with `wr_count = 0` for this QP (rdma-core's `post_send_db`).
 
@@ -40,6 +42,8 @@ const SQ_STATE_OFFSET: usize = offset_of!(RxeSendWqe, state);
 const SQ_IOVA_OFFSET: usize = offset_of!(RxeSendWqe, iova);
 // The `RxeSendWr` offsets above are slot offsets because `wr` starts the WQE.
 const _: () = assert!(offset_of!(RxeSendWqe, wr) == 0);
+// `dma` ends the fixed WQE: zeroing up to it and writing all of `dma` covers every byte.
+const _: () = assert!(SQ_DMA_OFFSET + size_of::<uverbs_uapi::rxe::RxeDmaInfo>() == SQ_DATA_OFFSET);
 
 /// Transport type of the QP that owns a send queue (`IBV_QPT_*`; rxe has no XRC/raw packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +90,9 @@ const OP_UD: u8 = 1 << 2;
 const OP_DATA: u8 = 1 << 3;
 const OP_INLINE: u8 = 1 << 4;
 const OP_ATOMIC: u8 = 1 << 5;
+/// Operands with a rule of their own (an atomic's aligned address, a bind without
+/// `ZERO_BASED`): one bit test sends only these to the operand checks.
+const OP_OPERANDS: u8 = 1 << 6;
 const OP_PROPS: [u8; 10] = [
     // RdmaWrite
     OP_RC | OP_UC | OP_DATA | OP_INLINE,
@@ -98,16 +105,25 @@ const OP_PROPS: [u8; 10] = [
     // RdmaRead
     OP_RC | OP_DATA,
     // AtomicCmpAndSwp
-    OP_RC | OP_DATA | OP_ATOMIC,
+    OP_RC | OP_DATA | OP_ATOMIC | OP_OPERANDS,
     // AtomicFetchAndAdd
-    OP_RC | OP_DATA | OP_ATOMIC,
+    OP_RC | OP_DATA | OP_ATOMIC | OP_OPERANDS,
     // LocalInv
     OP_RC | OP_UC,
     // BindMw
-    OP_RC | OP_UC,
+    OP_RC | OP_UC | OP_OPERANDS,
     // SendWithInv
     OP_RC | OP_UC | OP_DATA | OP_INLINE,
 ];
+
+/// `qp_type`'s bit in [`OP_PROPS`].
+const fn qp_type_bit(qp_type: QpType) -> u8 {
+    match qp_type {
+        QpType::Rc => OP_RC,
+        QpType::Uc => OP_UC,
+        QpType::Ud => OP_UD,
+    }
+}
 
 impl SendOpcode {
     /// The opcode written to the WQE for `op`.
@@ -135,12 +151,7 @@ impl SendOpcode {
     /// Whether a QP of `qp_type` accepts this opcode (the rxe provider's send-ops lists).
     #[inline]
     pub fn supported_on(self, qp_type: QpType) -> bool {
-        let bit = match qp_type {
-            QpType::Rc => OP_RC,
-            QpType::Uc => OP_UC,
-            QpType::Ud => OP_UD,
-        };
-        self.props() & bit != 0
+        self.props() & qp_type_bit(qp_type) != 0
     }
 
     /// Whether the data may be inline (sends and RDMA writes).
@@ -292,6 +303,8 @@ struct Batch {
 pub struct SendQueue {
     p: Producer,
     caps: SendQueueCaps,
+    /// `caps.qp_type`'s bit in [`OP_PROPS`], computed once.
+    qp_bit: u8,
     batch: Option<Batch>,
 }
 
@@ -326,7 +339,21 @@ fn write_header(
     flags: u32,
     op: &WrOp,
 ) -> Result<(), PostError> {
-    if !slot.zero(0, SQ_DATA_OFFSET) {
+    write_header_zeroed(slot, SQ_DATA_OFFSET, wr_id, opcode, flags, op)
+}
+
+/// [`write_header`] zeroing only the first `zero` bytes of the WQE: a caller that writes the
+/// rest itself (all of `dma`, with [`write_dma`]) passes [`SQ_DMA_OFFSET`].
+#[inline(always)]
+fn write_header_zeroed(
+    slot: &mut SlotMut<'_>,
+    zero: usize,
+    wr_id: u64,
+    opcode: SendOpcode,
+    flags: u32,
+    op: &WrOp,
+) -> Result<(), PostError> {
+    if !slot.zero(0, zero) {
         return Err(PostError::Ring(RingError::ElemTooSmall {
             need: SQ_DATA_OFFSET,
             found: slot.len(),
@@ -503,6 +530,7 @@ impl SendQueue {
         Ok(SendQueue {
             p: Producer::new(queue)?,
             caps,
+            qp_bit: qp_type_bit(caps.qp_type),
             batch: None,
         })
     }
@@ -510,6 +538,14 @@ impl SendQueue {
     /// The limits this queue enforces.
     pub fn caps(&self) -> SendQueueCaps {
         self.caps
+    }
+
+    /// The private producer index: the slot (`& index_mask`) the next WQE is written to.
+    /// Moves with each WQE posted (or built in a `wr_*` batch) and back to the batch's start
+    /// when a batch is aborted or refused.
+    #[inline]
+    pub fn producer_index(&self) -> u32 {
+        self.p.prod
     }
 
     /// The underlying ring.
@@ -531,14 +567,24 @@ impl SendQueue {
 
     // ----- validation ------------------------------------------------------------------------
 
+    #[inline]
     fn check_opcode(&self, op: &WrOp) -> Result<SendOpcode, PostError> {
         let opcode = SendOpcode::of(op);
-        if !opcode.supported_on(self.caps.qp_type) {
+        let props = opcode.props();
+        if props & self.qp_bit == 0 {
             return Err(PostError::OpcodeNotSupported {
                 opcode,
                 qp_type: self.caps.qp_type,
             });
         }
+        if props & OP_OPERANDS == 0 {
+            return Ok(opcode);
+        }
+        Self::check_operands(op).map(|()| opcode)
+    }
+
+    /// The operand rules of the opcodes marked [`OP_OPERANDS`].
+    fn check_operands(op: &WrOp) -> Result<(), PostError> {
         match *op {
             WrOp::AtomicCmpAndSwp { remote_addr, .. }
             | WrOp::AtomicFetchAndAdd { remote_addr, .. }
@@ -549,10 +595,11 @@ impl SendQueue {
             WrOp::BindMw { access, .. } if access.contains(AccessFlags::ZERO_BASED) => {
                 Err(PostError::BindMwZeroBased)
             }
-            _ => Ok(opcode),
+            _ => Ok(()),
         }
     }
 
+    #[inline]
     fn check_ud(&self, ud: Option<&UdDest<'_>>) -> Result<(), PostError> {
         match (self.caps.qp_type, ud) {
             (QpType::Ud, None) => Err(PostError::UdAddressMissing),
@@ -561,6 +608,7 @@ impl SendQueue {
         }
     }
 
+    #[inline]
     fn check_sges(&self, opcode: SendOpcode, sges: &[Sge]) -> Result<u32, PostError> {
         if !sges.is_empty() && !opcode.takes_data() {
             return Err(PostError::DataNotAllowed { opcode });
@@ -574,6 +622,7 @@ impl SendQueue {
         check_len(sges.iter().map(|s| u64::from(s.length)).sum())
     }
 
+    #[inline]
     fn check_inline(&self, opcode: SendOpcode, total: usize) -> Result<u32, PostError> {
         if !opcode.allows_inline() {
             return Err(PostError::InlineNotAllowed { opcode });
@@ -587,6 +636,7 @@ impl SendQueue {
         check_len(total as u64)
     }
 
+    #[inline]
     fn check_payload(&self, opcode: SendOpcode, payload: &Payload<'_>) -> Result<u32, PostError> {
         match payload {
             Payload::Sge(sges) => self.check_sges(opcode, sges),
@@ -677,43 +727,106 @@ impl SendQueue {
     /// Validates `wr`, writes it into the next free SQ slot and advances the private producer
     /// index. Nothing is visible to the kernel until [`Self::publish`].
     ///
-    /// On error the ring is unchanged; for a WR list, publish the WRs that succeeded before the
-    /// failing one, kick the kernel, and report the failing one as `bad_wr`.
+    /// On error nothing is posted: the producer index has not moved, so the slot (which may
+    /// hold some of the refused WR's bytes) stays unpublished and free; for a WR list, publish
+    /// the WRs that succeeded before the failing one, kick the kernel, and report the failing
+    /// one as `bad_wr`.
     #[doc(alias = "ibv_post_send")]
     #[doc(alias = "post_one_send")]
     #[doc(alias = "init_send_wqe")]
+    #[inline]
     pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        self.post_parts(wr.wr_id, &wr.op, wr.flags, wr.payload, wr.ud.as_ref())
+    }
+
+    /// [`Self::post`] of a WR given as its parts, borrowed where the caller keeps them: a
+    /// caller with a work-request type of its own posts it in place, with no [`SendWr`] built
+    /// and copied.
+    ///
+    /// The checks, in order: no `wr_*` batch open; the opcode on this QP type (and an
+    /// atomic's remote address aligned, a bind without `ZERO_BASED`); a destination exactly on
+    /// UD QPs; data only for opcodes that move it, at most `max_send_sge` SGEs, inline only
+    /// where allowed and at most `max_inline_data` bytes; a free slot. Then the WQE is written
+    /// into that free, unpublished slot, and before the producer index moves: the total
+    /// length fits the WQE's `u32` and an atomic's is 8 (summed while the SGEs are copied, so
+    /// a full queue is reported before these two).
+    #[inline(always)]
+    pub fn post_parts(
+        &mut self,
+        wr_id: u64,
+        op: &WrOp,
+        flags: SendFlags,
+        payload: Payload<'_>,
+        ud: Option<&UdDest<'_>>,
+    ) -> Result<(), PostError> {
         if self.batch.is_some() {
             return Err(PostError::BatchInProgress);
         }
-        let opcode = self.check_opcode(&wr.op)?;
-        self.check_ud(wr.ud.as_ref())?;
-        let length = self.check_payload(opcode, &wr.payload)?;
-        let inline = !matches!(wr.payload, Payload::Sge(_));
-        // `check_final` for a whole WR: its UD rule is `check_ud`'s (a UD QP without a
-        // destination was refused just above), which leaves the atomic length.
-        if opcode.is_atomic() && length != 8 {
-            return Err(PostError::AtomicLength {
-                length: u64::from(length),
-            });
-        }
+        let opcode = self.check_opcode(op)?;
+        self.check_ud(ud)?;
+        // The payload's own limits (the ones that bound what is written into the slot).
+        let inline = match payload {
+            Payload::Sge(sges) => {
+                if !sges.is_empty() && !opcode.takes_data() {
+                    return Err(PostError::DataNotAllowed { opcode });
+                }
+                if sges.len() > self.caps.max_send_sge as usize {
+                    return Err(PostError::TooManySge {
+                        num_sge: sges.len(),
+                        max_sge: self.caps.max_send_sge,
+                    });
+                }
+                false
+            }
+            Payload::Inline(_) | Payload::InlineList(_) => true,
+        };
+        let inline_len = match payload {
+            Payload::Sge(_) => 0,
+            Payload::Inline(data) => self.check_inline(opcode, data.len())?,
+            Payload::InlineList(list) => {
+                let total = list
+                    .iter()
+                    .fold(0usize, |acc, d| acc.saturating_add(d.len()));
+                self.check_inline(opcode, total)?
+            }
+        };
         self.p.reserve()?;
 
-        let flags = wr.flags.bits() | if inline { IB_SEND_INLINE } else { 0 };
+        let flags = flags.bits() | if inline { IB_SEND_INLINE } else { 0 };
         // Written in place in the free slot at our private producer index: the kernel does not
         // look at it before `publish`, and a WR that fails here leaves it unpublished. One
         // slot view for the whole WQE: its address computed once, its fixed-offset writes
         // bounded by the one check that the element holds the fixed WQE.
         let mut slot = self.slot(self.p.prod)?;
-        write_header(&mut slot, wr.wr_id, opcode, flags, &wr.op)?;
-        if let Some(dest) = &wr.ud {
+        // `dma`, the rest of the fixed WQE, is written whole by `write_dma` below.
+        write_header_zeroed(&mut slot, SQ_DMA_OFFSET, wr_id, opcode, flags, op)?;
+        if let Some(dest) = ud {
             put_in(
                 &mut slot,
                 SQ_WR_UNION_OFFSET,
                 Self::ud_bytes(dest).as_bytes(),
             )?;
         }
-        let num_sge = write_payload(&mut slot, &wr.payload)?;
+        let (length, num_sge) = match payload {
+            Payload::Sge(sges) => {
+                let Some(total) = slot.write_sges(SQ_DATA_OFFSET, sges) else {
+                    return Err(PostError::Ring(RingError::ElemTooSmall {
+                        need: SQ_DATA_OFFSET.saturating_add(core::mem::size_of_val(sges)),
+                        found: slot.len(),
+                    }));
+                };
+                // sges.len() <= max_send_sge (a u32) was checked.
+                (check_len(total)?, sges.len() as u32)
+            }
+            _ => (inline_len, write_payload(&mut slot, &payload)?),
+        };
+        // `check_final` for a whole WR: its UD rule is `check_ud`'s (a UD QP without a
+        // destination was refused above), which leaves the atomic length.
+        if opcode.is_atomic() && length != 8 {
+            return Err(PostError::AtomicLength {
+                length: u64::from(length),
+            });
+        }
         write_dma(&mut slot, length, num_sge)?;
         self.p.advance();
         Ok(())
@@ -724,6 +837,7 @@ impl SendQueue {
     /// the WQEs before the batch are published.
     ///
     /// Afterwards the caller must kick the kernel (POST_SEND with zero WRs).
+    #[inline]
     pub fn publish(&mut self) -> u32 {
         let upto = self.batch.map_or(self.p.prod, |b| b.start);
         self.p.publish_upto(upto)
