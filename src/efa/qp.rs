@@ -14,9 +14,10 @@ use uverbs_efa::sq::{
 use uverbs_efa::table::QpTable;
 use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
-    EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
-    EFA_QP_DRIVER_TYPE_SRD, EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
-    EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV,
+    EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID,
+    EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV, EFA_QP_DRIVER_TYPE_SRD,
+    EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
+    EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID, EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV,
 };
 use uverbs_uapi::verbs::IB_UVERBS_QPT_UD;
 use uverbs_uapi::write::{
@@ -263,6 +264,13 @@ pub(crate) fn create_qp(
         flags |= EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV;
     }
 
+    // As libefa (`efa_setup_qp`): on a device with the cap every QP's SQ carries 64-bit
+    // request ids (no id pool); the CQs of such a device are all created with
+    // EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID (`Context::efadv_create_cq`).
+    let req_id_64 = has(EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID);
+    if req_id_64 {
+        flags |= EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID;
+    }
     let gen = QP_GEN.fetch_add(1, Ordering::Relaxed);
     let wqe_size = SqConfig::wqe_size_for(cap.max_inline_data, inline_write);
     let depth = SqConfig::depth_for(cap.max_send_wr, uctx.min_sq_wr);
@@ -383,6 +391,7 @@ pub(crate) fn create_qp(
         min_sq_wr: uctx.min_sq_wr,
         caps,
         gen,
+        req_id_64,
     };
     let rq_cfg = RqConfig {
         qp_num: resp.qpn,
