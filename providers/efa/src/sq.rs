@@ -540,10 +540,10 @@ impl SendQueue {
             return false;
         }
         // Everything is checked: from here on the WR is posted.
-        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
             return false;
         };
-        let w = plain_words(wr, req_id, self.word0, wr.wr_id & self.hi_mask);
+        let w = plain_words(wr, req_id, self.word0, hi);
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
@@ -704,11 +704,11 @@ impl SendQueue {
         if !plain {
             self.validate(wr, sig_all)?;
         }
-        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
             return Err(self.queue_full());
         };
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
-        let (hi, phase) = (wr.wr_id & self.hi_mask, self.phase());
+        let phase = self.phase();
         // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
         // depth - 1, size checked in `new`), `desc` and `slot` are multiples of 8, and `new`'s
         // caller made `desc` writable for `desc_len` bytes for our lifetime.
@@ -718,6 +718,18 @@ impl SendQueue {
             self.flip_phase();
         }
         Ok(())
+    }
+
+    /// A request id for `wr_id`, marked posted: its `req_id` and the word-3 bits of the WQE
+    /// (`req_id_ex`, zero on the pool path); `None` when the SQ is full. One test of
+    /// `hi_mask` picks the path, so the pool path pays only that for 64-bit ids existing.
+    #[inline(always)]
+    fn take_id(&mut self, wr_id: u64) -> Option<(u16, u64)> {
+        if self.hi_mask == 0 {
+            Some((self.pool.alloc_posted(wr_id)?, 0))
+        } else {
+            Some((self.pool.alloc_posted_64(wr_id)?, wr_id & self.hi_mask))
+        }
     }
 
     #[cold]

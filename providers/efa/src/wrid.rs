@@ -124,6 +124,8 @@ pub struct WridCompleter {
     shared: Arc<Shared>,
     /// Private copy of `shared.tail` (only we write it).
     tail: u32,
+    /// `shared.wide`, kept here so the pool path's test of it reads no shared line.
+    wide: bool,
 }
 
 /// Largest pool: the `req_id` field is 16 bits.
@@ -171,6 +173,7 @@ impl WridPool {
             },
             WridCompleter {
                 tail: capacity,
+                wide: shared.wide,
                 shared,
             },
         ))
@@ -208,6 +211,7 @@ impl WridPool {
             },
             WridCompleter {
                 tail: capacity,
+                wide: shared.wide,
                 shared,
             },
         ))
@@ -291,7 +295,8 @@ impl WridPool {
 
     /// [`alloc`](Self::alloc) and [`publish`](Self::publish) in one, for a post that writes
     /// its descriptor and rings the doorbell without a chance to abort: the id is posted at
-    /// once (the caller's doorbell comes after). `None` when the queue is full.
+    /// once (the caller's doorbell comes after). `None` when the queue is full, and always in
+    /// a 64-bit pool (which has no slots: [`alloc_posted_64`](Self::alloc_posted_64)).
     #[inline]
     pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
@@ -302,13 +307,6 @@ impl WridPool {
             return None;
         }
         let s = &*self.shared;
-        if s.wide {
-            self.head = self.head.wrapping_add(1);
-            // Release: the completer's Acquire load that sees this count comes after the
-            // device completed the descriptor, which the caller hands over after this.
-            s.posted.store(self.head, Ordering::Release);
-            return Some(wr_id as u16);
-        }
         // Relaxed: ordered by the Acquire load of `tail_seen`.
         let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
         // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
@@ -320,6 +318,23 @@ impl WridPool {
         slot.posted.store(true, Ordering::Release);
         self.head = self.head.wrapping_add(1);
         Some(id | s.shifted_gen)
+    }
+
+    /// [`alloc_posted`](Self::alloc_posted) for a pool made by [`new_64bit`](Self::new_64bit)
+    /// (`alloc_posted` finds no free slot in one): counts the id as posted and returns the low
+    /// 16 bits of `wr_id` as the req_id; `None` when `capacity` are outstanding. The caller
+    /// writes bits 63:16 to the descriptor's `req_id_ex`.
+    #[inline(always)]
+    pub fn alloc_posted_64(&mut self, wr_id: u64) -> Option<u16> {
+        debug_assert!(self.shared.wide && self.staged == 0);
+        if self.free_for(1) == 0 {
+            return None;
+        }
+        self.head = self.head.wrapping_add(1);
+        // Release: the completer's Acquire load that sees this count comes after the device
+        // completed the descriptor, which the caller hands over after this.
+        self.shared.posted.store(self.head, Ordering::Release);
+        Some(wr_id as u16)
     }
 
     /// Starts a run of at most `want` posts that take their ids with [`PostRun::post`]: the
@@ -490,10 +505,10 @@ impl WridCompleter {
         req_id: u16,
         hi: impl FnOnce() -> u64,
     ) -> Result<u64, ReqIdProblem> {
-        let s = &*self.shared;
-        if !s.wide {
+        if !self.wide {
             return self.complete(req_id);
         }
+        let s = &*self.shared;
         // Acquire: pairs with the poster's Release store of `posted`. Completed so far:
         // `tail - capacity` (mod 2^32); the poster never publishes more than `capacity` ahead.
         let posted = s.posted.load(Ordering::Acquire);
@@ -713,7 +728,7 @@ mod tests {
         let hi = |w: u64| move || w;
         assert_eq!(c.complete_send(0, hi(0)), Err(ReqIdProblem::NotOutstanding));
         let w = 0x0123_4567_89ab_cdef_u64;
-        assert_eq!(p.alloc_posted(w), Some(0xcdef));
+        assert_eq!(p.alloc_posted_64(w), Some(0xcdef));
         // The completer puts the CQE's bits 63:16 over the req_id (bits 15:0 of `hi` ignored).
         assert_eq!(c.complete_send(0xcdef, hi(w | 0xffff)), Ok(w));
         assert_eq!(
@@ -721,9 +736,9 @@ mod tests {
             Err(ReqIdProblem::NotOutstanding)
         );
         for i in 0..4 {
-            assert!(p.alloc_posted(i).is_some());
+            assert!(p.alloc_posted_64(i).is_some());
         }
-        assert_eq!(p.alloc_posted(9), None, "full at capacity");
+        assert_eq!(p.alloc_posted_64(9), None, "full at capacity");
         assert_eq!(p.outstanding(), 4);
         {
             let mut run = p.run(2);
