@@ -105,6 +105,7 @@ impl Pair {
                     &EfaQpInitAttr {
                         flags: EfaQpFlags::empty(),
                         sl: 0,
+                        wr_flags: Default::default(),
                     },
                 )
                 .expect("efadv_create_qp");

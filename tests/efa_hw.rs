@@ -83,6 +83,7 @@ fn efa_hw_create_cq_qp_and_modify_to_rts() {
                 &EfaQpInitAttr {
                     flags: EfaQpFlags::empty(),
                     sl: 0,
+                    wr_flags: Default::default(),
                 },
             )
             .unwrap();

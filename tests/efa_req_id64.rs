@@ -1,18 +1,25 @@
-//! EFA 64-bit request ids (issue 17 item 1) through the public API against the strict device
-//! model: on a device with `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID` every QP and CQ is created
+//! EFA 64-bit request ids and processing hints (issue 17 items 1 and 4) through the public API
+//! against the strict device model.
+//!
+//! 64-bit ids: on a device with `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID` every QP and CQ is created
 //! with the 64-bit flags (as libefa: `efa_create_cq` and `efa_setup_qp` set them from the cap,
 //! the caller has no say), the whole wr_id travels in the WQE and comes back in the CQE, and the
 //! poll still refuses a completion it cannot account for. Golden bytes of the create commands,
 //! the WQE and the CQE are derived by hand from rdma-core's `kernel-headers/rdma/efa-abi.h` and
 //! `providers/efa/efa_io_defs.h` (master, 2026-08), the derivation beside each.
+//!
+//! Hints: `efadv_wr_set_processing_hints` (rdma-core v64) on a `wr_*` batch of a QP created
+//! with `EFADV_WR_EX_WITH_PROCESSING_HINTS` lands in the WQE's `ctrl3`; refused on a QP
+//! without that flag, for undefined bits, and on rxe.
 
 #[path = "common/efa.rs"]
 mod efa;
 
 use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID;
 use uverbs::{
-    AccessFlags, Cq, CqInitAttr, EfaCqInitAttr, EfaQpInitAttr, EfaWcFlags, EfaWqCaps, Errno, Mr,
-    Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc,
+    AccessFlags, AhAttr, Cq, CqInitAttr, EfaCqInitAttr, EfaProcessingHints, EfaQpInitAttr,
+    EfaWcFlags, EfaWqCaps, EfaWrExFlags, Errno, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
+    QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc,
     WcStatus,
 };
 use uverbs_efa::defs::{EfaIoRxCdescEx, EFA_IO_SEND_QUEUE};
@@ -39,6 +46,10 @@ struct Host {
 }
 
 fn host(fab: &EfaFabric, cfg: ModelConfig, depth: u32) -> Host {
+    host_wr(fab, cfg, depth, EfaWrExFlags::empty())
+}
+
+fn host_wr(fab: &EfaFabric, cfg: ModelConfig, depth: u32, wr_flags: EfaWrExFlags) -> Host {
     let dev = fab.add_device(cfg);
     let ctx = dev.open().expect("open model device");
     let pd = ctx.alloc_pd().unwrap();
@@ -75,7 +86,10 @@ fn host(fab: &EfaFabric, cfg: ModelConfig, depth: u32) -> Host {
                     },
                 )
             },
-            &EfaQpInitAttr::default(),
+            &EfaQpInitAttr {
+                wr_flags,
+                ..Default::default()
+            },
         )
         .expect("efadv_create_qp_ex");
     efa::to_rts(&mut qp, QKEY).expect("to RTS");
@@ -347,4 +361,188 @@ fn efa_golden_64bit_wqe_and_cqe() {
     assert_eq!(fab.process(), 1);
     assert_eq!(drain(&mut p.scq)[0].wr_id, WR_ID);
     fab.assert_no_violations();
+}
+
+/// Golden bytes of the hint, from `efa_io_defs.h`: `ctrl3` is byte 14 of
+/// `struct efa_io_tx_meta_desc` (after req_id u16 @0, ctrl1 @2, ctrl2 @3, dest_qp_num u16 @4,
+/// length u16 @6, immediate_data u32 @8, ah u16 @12); its bits 1:0 are `processing_hints`
+/// (`EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK = GENMASK(1, 0)`), and libefa's
+/// `efa_send_wr_set_processing_hints` maps `EFADV_WR_PROCESSING_HINT_BURST_PPS_SENSITIVE`
+/// (1 << 0) to `EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE` (1 << 0): byte 14 is `0x01` with
+/// the hint and `0x00` without. The model records the hints of each WQE it executes.
+#[test]
+fn efa_processing_hints_reach_the_wqe() {
+    let fab = EfaFabric::new(26);
+    let mut a = host_wr(&fab, cfg64(), 8, EfaWrExFlags::WITH_PROCESSING_HINTS);
+    let mut b = host(&fab, cfg64(), 8);
+    recvs(&mut b, 2);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let s: [Sge; 1] = [a.mr.sge(0, 16).unwrap()];
+    let mut batch = a.qp.wr_start().unwrap();
+    batch
+        .send(1, SendFlags::SIGNALED)
+        .efadv_set_processing_hints(EfaProcessingHints::BURST_PPS_SENSITIVE)
+        .set_ud_addr(&ah, b.qp.qp_num(), QKEY)
+        .set_sge(s[0].lkey, s[0].addr, s[0].length);
+    batch
+        .send(2, SendFlags::SIGNALED)
+        .set_ud_addr(&ah, b.qp.qp_num(), QKEY)
+        .set_sge(s[0].lkey, s[0].addr, s[0].length);
+    batch.complete().unwrap();
+    let w0 = fab.llq_wqe(&a.dev, a.qp.qp_num(), 0);
+    let w1 = fab.llq_wqe(&a.dev, a.qp.qp_num(), 1);
+    assert_eq!((w0[14], w1[14]), (0x01, 0x00), "ctrl3 of the two WQEs");
+    assert_eq!(fab.process(), 2);
+    assert_eq!(fab.sq_hints(&a.dev, a.qp.qp_num()), [1, 0]);
+    let mut ids: Vec<u64> = drain(&mut a.scq).iter().map(|w| w.wr_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
+    fab.assert_no_violations();
+}
+
+/// A hint on a QP created without `EFADV_WR_EX_WITH_PROCESSING_HINTS`, with bits EFA does not
+/// define, or before any work request: the batch fails naming the call and the reason, and
+/// nothing of it is posted.
+#[test]
+fn efa_processing_hints_refused() {
+    let fab = EfaFabric::new(27);
+    let mut plain = host(&fab, ModelConfig::default(), 8);
+    let mut hinted = host_wr(
+        &fab,
+        ModelConfig::default(),
+        8,
+        EfaWrExFlags::WITH_PROCESSING_HINTS,
+    );
+    let b = host(&fab, ModelConfig::default(), 8);
+    for (h, hints, errno, says) in [
+        (
+            &mut plain,
+            EfaProcessingHints::BURST_PPS_SENSITIVE,
+            Errno::OPNOTSUPP,
+            "EFADV_WR_EX_WITH_PROCESSING_HINTS",
+        ),
+        (
+            &mut hinted,
+            EfaProcessingHints::from_bits_retain(0x6),
+            Errno::INVAL,
+            "hints 0x6",
+        ),
+    ] {
+        let ah = h.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+        let s: [Sge; 1] = [h.mr.sge(0, 16).unwrap()];
+        let mut batch = h.qp.wr_start().unwrap();
+        batch
+            .send(1, SendFlags::SIGNALED)
+            .set_ud_addr(&ah, b.qp.qp_num(), QKEY)
+            .set_sge(s[0].lkey, s[0].addr, s[0].length)
+            .efadv_set_processing_hints(hints);
+        let e = batch.complete().unwrap_err();
+        assert!(e.is(errno), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("efadv_wr_set_processing_hints"), "{msg}");
+        assert!(msg.contains(says), "{msg}");
+        assert_eq!(fab.process(), 0, "nothing posted");
+    }
+    let mut batch = hinted.qp.wr_start().unwrap();
+    batch.efadv_set_processing_hints(EfaProcessingHints::BURST_PPS_SENSITIVE);
+    let e = batch.complete().unwrap_err();
+    assert!(
+        e.is(Errno::INVAL) && e.to_string().contains("no work request"),
+        "{e}"
+    );
+    fab.assert_no_violations();
+}
+
+/// rxe has no processing hints: the batch fails with EOPNOTSUPP naming the call.
+#[test]
+fn rxe_processing_hints_refused() {
+    let kernel = uverbs_rxe_standin::RxeStandin::new().expect("stand-in rxe kernel");
+    let ctx = kernel.open().expect("open the stand-in rxe device");
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq_ex(&CqInitAttr {
+        cqe: 16,
+        ..Default::default()
+    });
+    let cq = cq.unwrap();
+    let mut qp = pd
+        .create_qp_ex(&QpInitAttr {
+            send_ops_flags: SendOpsFlags::SEND,
+            ..QpInitAttr::new(
+                QpType::Rc,
+                &cq,
+                &cq,
+                QpCap {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+            )
+        })
+        .expect("create RC QP");
+    // To RTS as benches/rxe_common.rs does (a loopback RC QP on the stand-in).
+    let qpn = qp.qp_num();
+    for (a, m) in [
+        (
+            QpAttr {
+                qp_state: QpState::Init,
+                port_num: 1,
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::PKEY_INDEX
+                | QpAttrMask::PORT
+                | QpAttrMask::ACCESS_FLAGS,
+        ),
+        (
+            QpAttr {
+                qp_state: QpState::Rtr,
+                path_mtu: uverbs::Mtu::Mtu1024,
+                dest_qp_num: qpn,
+                max_dest_rd_atomic: 1,
+                min_rnr_timer: 12,
+                ah_attr: AhAttr::roce(Gid::default(), 0, 1),
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::AV
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+                | QpAttrMask::MAX_DEST_RD_ATOMIC
+                | QpAttrMask::MIN_RNR_TIMER,
+        ),
+        (
+            QpAttr {
+                qp_state: QpState::Rts,
+                timeout: 14,
+                retry_cnt: 7,
+                rnr_retry: 7,
+                max_rd_atomic: 1,
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::TIMEOUT
+                | QpAttrMask::RETRY_CNT
+                | QpAttrMask::RNR_RETRY
+                | QpAttrMask::SQ_PSN
+                | QpAttrMask::MAX_QP_RD_ATOMIC,
+        ),
+    ] {
+        qp.modify(&a, m).expect("modify_qp");
+    }
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = mr.sge(0, 8).unwrap();
+    let mut batch = qp.wr_start().unwrap();
+    batch
+        .send(1, SendFlags::SIGNALED)
+        .set_sge(s.lkey, s.addr, s.length)
+        .efadv_set_processing_hints(EfaProcessingHints::BURST_PPS_SENSITIVE);
+    let e = batch.complete().unwrap_err();
+    assert!(e.is(Errno::OPNOTSUPP), "{e}");
+    assert!(
+        e.to_string().contains("efadv_wr_set_processing_hints") && e.to_string().contains("rxe"),
+        "{e}"
+    );
 }
