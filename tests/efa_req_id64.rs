@@ -546,3 +546,41 @@ fn rxe_processing_hints_refused() {
         "{e}"
     );
 }
+
+/// The extended poll (`start_poll`/`next_poll`) reads the same 64-bit ids, and refuses a send
+/// CQE with nothing outstanding as `poll` does.
+#[test]
+fn efa_64bit_ids_through_the_extended_poll() {
+    let fab = EfaFabric::new(28);
+    let mut a = host(&fab, cfg64(), 8);
+    let mut b = host(&fab, cfg64(), 8);
+    recvs(&mut b, 3);
+    let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
+    let s: [Sge; 1] = [a.mr.sge(0, 16).unwrap()];
+    for i in 0..3 {
+        a.qp.post_send(&[SendWr::send(id(i)).ud(&ah, b.qp.qp_num(), QKEY).sge(&s)])
+            .unwrap();
+    }
+    assert_eq!(fab.process(), 3);
+    let mut got = Vec::new();
+    {
+        let mut g = a.scq.start_poll().unwrap().expect("completions ready");
+        loop {
+            got.push(g.wr_id());
+            if !g.next_poll().unwrap() {
+                break;
+            }
+        }
+        g.end_poll();
+    }
+    got.sort_unstable();
+    assert_eq!(got, [id(0), id(1), id(2)]);
+    let qpn = a.qp.qp_num();
+    let mut c = EfaIoRxCdescEx::default();
+    c.base.common.set_q_type(EFA_IO_SEND_QUEUE);
+    c.base.common.qp_num.set(qpn as u16);
+    fab.inject_cqe(&a.dev, a.scq.handle(), (qpn % 2) as u16, c);
+    let e = a.scq.start_poll().err().expect("refused");
+    assert!(e.to_string().contains("not outstanding"), "{e}");
+    fab.assert_no_violations();
+}
