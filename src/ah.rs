@@ -16,13 +16,14 @@ use std::sync::Arc;
 use uverbs_uapi::efa::{EfaIbvCreateAhResp, EFA_USER_CMDS_SUPP_UDATA_CREATE_AH};
 use uverbs_uapi::rxe::RxeCreateAhResp;
 use uverbs_uapi::write::{
-    IbUverbsAhAttr, IbUverbsCreateAh, IbUverbsCreateAhResp, IbUverbsDestroyAh, IbUverbsGlobalRoute,
+    IbUverbsAhAttr, IbUverbsCreateAh, IbUverbsCreateAhResp, IbUverbsGlobalRoute,
     IB_USER_VERBS_CMD_CREATE_AH, IB_USER_VERBS_CMD_DESTROY_AH,
 };
 
 use crate::context::legacy_cmd;
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
 use crate::query::Gid;
 use crate::ProviderInfo;
@@ -103,43 +104,27 @@ impl AhAttr {
 }
 
 pub(crate) struct AhInner {
+    // Destroyed before its parent (declared after it) is released.
+    obj: KernelObject,
     pub(crate) pd: Pd,
-    pub(crate) handle: u32,
     /// The number send WQEs carry: rxe's AH index (non-zero), EFA's device AH number.
     pub(crate) ah_num: u32,
     /// An EFA AH (`ah_num` is the device's AH number).
     pub(crate) efa: bool,
     pub(crate) attr: AhAttr,
-    destroyed: bool,
 }
+
+/// `ibv_destroy_ah`: `IB_USER_VERBS_CMD_DESTROY_AH` (as rdma-core, for rxe and EFA alike).
+static DESTROY_AH: Destroy = Destroy {
+    op: "destroy_ah",
+    cmd: DestroyCmd::Write {
+        command: IB_USER_VERBS_CMD_DESTROY_AH,
+    },
+};
 
 impl AhInner {
     fn label(&self) -> String {
-        format!("ah {} on {}", self.handle, self.pd.context().label())
-    }
-
-    fn destroy_cmd(&self) -> std::result::Result<(), Errno> {
-        let mut cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_DESTROY_AH,
-            &IbUverbsDestroyAh {
-                ah_handle: self.handle,
-            },
-            &[],
-            0,
-            0,
-        );
-        self.pd.context().inner.channel.write(&mut cmd)
-    }
-}
-
-impl Drop for AhInner {
-    fn drop(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        if let Err(e) = self.destroy_cmd() {
-            crate::report_drop_error("destroy_ah", &self.label(), e);
-        }
+        self.obj.label().to_owned()
     }
 }
 
@@ -298,22 +283,18 @@ impl Pd {
         } else {
             cmd.driver_response_as::<RxeCreateAhResp>().ah_num
         };
-        let mut inner = AhInner {
+        let label = format!("ah {} on {}", resp.ah_handle, ctx.label());
+        let inner = AhInner {
+            obj: KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, label),
             pd: self.clone(),
-            handle: resp.ah_handle,
             ah_num,
             efa,
             attr: *attr,
-            destroyed: false,
         };
         if !efa && ah_num == 0 {
             let label = inner.label();
-            // Destroy what the kernel made before refusing.
-            let r = inner.destroy_cmd();
-            inner.destroyed = true;
-            if let Err(e) = r {
-                crate::report_drop_error("destroy_ah", &label, e);
-            }
+            // Destroy what the kernel made before refusing (a failure is reported).
+            drop(inner);
             return Err(Error::invalid(
                 op,
                 label,
@@ -332,7 +313,7 @@ impl Pd {
 impl Ah {
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
-        self.inner.handle
+        self.inner.obj.handle()
     }
 
     /// The number work queue entries carry: rxe's AH index, or EFA's device AH number
@@ -343,6 +324,27 @@ impl Ah {
 
     /// The device's AH number of an AH on an EFA device (`efadv_query_ah`'s `ahn`), which
     /// EFA peers use to name this destination. Refused (`EOPNOTSUPP`) on other devices.
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// use uverbs::{AhAttr, Gid, GlobalRoute};
+    ///
+    /// let pd = ctx.alloc_pd()?;
+    /// // An EFA destination is named by its GID (here our own: a loopback AH).
+    /// let gid = ctx.query_gid(1, 0)?;
+    /// let attr = AhAttr {
+    ///     grh: GlobalRoute { dgid: gid, ..Default::default() },
+    ///     is_global: true,
+    ///     port_num: 1,
+    ///     ..Default::default()
+    /// };
+    /// let ah = pd.create_ah(&attr)?;
+    /// let ahn = ah.efadv_query_ah()?;
+    /// assert_eq!(u32::from(ahn), ah.ah_num());
+    /// # let _: Gid = gid;
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     pub fn efadv_query_ah(&self) -> Result<u16> {
         if !self.inner.efa {
             return Err(Error::invalid(
@@ -365,27 +367,29 @@ impl Ah {
         &self.inner.pd
     }
 
-    /// Destroys the AH now (`ibv_destroy_ah`), returning the kernel's error if it fails.
+    /// Destroys the AH now (`ibv_destroy_ah`).
     ///
     /// Fails with `EBUSY` (and destroys nothing) while another clone exists or a UD send
-    /// still queued in a QP names it; the AH is then destroyed with its last user.
+    /// still queued in a QP names it. On any failure the AH comes back in the error
+    /// ([`DestroyError::into_inner`]), still usable: drop the other users and destroy it
+    /// again, or drop it and it is destroyed with its last user.
     #[doc(alias = "ibv_destroy_ah")]
-    pub fn destroy(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                let r = inner.destroy_cmd();
-                inner.destroyed = true;
-                r.map_err(|e| Error::os("destroy_ah", inner.label(), e))
-            }
-            Err(inner) => Err(Error::invalid(
+    pub fn destroy(mut self) -> std::result::Result<(), DestroyError<Ah>> {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            let e = Error::invalid(
                 "destroy_ah",
-                inner.label(),
+                self.inner.label(),
                 Errno::BUSY,
                 format!(
                     "{} other reference(s) (clones or queued UD sends) still use it",
-                    Arc::strong_count(&inner) - 1
+                    Arc::strong_count(&self.inner) - 1
                 ),
-            )),
+            );
+            return Err(DestroyError::new(self, e));
+        };
+        match inner.obj.destroy() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
         }
     }
 }

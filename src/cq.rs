@@ -307,7 +307,12 @@ impl Cq {
                 Ok(_) => crate::rxe::take_cqes(&self.shared, cq, wcs),
                 Err(e) => Err(crate::rxe::cq_ring_error(&self.shared, e)),
             },
-            CqRing::Efa(r) => poll_efa(&self.shared, r, wcs),
+            // One completion asked for: a path of its own (most of such a call is per-call
+            // cost, which the general walk's set-up would dominate).
+            CqRing::Efa(r) => match wcs {
+                [one] => poll_efa_one(&self.shared, r, one),
+                _ => poll_efa(&self.shared, r, wcs),
+            },
         }
     }
 
@@ -508,4 +513,14 @@ pub(crate) fn poll_efa(
     wcs: &mut [Wc],
 ) -> Result<usize> {
     r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = w.wc)
+}
+
+/// [`poll_efa`] of one completion (`wcs.len() == 1`), out of line for the same reason.
+#[inline(never)]
+pub(crate) fn poll_efa_one(
+    shared: &CqShared,
+    r: &mut crate::efa::EfaCqRing,
+    wc: &mut Wc,
+) -> Result<usize> {
+    r.poll_one_with(&|| shared.label(), |w| *wc = w.wc)
 }

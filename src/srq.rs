@@ -3,13 +3,12 @@
 //!
 //! Like a CQ, an SRQ is split: the kernel object ([`SrqShared`], held by the [`Srq`] and by
 //! every QP that receives from it, so the kernel never sees it destroyed under a QP) and the
-//! ring ([`Srq`] alone, which posts with `&mut self` and no lock).
-#![allow(unsafe_code)]
+//! ring ([`Srq`] alone, which posts with `&mut self` and no lock). The ring is the provider's
+//! (`SrqRing`; rxe's is in `crate::rxe`); this file has the kernel half.
 
 use std::sync::Arc;
 
-use uverbs_rxe::RecvQueue;
-use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
+use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp};
 use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
 use uverbs_uapi::write::{
     IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrqResp,
@@ -19,15 +18,15 @@ use uverbs_uapi::write::{
 };
 use zerocopy::IntoBytes;
 
-use crate::channel::{Mapping, WriteCmd};
+use crate::channel::WriteCmd;
 use crate::context::legacy_cmd;
 use crate::cq::{Cq, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
-use crate::qp::{map_rxe_queue, post_recv_list};
-use crate::wr::{post_errno, PostError, RecvWr};
+use crate::rxe::RxeSrqRing;
+use crate::wr::{PostError, RecvWr};
 use crate::xrcd::Xrcd;
 use crate::ProviderInfo;
 
@@ -147,12 +146,16 @@ impl SrqShared {
 /// ```
 #[doc(alias = "ibv_srq")]
 pub struct Srq {
-    // Drop order: the ring view, the kernel object (if this was its last holder), the mapping.
-    rq: RecvQueue,
+    // Drop order: the kernel object (if this was its last holder), then the ring.
     shared: Arc<SrqShared>,
+    ring: SrqRing,
     attr: SrqAttr,
     srq_num: u32,
-    map: Mapping,
+}
+
+/// The provider's ring of an SRQ, dispatched by `match` (rxe only: EFA has no SRQ).
+enum SrqRing {
+    Rxe(RxeSrqRing),
 }
 
 impl std::fmt::Debug for Srq {
@@ -296,11 +299,9 @@ impl Pd {
             _cq: cq,
         });
         let label = || shared.label();
-        let (map, q) = map_rxe_queue(ctx, &drv.mi, op, &label, "SRQ")?;
-        let rq = RecvQueue::new(q, resp.max_sge)
-            .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
+        let ring = SrqRing::Rxe(RxeSrqRing::new(ctx, &drv.mi, resp.max_sge, op, &label)?);
         let mut srq = Srq {
-            rq,
+            ring,
             attr: SrqAttr {
                 max_wr: resp.max_wr,
                 max_sge: resp.max_sge,
@@ -308,7 +309,6 @@ impl Pd {
             },
             srq_num: drv.srq_num,
             shared,
-            map,
         };
         // What the kernel made, as `ibv_query_srq` reports it: the create response is not
         // always that (6.1's rxe answers the max_wr asked for, 12, while its ring holds 15:
@@ -375,17 +375,10 @@ impl Srq {
     /// syscall, no lock. Failure names the first WR not posted (those before it were).
     #[doc(alias = "ibv_post_srq_recv")]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let r = post_recv_list(&mut self.rq, wrs);
-        self.rq.publish();
-        r.map_err(|(index, e)| PostError {
-            index,
-            error: Error::invalid(
-                "post_srq_recv",
-                self.shared.label(),
-                post_errno(&e),
-                e.to_string(),
-            ),
-        })
+        let shared = &self.shared;
+        match &mut self.ring {
+            SrqRing::Rxe(r) => r.post_recv(wrs, &|| shared.label()),
+        }
     }
 
     /// Modifies the SRQ (`ibv_modify_srq`): `MAX_WR` resizes it (the kernel moves the ring;
@@ -394,8 +387,8 @@ impl Srq {
     pub fn modify(&mut self, attr: &SrqAttr, mask: SrqAttrMask) -> Result<()> {
         let op = "modify_srq";
         let mut mi = Mminfo::default();
-        let drv = RxeModifySrqCmd {
-            mmap_info_addr: (&mut mi as *mut Mminfo) as u64,
+        let drv = match self.ring {
+            SrqRing::Rxe(_) => RxeSrqRing::modify_udata(&mut mi),
         };
         let req = IbUverbsModifySrq {
             srq_handle: self.shared.handle(),
@@ -423,16 +416,11 @@ impl Srq {
             self.shared.events.set_srq_limit(attr.srq_limit);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
-            // SAFETY: `mi` is a live, aligned local; the kernel wrote it during the write()
-            // above through the address we passed, which Rust did not see: read it volatile so
-            // the compiler cannot assume it still holds the default.
-            let mi = unsafe { std::ptr::read_volatile(&mi) };
-            let (map, q) = map_rxe_queue(self.pd().context(), &mi, op, &label, "resized SRQ")?;
-            let rq = RecvQueue::new(q, self.attr.max_sge)
-                .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
-            // Replace the view first, then the mapping it pointed into (unmapped last).
-            self.rq = rq;
-            self.map = map;
+            let ctx = self.shared.pd.context();
+            let label = || self.shared.label();
+            match &mut self.ring {
+                SrqRing::Rxe(r) => r.remap(ctx, &mi, self.attr.max_sge, op, &label)?,
+            }
             let q = self.query()?;
             self.attr.max_wr = q.max_wr;
             self.attr.max_sge = q.max_sge;

@@ -227,3 +227,44 @@ fn efa_cq_context_is_kept() {
     assert_eq!(cq.cq_context(), 7);
     assert_eq!(efa_cq(&ctx).cq_context(), 0, "not given: 0");
 }
+
+/// Build item 5 on EFA: `qp_context` given to `efadv_create_qp_ex` and to `create_qp` (the
+/// same `QpInitAttr` as on rxe) is readable from the QP, and can be replaced.
+#[test]
+fn efa_qp_context_is_kept() {
+    let fab = EfaFabric::new(11);
+    let dev = fab.add_device(ModelConfig::default());
+    let ctx = dev.open().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = efa_cq(&ctx);
+    let cap = QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mut srd = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                qp_context: 0x5D5D,
+                ..QpInitAttr::new(QpType::Srd, &cq, &cq, cap)
+            },
+            &EfaQpInitAttr::default(),
+        )
+        .unwrap();
+    assert_eq!(srd.qp_context(), 0x5D5D);
+    srd.set_qp_context(9);
+    assert_eq!(srd.qp_context(), 9);
+    let ud = pd
+        .create_qp(&QpInitAttr {
+            qp_context: 0x0D0D,
+            ..QpInitAttr::new(QpType::Ud, &cq, &cq, cap)
+        })
+        .unwrap();
+    assert_eq!(ud.qp_context(), 0x0D0D);
+    let plain = pd
+        .create_qp(&QpInitAttr::new(QpType::Ud, &cq, &cq, cap))
+        .unwrap();
+    assert_eq!(plain.qp_context(), 0, "not given: 0");
+}

@@ -308,7 +308,8 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
         r.1.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
         total.1 += n;
         // 16 send-side and 8 receive completions; poll (counted) until they are all in. On odd
-        // rounds the receive CQ is drained through the extended poll instead.
+        // rounds the receive CQ is drained through the extended poll instead; every third
+        // round the send CQ one completion per call (`Cq::poll`'s one-CQE path).
         let mut got = (0usize, 0usize);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while got != (16, 8) {
@@ -318,7 +319,12 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
                 } else {
                     rcq.poll(&mut wcs[..8])
                 };
-                (scq.poll(&mut wcs), recv)
+                let send = if round % 3 == 2 {
+                    scq.poll(&mut wcs[..1])
+                } else {
+                    scq.poll(&mut wcs)
+                };
+                (send, recv)
             });
             total.2 += n;
             let (s, rr) = (r.0.unwrap(), r.1.unwrap());

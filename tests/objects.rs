@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::rc::{qp_cap, rc_connect, roce_gid, wait_completions};
 use uverbs::{
-    AccessFlags, AsyncElement, AsyncEventType, Cq, CqInitAttr, Errno, Pd, Qp, QpInitAttr, QpType,
-    RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, SrqInitAttrEx, Wc, WcFlags, WcStatus, WrOp,
+    AccessFlags, AsyncElement, AsyncEventType, Cq, CqInitAttr, Errno, Pd, Qp, QpAttr, QpAttrMask,
+    QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, SrqInitAttrEx, Wc,
+    WcFlags, WcStatus, WrOp,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -239,10 +240,11 @@ fn send_imm_arrives_as_sent() {
     g.end_poll();
 }
 
-/// Finding 7 (issue 13): `Srq::attr` says what `ibv_query_srq` says (on 6.1 the create
-/// response echoed the 12 asked for while the ring holds 15), and the limit reads disarmed
-/// once its event has been read, as the kernel disarmed it. The event carries the SRQ's
-/// `srq_context` (build item 5).
+/// Finding 7 (issue 13): `Srq::attr` and `Qp::cap` say what `ibv_query_srq` and
+/// `ibv_query_qp` say (on 6.1 the create responses echoed the 12 asked for while the rings
+/// hold 15), and the limit reads disarmed once its event has been read, as the kernel
+/// disarmed it. The event carries the SRQ's `srq_context` (build item 5). A QP on the SRQ
+/// still reports no receive queue (finding 6).
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn srq_attr_agrees_with_query_and_the_limit_event_disarms_it() {
@@ -265,6 +267,31 @@ fn srq_attr_agrees_with_query_and_the_limit_event_disarms_it() {
     let q = srq.query().unwrap();
     assert!(q.max_wr >= 12, "{q:?}");
     assert_eq!(srq.attr(), q, "attr() against query() after create");
+
+    // The QP's caps, 12 asked for: what the kernel applied, as query_qp reports it.
+    let mut q12 = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &scq, &rcq, qp_cap(12)))
+        .unwrap();
+    let qq = q12.query(QpAttrMask::CAP).unwrap();
+    assert!(
+        qq.cap.max_send_wr >= 12 && qq.cap.max_recv_wr >= 12,
+        "{qq:?}"
+    );
+    assert_eq!(q12.cap(), qq.cap, "Qp::cap() against query() after create");
+    // On the SRQ (asking for 12 receives, which it ignores): the send side as query says,
+    // no receive queue (finding 6).
+    let mut ia = QpInitAttr::new(QpType::Rc, &scq, &rcq, qp_cap(12));
+    ia.srq = Some(&srq);
+    let mut on_srq = pd.create_qp(&ia).unwrap();
+    let sq = on_srq.query(QpAttrMask::CAP).unwrap().cap;
+    let cap = on_srq.cap();
+    assert_eq!((cap.max_recv_wr, cap.max_recv_sge), (0, 0), "{cap:?}");
+    assert_eq!(
+        (cap.max_send_wr, cap.max_send_sge, cap.max_inline_data),
+        (sq.max_send_wr, sq.max_send_sge, sq.max_inline_data),
+        "send caps of a QP on an SRQ against query(): {cap:?} / {sq:?}"
+    );
+    drop((q12, on_srq));
 
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let (mut a, _b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
@@ -361,4 +388,45 @@ fn cq_context_comes_back_with_completion_and_async_events() {
     assert_eq!(ev.event_type, AsyncEventType::CQ_ERR, "{ev:?}");
     assert_eq!(ev.element, AsyncElement::Cq(scq.user_handle()));
     assert_eq!(ev.context, Some(0xBEEF), "the event carries cq_context");
+}
+
+/// Build item 5: a QP's `qp_context` is set at creation, readable and replaceable, and
+/// comes back with the QP's async events (rxe raises `SQ_DRAINED` when an RTS QP asked to
+/// notify moves to SQD and its send queue is empty).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn qp_context_comes_back_with_async_events() {
+    let ctx = common::rxe_context();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let (gid_index, gid) = roce_gid(&ctx);
+    let mut a = pd
+        .create_qp(&QpInitAttr {
+            qp_context: 0x9A9A,
+            ..QpInitAttr::new(QpType::Rc, &cq, &cq, qp_cap(8))
+        })
+        .unwrap();
+    let mut b = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, qp_cap(8)))
+        .unwrap();
+    assert_eq!(a.qp_context(), 0x9A9A);
+    assert_eq!(b.qp_context(), 0, "not given: 0");
+    a.set_qp_context(0x7E57);
+    assert_eq!(a.qp_context(), 0x7E57);
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    rc_connect(&mut a, bn, gid_index, gid, 14, 7);
+    rc_connect(&mut b, an, gid_index, gid, 14, 7);
+    a.modify(
+        &QpAttr {
+            qp_state: QpState::Sqd,
+            en_sqd_async_notify: true,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE | QpAttrMask::EN_SQD_ASYNC_NOTIFY,
+    )
+    .unwrap();
+    let ev = ctx.get_async_event(Some(WAIT)).expect("SQ_DRAINED event");
+    assert_eq!(ev.event_type, AsyncEventType::SQ_DRAINED, "{ev:?}");
+    assert_eq!(ev.element, AsyncElement::Qp(a.user_handle()));
+    assert_eq!(ev.context, Some(0x7E57), "the event carries qp_context");
 }

@@ -184,6 +184,26 @@ impl EfaCqRing {
         }
     }
 
+    /// [`poll_with`](Self::poll_with) of at most one completion, through the provider's
+    /// one-CQE path (no run set-up); the same completion, skips and errors.
+    #[inline]
+    pub(crate) fn poll_one_with<F: FnMut(&EfaWc)>(
+        &mut self,
+        label: &dyn Fn() -> String,
+        mut put: F,
+    ) -> Result<usize> {
+        let mut lookup = self.poller.begin();
+        loop {
+            match self.cq.poll_one_each(&mut lookup, |c| put(&wc_from_efa(c))) {
+                Ok(n) => return Ok(n),
+                // As in `poll_with`: a completion of a QP that is gone is consumed, counted
+                // and skipped, and the poll looks for the next one.
+                Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => self.stale += 1,
+                Err(e) => return Err(poll_error(label, 0, &e.error)),
+            }
+        }
+    }
+
     /// Opens an extended poll (`ibv_start_poll`): a cursor on the first completion, or
     /// `None`. Completions of QPs that are gone are skipped and counted, as in `poll_with`.
     #[inline]
@@ -292,7 +312,10 @@ impl Cq {
     #[doc(alias = "efadv_wc_is_unsolicited")]
     pub fn poll_efa(&mut self, wcs: &mut [EfaWc]) -> Result<usize> {
         match self.efa_parts() {
-            (shared, Some(r)) => r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = *w),
+            (shared, Some(r)) => match wcs {
+                [one] => r.poll_one_with(&|| shared.label(), |w| *one = *w),
+                _ => r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = *w),
+            },
             (shared, None) => Err(Error::invalid(
                 "poll_cq",
                 shared.label(),

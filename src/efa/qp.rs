@@ -34,7 +34,7 @@ use crate::event::next_user_handle;
 use crate::mr::Sge;
 use crate::pd::Pd;
 use crate::qp::{
-    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpRing, QpState, QpType, SendOpsFlags,
+    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpParts, QpRing, QpState, QpType, SendOpsFlags,
 };
 use crate::wr::{PostError, RecvWr, SendFlags, SendWr, WrData, WrOp};
 
@@ -346,16 +346,16 @@ pub(crate) fn create_qp(
     let dresp: EfaIbvCreateQpResp = cmd.driver_response_as();
     let user_handle = req.user_handle;
     // From here `inner` destroys the kernel QP if anything fails.
-    let inner = QpInner {
+    let inner = QpInner::new(QpParts {
         pd: pd.clone(),
-        _cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
-        _srq: None,
+        cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
+        srq: None,
         handle: resp.qp_handle,
         qp_num: resp.qpn,
         user_handle,
+        qp_context: attr.qp_context,
         legacy_destroy: true,
-        destroyed: false,
-    };
+    });
     let qlabel = || format!("qp {} on {}", resp.qpn, ctx.label());
     let qpn16 = u16::try_from(resp.qpn).map_err(|_| {
         Error::invalid(
@@ -497,6 +497,22 @@ impl Pd {
     /// QP type and the device's caps: `EOPNOTSUPP`).
     ///
     /// Refused on other devices, and for what EFA cannot do (connected QPs, an SRQ).
+    ///
+    /// ```
+    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+    /// # let ctx = fabric.add_device(Default::default()).open()?;
+    /// use uverbs::{EfaQpInitAttr, QpCap, QpInitAttr, QpState, QpType};
+    ///
+    /// let pd = ctx.alloc_pd()?;
+    /// let cq = ctx.create_cq(256, None, 0)?;
+    /// let cap = QpCap { max_send_wr: 64, max_recv_wr: 64, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    /// let mut attr = QpInitAttr::new(QpType::Srd, &cq, &cq, cap);
+    /// attr.sq_sig_all = true;
+    /// let qp = pd.efadv_create_qp_ex(&attr, &EfaQpInitAttr::default())?;
+    /// assert_eq!((qp.qp_type(), qp.state()), (QpType::Srd, QpState::Reset));
+    /// // Then modify to INIT / RTR / RTS with a Q_Key, and post with `SendWr::ud`.
+    /// # Ok::<(), uverbs::Error>(())
+    /// ```
     #[doc(alias = "efadv_create_driver_qp")]
     pub fn efadv_create_qp_ex(&self, attr: &QpInitAttr<'_>, efa: &EfaQpInitAttr) -> Result<Qp> {
         create_qp(

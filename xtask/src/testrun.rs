@@ -637,6 +637,18 @@ pub fn full() -> Result<bool> {
             "warnings",
         ],
     );
+    // The rustdoc of every crate, broken intra-doc links and other rustdoc warnings included.
+    host_check(
+        &mut host,
+        "cargo doc --no-deps --workspace (rustdoc warnings denied)",
+        &[
+            "--config",
+            "build.rustdocflags=[\"-D\", \"warnings\"]",
+            "doc",
+            "--no-deps",
+            "--workspace",
+        ],
+    );
     msrv_check(&mut host);
     host_tests(&mut host);
     // The providers' and uapi's unit tests again under Miri (xtask/src/miri.rs).

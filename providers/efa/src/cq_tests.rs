@@ -852,3 +852,124 @@ fn cursor_doorbell_only_at_end_and_only_when_consumed() {
     assert_eq!(r.cq.db.as_ref().unwrap().log, [0x2000_0000 | 5]);
     assert_eq!(r.db.word(), 0x2000_0005);
 }
+
+/// `poll_one_each` is `poll_each` with `max` 1: two queues fed the very same CQEs (three
+/// sub-CQs, some rounds leaving some empty, wraps, sends and receives, CQEs of an unknown QP
+/// and with a bad req_id among them), one drained one completion at a time by `poll`, the
+/// other by `poll_one_each`, give the same results call by call (completions, errors and
+/// their counts, empty polls), leave the same round-robin position and consumer counter, and
+/// ring the same doorbell values.
+#[test]
+fn poll_one_each_is_poll_of_one() {
+    for entry_size in [16u32, 32] {
+        const DEPTH: u32 = 4;
+        let c = cfg(3, DEPTH, entry_size, false);
+        let (mut ra, mut rb) = (rig(c, true), rig(c, true));
+        let (mut sp_a, mut sc_a) = WridPool::new(64, 0).unwrap();
+        let (mut rp_a, mut rc_a) = WridPool::new(64, 0).unwrap();
+        let (mut sp_b, mut sc_b) = WridPool::new(64, 0).unwrap();
+        let (mut rp_b, mut rc_b) = WridPool::new(64, 0).unwrap();
+        let mut produced = [0u32; 3];
+        let mut rng = Rng(0x0bad_cafe_f00d_1234 ^ u64::from(entry_size));
+        let (mut good, mut bad, mut empty) = (0, 0, 0);
+        for round in 0..60u64 {
+            let mut written = 0;
+            for (sub, prod) in produced.iter_mut().enumerate() {
+                for _ in 0..rng.below(u64::from(DEPTH) + 1) {
+                    let recv = rng.below(2) == 0;
+                    let wr_id = round << 16 | rng.below(1 << 16);
+                    let kind = rng.below(8);
+                    let (qp, req_id) = match kind {
+                        // A QP the table does not know.
+                        0 => (9, 0),
+                        // A req_id of another generation: never outstanding.
+                        1 => (7, 0x4000 | rng.below(64) as u16),
+                        _ if recv => {
+                            let (a, b) = (post(&mut rp_a, wr_id), post(&mut rp_b, wr_id));
+                            assert_eq!(a, b);
+                            (7, a)
+                        }
+                        _ => {
+                            let (a, b) = (post(&mut sp_a, wr_id), post(&mut sp_b, wr_id));
+                            assert_eq!(a, b);
+                            (7, a)
+                        }
+                    };
+                    let phase = (*prod / DEPTH) % 2 == 0;
+                    let status = if rng.below(4) == 0 { 3 } else { 0 };
+                    let bytes = any_cqe(
+                        req_id,
+                        qp,
+                        recv,
+                        status,
+                        EFA_IO_SEND,
+                        false,
+                        false,
+                        5,
+                        phase,
+                        rng.next() as u32,
+                    );
+                    let idx = (*prod % DEPTH) as usize;
+                    ra.put(sub, idx, &bytes[..entry_size as usize]);
+                    rb.put(sub, idx, &bytes[..entry_size as usize]);
+                    *prod += 1;
+                    written += 1;
+                }
+            }
+            // One call more than there are CQEs: the last one (at least) finds nothing.
+            for call in 0..=written {
+                let mut ta = [QpEntry {
+                    qp_num: 7,
+                    send: Some(&mut sc_a),
+                    recv: Some(&mut rc_a),
+                }];
+                let mut wa = [Wc::default(); 1];
+                let a = ra.cq.poll(&mut wa, &mut ta[..]);
+                let mut tb = [QpEntry {
+                    qp_num: 7,
+                    send: Some(&mut sc_b),
+                    recv: Some(&mut rc_b),
+                }];
+                let mut wb = None;
+                let b = rb.cq.poll_one_each(&mut tb[..], |w| {
+                    assert!(wb.is_none(), "at most one completion");
+                    wb = Some(*w);
+                });
+                assert_eq!(a, b, "round {round} call {call}");
+                match a {
+                    Ok(1) => {
+                        good += 1;
+                        assert_eq!(Some(wa[0]), wb, "round {round} call {call}");
+                    }
+                    Ok(0) => {
+                        empty += 1;
+                        assert_eq!(wb, None);
+                    }
+                    Ok(n) => panic!("{n} completions from a poll of one"),
+                    Err(e) => {
+                        bad += 1;
+                        assert_eq!(e.polled, 0);
+                        assert_eq!(wb, None);
+                    }
+                }
+                assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
+                assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+            }
+            assert_eq!(
+                ra.cq.db.as_ref().unwrap().log,
+                rb.cq.db.as_ref().unwrap().log,
+                "one doorbell per non-empty poll, same values"
+            );
+        }
+        assert!(
+            produced.iter().all(|&p| p > 3 * DEPTH),
+            "every sub-CQ wrapped more than three times: {produced:?}"
+        );
+        assert_eq!(sp_b.outstanding() + rp_b.outstanding(), 0);
+        assert_eq!(sp_a.outstanding() + rp_a.outstanding(), 0);
+        assert!(
+            good > 100 && bad > 20 && empty >= 60,
+            "{good} {bad} {empty}"
+        );
+    }
+}

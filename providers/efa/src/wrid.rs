@@ -476,17 +476,15 @@ impl WridCompleter {
     /// that it is posted, frees the id and returns its `wr_id`.
     #[inline]
     pub fn complete(&mut self, req_id: u16) -> Result<u64, ReqIdProblem> {
-        let (id, wr_id) = self.check(req_id)?;
         let s = &*self.shared;
+        let (id, slot, wr_id) = check(s, req_id)?;
         // Relaxed: only we clear it, and the Release store of `tail` below orders this (and
-        // our `wr_id` read) before the poster can pop and re-post the id.
-        if let Some(slot) = s.slots.get(id) {
-            // (`check` found the slot: this is always taken.)
-            slot.posted.store(false, Ordering::Relaxed);
-        }
+        // our `wr_id` read) before the poster can pop and re-post the id. `slot` is the one
+        // `check` found (no second bounds check).
+        slot.posted.store(false, Ordering::Relaxed);
         if let Some(cell) = s.free.get((self.tail & s.ring_mask) as usize) {
             // (`ring_mask` < the ring's length, so the cell always exists.)
-            cell.store(id as u16, Ordering::Relaxed);
+            cell.store(id, Ordering::Relaxed);
         }
         self.tail = self.tail.wrapping_add(1);
         // Release: publishes the free-ring cell written above, and our last reads of this id,
@@ -524,26 +522,27 @@ impl WridCompleter {
     /// The `wr_id` of a posted `req_id`, checked like [`complete`](Self::complete) but
     /// without freeing the id.
     pub fn lookup(&self, req_id: u16) -> Result<u64, ReqIdProblem> {
-        self.check(req_id).map(|(_, w)| w)
+        check(&self.shared, req_id).map(|(_, _, w)| w)
     }
+}
 
-    #[inline]
-    fn check(&self, req_id: u16) -> Result<(usize, u64), ReqIdProblem> {
-        let s = &*self.shared;
-        if req_id & !s.idx_mask != s.shifted_gen {
-            return Err(ReqIdProblem::StaleGeneration);
-        }
-        let id = usize::from(req_id & s.idx_mask);
-        let Some(slot) = s.slots.get(id) else {
-            return Err(ReqIdProblem::OutOfRange);
-        };
-        // Acquire: pairs with `publish`'s Release store (step 2), so the `wr_id` read below
-        // is the one written for this post.
-        if !slot.posted.load(Ordering::Acquire) {
-            return Err(ReqIdProblem::NotOutstanding);
-        }
-        Ok((id, slot.wr_id.load(Ordering::Relaxed)))
+/// Checks a device-written `req_id` against `s`: its generation, its range and that it is
+/// posted. Gives the id, its slot and its `wr_id`.
+#[inline(always)]
+fn check(s: &Shared, req_id: u16) -> Result<(u16, &Slot, u64), ReqIdProblem> {
+    if req_id & !s.idx_mask != s.shifted_gen {
+        return Err(ReqIdProblem::StaleGeneration);
     }
+    let id = req_id & s.idx_mask;
+    let Some(slot) = s.slots.get(usize::from(id)) else {
+        return Err(ReqIdProblem::OutOfRange);
+    };
+    // Acquire: pairs with `publish`'s Release store (step 2), so the `wr_id` read below
+    // is the one written for this post.
+    if !slot.posted.load(Ordering::Acquire) {
+        return Err(ReqIdProblem::NotOutstanding);
+    }
+    Ok((id, slot, slot.wr_id.load(Ordering::Relaxed)))
 }
 
 #[cfg(test)]

@@ -190,6 +190,8 @@ struct QpState {
     rq: RxeQueue,
     send_cq: u32,
     sq_sig_all: bool,
+    /// The queue sizes the create answered (QUERY_QP reports them again).
+    cap: IbUverbsQpCap,
     /// The kernel's private SQ consumer index (`q->index`).
     sq_cons: u32,
 }
@@ -487,6 +489,7 @@ fn create_qp(st: &mut State, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             rq,
             send_cq: scq,
             sq_sig_all: flags & IB_UVERBS_QP_CREATE_SQ_SIG_ALL != 0,
+            cap: cap_out,
             sq_cons: 0,
         },
     );
@@ -601,6 +604,23 @@ impl Channel for RxeStandin {
                 if !st.qps.values().any(|q| q.handle == r.qp_handle) {
                     return Err(Errno::INVAL);
                 }
+                Ok(())
+            }
+            (IB_USER_VERBS_CMD_QUERY_QP, false) => {
+                // uverbs asks right after create for the sizes the kernel applied; the
+                // stand-in answers those (and the state fields stay zero).
+                let r: IbUverbsQueryQp = cmd.core_request_as().ok_or(Errno::INVAL)?;
+                let q = st.qps.values().find(|q| q.handle == r.qp_handle);
+                let cap = q.ok_or(Errno::INVAL)?.cap;
+                let resp = IbUverbsQueryQpResp {
+                    max_send_wr: cap.max_send_wr,
+                    max_recv_wr: cap.max_recv_wr,
+                    max_send_sge: cap.max_send_sge,
+                    max_recv_sge: cap.max_recv_sge,
+                    max_inline_data: cap.max_inline_data,
+                    ..Default::default()
+                };
+                put(cmd.response_mut(), &resp);
                 Ok(())
             }
             (IB_USER_VERBS_CMD_DESTROY_QP, false) => {

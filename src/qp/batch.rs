@@ -1,0 +1,440 @@
+//! The `ibv_wr_*` API: [`WrBatch`], a batch of work requests built in place in the send
+//! queue (rxe) or staged (EFA) and posted with one doorbell.
+
+use super::post::check_ah_pd;
+use super::{Qp, QpRing, SendOpsFlags};
+use crate::ah::Ah;
+use crate::error::{Errno, Error, Result};
+use crate::mr::Sge;
+use crate::rxe::{ring_error, ud_dest};
+use crate::wr::{SendFlags, WrOp};
+
+pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
+    match op {
+        WrOp::Send => SendOpsFlags::SEND,
+        WrOp::SendWithImm { .. } => SendOpsFlags::SEND_WITH_IMM,
+        WrOp::SendWithInv { .. } => SendOpsFlags::SEND_WITH_INV,
+        WrOp::RdmaWrite { .. } => SendOpsFlags::RDMA_WRITE,
+        WrOp::RdmaWriteWithImm { .. } => SendOpsFlags::RDMA_WRITE_WITH_IMM,
+        WrOp::RdmaRead { .. } => SendOpsFlags::RDMA_READ,
+        WrOp::AtomicCmpAndSwp { .. } => SendOpsFlags::ATOMIC_CMP_AND_SWP,
+        WrOp::AtomicFetchAndAdd { .. } => SendOpsFlags::ATOMIC_FETCH_AND_ADD,
+        WrOp::LocalInv { .. } => SendOpsFlags::LOCAL_INV,
+        WrOp::BindMw { .. } => SendOpsFlags::BIND_MW,
+    }
+}
+
+/// An open `ibv_wr_*` batch on a QP (`ibv_qp_ex` between `ibv_wr_start` and
+/// `ibv_wr_complete`/`ibv_wr_abort`), on any provider.
+///
+/// Each builder (`send`, `rdma_write`, …) starts one work request; the setters (`set_sge`,
+/// `set_sge_list`, `set_inline_data`, `set_ud_addr`) complete the last one. As in libibverbs,
+/// errors are sticky: the first one is returned by [`WrBatch::complete`], which then posts
+/// nothing. Dropping the batch without `complete` aborts it. An operation the provider cannot
+/// do (atomics, memory windows or invalidation on EFA; RDMA on an EFA UD QP) is refused by the
+/// builder and reported by `complete`.
+///
+/// ```
+/// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
+/// # fn rts(qp: &mut Qp) -> uverbs::Result<()> {
+/// #     let init = QpAttr { qp_state: QpState::Init, qkey: 0x11, port_num: 1, ..Default::default() };
+/// #     qp.modify(&init, QpAttrMask::STATE | QpAttrMask::QKEY | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rtr, ..Default::default() }, QpAttrMask::STATE)?;
+/// #     qp.modify(&QpAttr { qp_state: QpState::Rts, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+/// # }
+/// # fn side(ctx: &Context, ex: bool) -> uverbs::Result<(Pd, Cq, Qp, Mr)> {
+/// #     let pd = ctx.alloc_pd()?;
+/// #     let cq = ctx.create_cq(32, None, 0)?;
+/// #     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// #     let mut attr = QpInitAttr::new(QpType::Ud, &cq, &cq, cap);
+/// #     attr.send_ops_flags = uverbs::SendOpsFlags::SEND;
+/// #     let mut qp = if ex { pd.create_qp_ex(&attr)? } else { pd.create_qp(&attr)? };
+/// #     rts(&mut qp)?;
+/// #     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+/// #     Ok((pd, cq, qp, mr))
+/// # }
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// # let peer_ctx = fabric.add_device(Default::default()).open()?;
+/// # let (peer_pd, mut peer_cq, mut peer_qp, peer_mr) = side(&peer_ctx, false)?;
+/// # let peer_gid = peer_ctx.query_gid(1, 0)?;
+/// # let peer_qpn = peer_qp.qp_num();
+/// # const QKEY: u32 = 0x11;
+/// # let (pd, mut cq, mut qp, mr) = side(&ctx, true)?; // a QP from create_qp_ex
+/// # peer_qp.post_recv(&[uverbs::RecvWr::new(1, &[peer_mr.sge(0, 64)?])])?;
+/// use uverbs::{AhAttr, GlobalRoute, SendFlags};
+///
+/// let ah = pd.create_ah(&AhAttr { is_global: true, port_num: 1,
+///     grh: GlobalRoute { dgid: peer_gid, ..Default::default() }, ..Default::default() })?;
+/// mr.write(0, b"one batch")?;
+/// let mut batch = qp.wr_start()?;                        // ibv_wr_start
+/// batch
+///     .send(7, SendFlags::SIGNALED)                      // ibv_wr_send
+///     .set_sge(mr.lkey(), mr.addr(), 9)                  // ibv_wr_set_sge
+///     .set_ud_addr(&ah, peer_qpn, QKEY);                 // ibv_wr_set_ud_addr
+/// batch.complete()?;                                     // ibv_wr_complete: one doorbell
+/// # fabric.process();
+/// let wc = loop { if let Some(wc) = cq.poll_one()? { break wc } };
+/// assert_eq!((wc.wr_id, wc.status), (7, uverbs::WcStatus::SUCCESS));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[doc(alias = "ibv_qp_ex")]
+pub struct WrBatch<'q> {
+    pub(super) qp: &'q mut Qp,
+    /// rxe: the SQ shadow index at `wr_start`.
+    pub(super) start: u32,
+    /// EFA: work requests staged so far.
+    pub(super) n: usize,
+    pub(super) err: Option<Error>,
+    pub(super) open: bool,
+}
+
+impl std::fmt::Debug for WrBatch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrBatch")
+            .field("qp", &self.qp.label())
+            .field("err", &self.err)
+            .finish()
+    }
+}
+
+impl WrBatch<'_> {
+    fn op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let allowed = self.qp.send_ops.unwrap_or_default();
+        let need = send_ops_flag(&op);
+        if !allowed.contains(need) {
+            self.err = Some(Error::invalid(
+                "wr_start",
+                self.qp.label(),
+                Errno::OPNOTSUPP,
+                format!(
+                    "work request {}: {need:?} is not in the QP's send_ops_flags {allowed:?}",
+                    self.len()
+                ),
+            ));
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => match r.sq.wr_op(wr_id, flags, op) {
+                Ok(()) => {
+                    r.note_slot(None);
+                    Ok(())
+                }
+                Err(e) => Err(ring_error(inner, "wr_start", e)),
+            },
+            QpRing::Efa(r) => r.wr_op(&mut self.n, wr_id, flags, op, inner),
+        };
+        if let Err(e) = r {
+            self.err = Some(e);
+        }
+        self
+    }
+
+    fn set(&mut self, r: Result<()>) -> &mut Self {
+        if let (Err(e), None) = (r, &self.err) {
+            self.err = Some(e);
+        }
+        self
+    }
+
+    /// `ibv_wr_send`.
+    #[doc(alias = "ibv_wr_send")]
+    pub fn send(&mut self, wr_id: u64, flags: SendFlags) -> &mut Self {
+        self.op(wr_id, flags, WrOp::Send)
+    }
+
+    /// `ibv_wr_send_imm` (`imm_data` host order).
+    #[doc(alias = "ibv_wr_send_imm")]
+    pub fn send_imm(&mut self, wr_id: u64, flags: SendFlags, imm_data: u32) -> &mut Self {
+        self.op(wr_id, flags, WrOp::SendWithImm { imm_data })
+    }
+
+    /// `ibv_wr_send_inv`.
+    #[doc(alias = "ibv_wr_send_inv")]
+    pub fn send_inv(&mut self, wr_id: u64, flags: SendFlags, invalidate_rkey: u32) -> &mut Self {
+        self.op(wr_id, flags, WrOp::SendWithInv { invalidate_rkey })
+    }
+
+    /// `ibv_wr_rdma_write`.
+    #[doc(alias = "ibv_wr_rdma_write")]
+    pub fn rdma_write(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+    ) -> &mut Self {
+        self.op(wr_id, flags, WrOp::RdmaWrite { remote_addr, rkey })
+    }
+
+    /// `ibv_wr_rdma_write_imm`.
+    #[doc(alias = "ibv_wr_rdma_write_imm")]
+    pub fn rdma_write_imm(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        imm_data: u32,
+    ) -> &mut Self {
+        self.op(
+            wr_id,
+            flags,
+            WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm_data,
+            },
+        )
+    }
+
+    /// `ibv_wr_rdma_read`.
+    #[doc(alias = "ibv_wr_rdma_read")]
+    pub fn rdma_read(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+    ) -> &mut Self {
+        self.op(wr_id, flags, WrOp::RdmaRead { remote_addr, rkey })
+    }
+
+    /// `ibv_wr_atomic_cmp_swp`; follow with an 8-byte [`Self::set_sge`].
+    #[doc(alias = "ibv_wr_atomic_cmp_swp")]
+    pub fn atomic_cmp_swp(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        compare: u64,
+        swap: u64,
+    ) -> &mut Self {
+        self.op(
+            wr_id,
+            flags,
+            WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            },
+        )
+    }
+
+    /// `ibv_wr_atomic_fetch_add`; follow with an 8-byte [`Self::set_sge`].
+    #[doc(alias = "ibv_wr_atomic_fetch_add")]
+    pub fn atomic_fetch_add(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        add: u64,
+    ) -> &mut Self {
+        self.op(
+            wr_id,
+            flags,
+            WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            },
+        )
+    }
+
+    /// `ibv_wr_set_sge`: one SGE for the last work request.
+    #[doc(alias = "ibv_wr_set_sge")]
+    pub fn set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                r.sq.wr_set_sge(lkey, addr, length)
+                    .map_err(|e| ring_error(inner, "wr_start", e))
+            }
+            QpRing::Efa(r) => r.wr_set_sges(self.n, &[Sge { addr, length, lkey }], inner),
+        };
+        self.set(r)
+    }
+
+    /// `ibv_wr_set_sge_list`.
+    #[doc(alias = "ibv_wr_set_sge_list")]
+    pub fn set_sge_list(&mut self, sges: &[Sge]) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let max = self.qp.cap.max_send_sge;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                if sges.len() > max as usize {
+                    Err(ring_error(
+                        inner,
+                        "wr_start",
+                        uverbs_rxe::PostError::TooManySge {
+                            num_sge: sges.len(),
+                            max_sge: max,
+                        },
+                    ))
+                } else {
+                    r.sq.wr_set_sge_list(sges)
+                        .map_err(|e| ring_error(inner, "wr_start", e))
+                }
+            }
+            QpRing::Efa(r) => r.wr_set_sges(self.n, sges, inner),
+        };
+        self.set(r)
+    }
+
+    /// `ibv_wr_set_inline_data`.
+    #[doc(alias = "ibv_wr_set_inline_data")]
+    pub fn set_inline_data(&mut self, data: &[u8]) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                r.sq.wr_set_inline_data(data)
+                    .map_err(|e| ring_error(inner, "wr_start", e))
+            }
+            QpRing::Efa(r) => r.wr_set_inline(self.n, data, inner),
+        };
+        self.set(r)
+    }
+
+    /// `ibv_wr_set_ud_addr` (UD and SRD QPs): the destination of the last work request. On
+    /// rxe the AH is kept by the QP while the send is queued.
+    #[doc(alias = "ibv_wr_set_ud_addr")]
+    pub fn set_ud_addr(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(r) => {
+                let dest = crate::wr::UdDest::new(ah, remote_qpn, remote_qkey);
+                ud_dest(inner, "wr_start", &dest).and_then(|d| {
+                    r.sq.wr_set_ud_addr(d)
+                        .map_err(|e| ring_error(inner, "wr_start", e))?;
+                    // The WQE just built sits one slot behind the shadow index.
+                    let mask = r.sq.queue().index_mask();
+                    let slot = (r.sq_shadow.wrapping_sub(1) & mask) as usize;
+                    if let Some(s) = r.ah_slots.get_mut(slot) {
+                        *s = Some(ah.clone());
+                    }
+                    Ok(())
+                })
+            }
+            QpRing::Efa(r) => check_ah_pd(inner, "wr_start", ah)
+                .and_then(|()| r.wr_set_ud(self.n, ah, remote_qpn, remote_qkey, inner)),
+        };
+        self.set(r)
+    }
+
+    /// `efadv_wr_set_processing_hints`: processing hints for the last work request, on an EFA
+    /// QP created with [`crate::EfaWrExFlags::WITH_PROCESSING_HINTS`]. Refused (the batch then
+    /// fails in `complete`) on rxe, on an EFA QP created without the flag, and for hint bits
+    /// EFA does not define.
+    #[doc(alias = "efadv_wr_set_processing_hints")]
+    pub fn efadv_set_processing_hints(&mut self, hints: crate::EfaProcessingHints) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(_) => Err(Error::invalid(
+                "efadv_wr_set_processing_hints",
+                inner.label(),
+                Errno::OPNOTSUPP,
+                "processing hints are EFA's (efadv); this is an rxe QP",
+            )),
+            QpRing::Efa(r) => r.wr_set_hints(self.n, hints, inner),
+        };
+        self.set(r)
+    }
+
+    /// Posts the batch (`ibv_wr_complete`): every work request or none. On any error in the
+    /// batch nothing is posted and the first error is returned.
+    #[doc(alias = "ibv_wr_complete")]
+    pub fn complete(mut self) -> Result<()> {
+        self.open = false;
+        let err = self.err.take();
+        let n = self.n;
+        let start = self.start;
+        let qp = &mut *self.qp;
+        let inner = &qp.inner;
+        match &mut qp.ring {
+            QpRing::Rxe(r) => {
+                if let Some(e) = err {
+                    r.sq.wr_abort();
+                    r.sq_shadow = start;
+                    return Err(e);
+                }
+                match r.sq.wr_complete() {
+                    Ok(0) => Ok(()),
+                    Ok(_) => {
+                        r.db.ring()
+                            .map_err(|e| Error::os("wr_complete", inner.label(), e))
+                    }
+                    Err(e) => {
+                        r.sq_shadow = start;
+                        Err(ring_error(inner, "wr_complete", e))
+                    }
+                }
+            }
+            QpRing::Efa(r) => match err {
+                Some(e) => Err(e),
+                None => r.wr_complete(n, qp.sq_sig_all, inner),
+            },
+        }
+    }
+
+    /// How many work requests the batch holds so far (including a refused one, which makes
+    /// [`WrBatch::complete`] fail).
+    pub fn len(&self) -> usize {
+        match &self.qp.ring {
+            QpRing::Rxe(r) => {
+                let mask = r.sq.queue().index_mask();
+                (r.sq_shadow.wrapping_sub(self.start) & mask) as usize
+            }
+            QpRing::Efa(_) => self.n,
+        }
+    }
+
+    /// Whether the batch holds no work request.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every work request of the batch (`ibv_wr_abort`).
+    #[doc(alias = "ibv_wr_abort")]
+    pub fn abort(mut self) {
+        self.discard();
+    }
+
+    fn discard(&mut self) {
+        self.open = false;
+        if let QpRing::Rxe(r) = &mut self.qp.ring {
+            r.sq.wr_abort();
+            r.sq_shadow = self.start;
+        }
+        // EFA: staged work requests live in the QP's staging area and are simply forgotten.
+    }
+}
+
+impl Drop for WrBatch<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.discard();
+        }
+    }
+}

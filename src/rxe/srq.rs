@@ -1,0 +1,83 @@
+//! The rxe half of an [`Srq`](crate::Srq): the receive ring the kernel made (mapped at create
+//! and again after a resize) and posting to it. The generic `Srq` owns the kernel SRQ and its
+//! commands and dispatches its rxe arm here.
+//!
+//! Unsafe code here: reading the queue's new place the kernel wrote during a resize.
+#![allow(unsafe_code)]
+
+use uverbs_rxe::RecvQueue;
+use uverbs_uapi::rxe::{Mminfo, RxeModifySrqCmd};
+
+use super::{map_rxe_queue, post_recv_list};
+use crate::channel::Mapping;
+use crate::context::Context;
+use crate::error::{Errno, Error, Result};
+use crate::wr::{post_errno, PostError, RecvWr};
+
+/// The SRQ's ring: the view, then the mapping it points into (field order: unmapped last).
+pub(crate) struct RxeSrqRing {
+    rq: RecvQueue,
+    map: Mapping,
+}
+
+impl RxeSrqRing {
+    /// Maps the ring the kernel described in `mi` (the create response's driver data).
+    pub(crate) fn new(
+        ctx: &Context,
+        mi: &Mminfo,
+        max_sge: u32,
+        op: &'static str,
+        label: &dyn Fn() -> String,
+    ) -> Result<Self> {
+        let (map, q) = map_rxe_queue(ctx, mi, op, label, "SRQ")?;
+        let rq = RecvQueue::new(q, max_sge)
+            .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
+        Ok(RxeSrqRing { rq, map })
+    }
+
+    /// Posts receive work requests: ring writes and one publish, no syscall, no lock.
+    #[inline]
+    pub(crate) fn post_recv(
+        &mut self,
+        wrs: &[RecvWr<'_>],
+        label: &dyn Fn() -> String,
+    ) -> Result<(), PostError> {
+        let r = post_recv_list(&mut self.rq, wrs);
+        self.rq.publish();
+        r.map_err(|(index, e)| PostError {
+            index,
+            error: Error::invalid("post_srq_recv", label(), post_errno(&e), e.to_string()),
+        })
+    }
+
+    /// The driver data of `ib_uverbs_modify_srq` on rxe: where the kernel writes the ring's
+    /// new place if the modify resizes it. `mi` must stay alive until [`Self::remap`].
+    pub(crate) fn modify_udata(mi: &mut Mminfo) -> RxeModifySrqCmd {
+        RxeModifySrqCmd {
+            mmap_info_addr: (mi as *mut Mminfo) as u64,
+        }
+    }
+
+    /// After a resize: maps the ring at the place the kernel wrote into `mi` (given to
+    /// [`Self::modify_udata`] for the modify just made) and replaces the old one.
+    pub(crate) fn remap(
+        &mut self,
+        ctx: &Context,
+        mi: &Mminfo,
+        max_sge: u32,
+        op: &'static str,
+        label: &dyn Fn() -> String,
+    ) -> Result<()> {
+        // SAFETY: `mi` is a live, aligned local of the caller; the kernel wrote it during the
+        // write() of the modify through the address we passed, which Rust did not see: read it
+        // volatile so the compiler cannot assume it still holds the default.
+        let mi = unsafe { std::ptr::read_volatile(mi) };
+        let (map, q) = map_rxe_queue(ctx, &mi, op, label, "resized SRQ")?;
+        let rq = RecvQueue::new(q, max_sge)
+            .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
+        // Replace the view first, then the mapping it pointed into (unmapped last).
+        self.rq = rq;
+        self.map = map;
+        Ok(())
+    }
+}
