@@ -570,8 +570,10 @@ impl SendQueue {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
-        // takes the general path.
-        let plain_ok = self.cfg.max_send_sge != 0;
+        // takes the general path. So does every WR of an SQ with 64-bit request ids: the runs
+        // take their ids from the pool's free ring (`WridPool::run`), which such an SQ has not,
+        // and the pool path's runs stay free of any test for it.
+        let plain_ok = self.cfg.max_send_sge != 0 && self.hi_mask == 0;
         let mut index = 0;
         // WQEs this batch may still take before its doorbell (>= 1 between WRs).
         let mut batch_left = self.max_batch;
@@ -629,7 +631,6 @@ impl SendQueue {
         let room = (self.cfg.depth as usize).saturating_sub(first);
         let run = run.get(..run.len().min(room)).unwrap_or_default();
         let word0 = plain_word0(self.phase());
-        let hi_mask = self.hi_mask;
         let mut ids = self.pool.run(run.len() as u32);
         let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
@@ -646,7 +647,8 @@ impl SendQueue {
             let Some(req_id) = ids.post(wr.wr_id) else {
                 break;
             };
-            let w = plain_words(&wr, req_id, word0, wr.wr_id & hi_mask);
+            // Pool path only (`post_list`): req_id_ex stays zero.
+            let w = plain_words(&wr, req_id, word0, 0);
             // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is cut
             // at the ring's end above), so its W bytes lie within `depth * W <= desc_len` bytes
             // of `desc`, which `new`'s caller made writable, 8-aligned (`desc` and W are
