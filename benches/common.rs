@@ -42,13 +42,31 @@ pub struct Wrs {
 impl Pair {
     /// Two SRD QPs `depth` deep with `depth`-entry CQs.
     pub fn new(depth: u32) -> (Pair, Wrs) {
+        Pair::with_config(depth, ModelConfig::default())
+    }
+
+    /// [`new`](Self::new) on devices with `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID`: the QPs
+    /// carry 64-bit request ids (no id pool).
+    pub fn new_64bit_ids(depth: u32) -> (Pair, Wrs) {
+        let d = ModelConfig::default();
+        Pair::with_config(
+            depth,
+            ModelConfig {
+                device_caps: d.device_caps
+                    | uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID,
+                ..d
+            },
+        )
+    }
+
+    fn with_config(depth: u32, cfg: ModelConfig) -> (Pair, Wrs) {
         let fab = EfaFabric::new(1);
         // No doorbell trap: it costs two signals per SQ doorbell (whose handler instructions
         // callgrind would count as ours) and valgrind cannot run it; the model then reads the
         // doorbell word in `process`, which is all these benchmarks need.
         fab.set_doorbell_trap(false);
-        let da = fab.add_device(ModelConfig::default());
-        let db = fab.add_device(ModelConfig::default());
+        let da = fab.add_device(cfg);
+        let db = fab.add_device(cfg);
         let side = |dev: &uverbs_efa_model::EfaDevice| {
             let ctx = dev.open().expect("open model device");
             let pd = ctx.alloc_pd().unwrap();
@@ -87,6 +105,7 @@ impl Pair {
                     &EfaQpInitAttr {
                         flags: EfaQpFlags::empty(),
                         sl: 0,
+                        wr_flags: Default::default(),
                     },
                 )
                 .expect("efadv_create_qp");

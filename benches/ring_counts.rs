@@ -12,6 +12,8 @@
 //!   cost before it had its own cursor: a `poll` of one per `start_poll`/`next_poll`);
 //! - `efa-start-poll`: the same 2048, then N completions drained through the extended poll:
 //!   one `start_poll`, `wr_id` and `status` read of each, `next_poll` to the N-th, `end_poll`;
+//! - `efa-post-64`, `efa-poll-64`: `efa-post` and `efa-poll` on devices with
+//!   `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID` (the wr_id travels in the WQE, no id pool);
 //! - `rxe-post`, `rxe-post-list`, `rxe-poll`, `rxe-poll-one`, `rxe-start-poll`: the same five
 //!   on rxe, as `xtask/bench-c/count.c` does them with rdma-core: an RC QP 4096 deep
 //!   (`sq_sig_all`), a signaled 8-byte RDMA WRITE with one SGE, CQs of 4096, on the stand-in
@@ -34,7 +36,7 @@ fn main() {
         [p, n] => (p.as_str(), n.parse::<u32>().expect("N is a number")),
         _ => {
             eprintln!(
-                "usage: ring_counts {{efa,rxe}}-{{post,post-list,poll,poll-one,start-poll}} N"
+                "usage: ring_counts {{efa,rxe}}-{{post,post-list,poll,poll-one,start-poll}} N | efa-{{post,poll}}-64 N"
             );
             std::process::exit(2);
         }
@@ -43,9 +45,12 @@ fn main() {
     if let Some(rxe_phase) = phase.strip_prefix("rxe-") {
         return rxe(rxe_phase, n);
     }
-    let (mut p, w) = common::Pair::new(DEPTH);
+    let (mut p, w) = match phase.strip_suffix("-64") {
+        Some(_) => common::Pair::new_64bit_ids(DEPTH),
+        None => common::Pair::new(DEPTH),
+    };
     match phase {
-        "efa-post" => {
+        "efa-post" | "efa-post-64" => {
             let wr = [w.send()];
             for _ in 0..n {
                 p.a.qp.post_send(std::hint::black_box(&wr)).unwrap();
@@ -58,9 +63,9 @@ fn main() {
                 p.a.qp.post_send(std::hint::black_box(&wrs)).unwrap();
             }
         }
-        "efa-poll" | "efa-poll-one" => {
+        "efa-poll" | "efa-poll-one" | "efa-poll-64" => {
             complete_all(&mut p, &w);
-            let per_call = if phase == "efa-poll" { 16 } else { 1 };
+            let per_call = if phase == "efa-poll-one" { 1 } else { 16 };
             let mut wcs = [Wc::default(); 16];
             let mut got = 0;
             while got < n {

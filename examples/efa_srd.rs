@@ -117,6 +117,7 @@ impl Endpoint {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )?;
         // RESET -> INIT (Q_Key, P_Key index, port) -> RTR -> RTS (send PSN), as libfabric does.

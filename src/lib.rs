@@ -128,9 +128,9 @@ pub use device::{
 };
 pub use efa::{
     CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr, EfaCqAttr, EfaCqExtMem,
-    EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr, EfaQpFlags,
-    EfaQpInitAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWc, EfaWcFlags, EfaWqAttr,
-    EfaWqCaps,
+    EfaCqInitAttr, EfaCqInitFlags, EfaDeviceAttr, EfaDeviceCaps, EfaMrAttr, EfaProcessingHints,
+    EfaQpFlags, EfaQpInitAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWc, EfaWcFlags,
+    EfaWqAttr, EfaWqCaps, EfaWrExFlags,
 };
 pub use error::{errno_name, Errno, Error, ErrorKind, Result};
 pub use event::{AsyncElement, AsyncEvent, AsyncEventType, CompChannel, CqEvent};

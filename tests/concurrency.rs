@@ -629,6 +629,7 @@ fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
                 &EfaQpInitAttr {
                     flags: EfaQpFlags::empty(),
                     sl: 0,
+                    wr_flags: Default::default(),
                 },
             )
             .expect("efadv_create_qp");

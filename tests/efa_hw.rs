@@ -83,6 +83,7 @@ fn efa_hw_create_cq_qp_and_modify_to_rts() {
                 &EfaQpInitAttr {
                     flags: EfaQpFlags::empty(),
                     sl: 0,
+                    wr_flags: Default::default(),
                 },
             )
             .unwrap();
@@ -260,4 +261,83 @@ fn efa_hw_comp_cntr_lifecycle() {
     let c = e.into_inner();
     qp.destroy().unwrap();
     c.destroy().unwrap();
+}
+
+/// 64-bit request ids and processing hints on the real device. Whether the device has
+/// `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID` (libefa's `efadv_device_attr` does not report it)
+/// shows in the SQ's `EFADV_WQ_CAPS_64_BIT_REQ_ID`, printed. A QP created with `EFADV_WR_EX_WITH_PROCESSING_HINTS` posts a hinted SEND
+/// whose wr_id needs all 64 bits to the device's own SRD QP (same-node SRD may be dropped or
+/// fail: the test does not ask for delivery) and a plain one; every completion that arrives
+/// within a second must carry one of the two wr_ids exactly, on the 64-bit path and on the
+/// pool path alike.
+#[test]
+#[ignore = "needs an EFA device (run on an EFA instance: cargo test --test efa_hw -- --ignored)"]
+fn efa_hw_64bit_ids_and_processing_hints() {
+    use uverbs::{AccessFlags, EfaProcessingHints, EfaWqCaps, EfaWrExFlags};
+    let ctx = efa_context();
+    let mut cq = ctx
+        .efadv_create_cq(
+            &CqInitAttr {
+                cqe: 64,
+                ..Default::default()
+            },
+            &EfaCqInitAttr::default(),
+        )
+        .unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut qp = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: uverbs::SendOpsFlags::SEND,
+                ..QpInitAttr::new(
+                    QpType::Srd,
+                    &cq,
+                    &cq,
+                    QpCap {
+                        max_send_wr: 16,
+                        max_recv_wr: 16,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: 0,
+                    },
+                )
+            },
+            &EfaQpInitAttr {
+                wr_flags: EfaWrExFlags::WITH_PROCESSING_HINTS,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let (sq, _) = qp.efadv_query_qp_wqs().unwrap();
+    let wide = sq.caps.contains(EfaWqCaps::WITH_64_BIT_REQ_ID);
+    eprintln!("64-bit request ids: {wide} ({sq:?})");
+    efa::to_rts(&mut qp, 0x1111_2222).unwrap();
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = mr.sge(0, 64).unwrap();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    assert!(!wide || sq.caps == EfaWqCaps::WITH_64_BIT_REQ_ID);
+    let ah = pd.create_ah(&efa::ah_attr(gid.raw)).unwrap();
+    const IDS: [u64; 2] = [0xfedc_ba98_7654_3210, 0x0123_4567_89ab_cdef];
+    let own = qp.qp_num();
+    let mut batch = qp.wr_start().unwrap();
+    batch
+        .send(IDS[0], uverbs::SendFlags::SIGNALED)
+        .efadv_set_processing_hints(EfaProcessingHints::BURST_PPS_SENSITIVE)
+        .set_ud_addr(&ah, own, 0x1111_2222)
+        .set_sge(s.lkey, s.addr, s.length);
+    batch
+        .send(IDS[1], uverbs::SendFlags::SIGNALED)
+        .set_ud_addr(&ah, own, 0x1111_2222)
+        .set_sge(s.lkey, s.addr, s.length);
+    batch.complete().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut w = [uverbs::Wc::default(); 4];
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < until && seen.len() < 2 {
+        let k = cq.poll(&mut w).unwrap();
+        seen.extend(w[..k].iter().map(|c| (c.wr_id, c.status)));
+    }
+    eprintln!("completions: {seen:x?}");
+    assert!(seen.iter().all(|(id, _)| IDS.contains(id)), "{seen:x?}");
 }

@@ -62,6 +62,7 @@ fn host(fab: &EfaFabric) -> Host {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .expect("efadv_create_qp");

@@ -93,7 +93,11 @@ fn srd_qp(pd: &Pd, scq: &Cq, rcq: &Cq, flags: EfaQpFlags) -> Qp {
                     },
                 )
             },
-            &EfaQpInitAttr { flags, sl: 0 },
+            &EfaQpInitAttr {
+                flags,
+                sl: 0,
+                wr_flags: Default::default(),
+            },
         )
         .expect("efadv_create_qp");
     efa::to_rts(&mut qp, QKEY).expect("modify to RTS");

@@ -78,7 +78,11 @@ fn host_cqe(
                 send_ops_flags: ops_for(ty, cfg.device_caps),
                 ..QpInitAttr::new(ty, &scq, &rcq, cap)
             },
-            &EfaQpInitAttr { flags, sl: 0 },
+            &EfaQpInitAttr {
+                flags,
+                sl: 0,
+                wr_flags: Default::default(),
+            },
         )
         .expect("efadv_create_qp");
     efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
@@ -235,6 +239,7 @@ fn efa_query_device_is_issued_once_per_context() {
                 &EfaQpInitAttr {
                     flags: EfaQpFlags::empty(),
                     sl: 0,
+                    wr_flags: Default::default(),
                 },
             )
             .unwrap(),
@@ -416,6 +421,7 @@ fn efa_multiple_sub_cqs_are_polled() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
@@ -620,6 +626,7 @@ fn efa_bad_input_is_refused_before_the_device() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap_err();
@@ -637,6 +644,7 @@ fn efa_bad_input_is_refused_before_the_device() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::UNSOLICITED_WRITE_RECV,
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap_err();
@@ -667,6 +675,7 @@ fn efa_bad_input_is_refused_before_the_device() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
@@ -865,6 +874,7 @@ fn efa_cq_in_external_memory() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
@@ -916,6 +926,7 @@ fn efa_completions_for_destroyed_qps_are_skipped() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
@@ -1156,6 +1167,7 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
@@ -1188,7 +1200,11 @@ fn efa_128_byte_wqes_inline_write_and_send_ops_flags() {
                     send_ops_flags: ops,
                     ..QpInitAttr::new(QpType::Ud, &b.scq, &b.rcq, cap(8))
                 },
-                &EfaQpInitAttr { flags, sl: 0 },
+                &EfaQpInitAttr {
+                    flags,
+                    sl: 0,
+                    wr_flags: Default::default(),
+                },
             )
             .unwrap_err();
         assert!(e.is(Errno::OPNOTSUPP), "{e}");

@@ -139,6 +139,7 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
                 &EfaQpInitAttr {
                     flags: EfaQpFlags::empty(),
                     sl: 0,
+                    wr_flags: Default::default(),
                 },
             )
             .expect("efadv_create_qp");

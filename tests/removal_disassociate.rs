@@ -190,6 +190,7 @@ fn objects(ctx: &Context) -> Objects {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();

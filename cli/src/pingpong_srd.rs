@@ -332,6 +332,7 @@ pub fn run(
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: opt.sl,
+                wr_flags: Default::default(),
             },
         )
         .map_err(|e| format!("Couldn't create SRD QP: {e}"))?;

@@ -284,6 +284,7 @@ fn srd_pingpong_uses_the_exchanged_qkey() {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();

@@ -220,6 +220,7 @@ fn efa(inp: &mut Input<'_>) {
             max_rdma_size: inp.size(),
         },
         gen: inp.u16(),
+        req_id_64: inp.bool(),
     };
     let llq = Shared::new(cfg.sq_ring_size() as usize);
     let sq_db = Shared::new(4);

@@ -17,8 +17,9 @@ use uverbs_uapi::cmds::{
 use uverbs_uapi::efa::{
     EfaIbvCreateCq, EfaIbvCreateCqResp, EFA_CREATE_CQ_RESP_DB_OFF,
     EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL, EFA_CREATE_CQ_WITH_SGID,
-    EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS, EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM,
-    EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+    EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID, EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS,
+    EFA_QUERY_DEVICE_CAPS_CQ_WITH_EXT_MEM, EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID,
+    EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID,
 };
 use zerocopy::IntoBytes;
 
@@ -393,6 +394,11 @@ impl Context {
                 ));
             }
             flags |= EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL;
+        }
+        // As libefa (`efa_create_cq`): on a device with 64-bit request ids every CQ takes
+        // them, so any QP of the device may complete its sends here.
+        if caps & EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID != 0 {
+            flags |= EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID;
         }
         let ext = efa.flags.contains(EfaCqInitFlags::EXT_MEM_DMABUF);
         let ext_mem = match (ext, efa.ext_mem) {

@@ -43,8 +43,8 @@ bitflags! {
     /// `EFADV_WQ_CAPS_*`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct EfaWqCaps: u16 {
-        /// `EFADV_WQ_CAPS_64_BIT_REQ_ID`: the queue carries 64-bit request ids (never set
-        /// yet: uverbs does not create QPs with `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID`).
+        /// `EFADV_WQ_CAPS_64_BIT_REQ_ID`: the queue carries 64-bit request ids (the SQ of a
+        /// QP on a device with `EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID`, as libefa).
         const WITH_64_BIT_REQ_ID = 1 << 0;
     }
 }
@@ -124,7 +124,11 @@ impl Qp {
                 num_entries: sc.depth,
                 doorbell: sq.doorbell_ptr(),
                 max_batch: sc.max_batch_wr(),
-                caps: EfaWqCaps::empty(),
+                caps: if sc.req_id_64 {
+                    EfaWqCaps::WITH_64_BIT_REQ_ID
+                } else {
+                    EfaWqCaps::empty()
+                },
             },
             EfaWqAttr {
                 comp_mask: 0,

@@ -81,7 +81,7 @@ pub use introspect::{
 };
 pub use mr::EfaMrAttr;
 pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
-pub use qp::{EfaQpFlags, EfaQpInitAttr};
+pub use qp::{EfaProcessingHints, EfaQpFlags, EfaQpInitAttr, EfaWrExFlags};
 
 use crate::error::{Errno, Error};
 

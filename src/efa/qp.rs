@@ -14,9 +14,10 @@ use uverbs_efa::sq::{
 use uverbs_efa::table::QpTable;
 use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
-    EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
-    EFA_QP_DRIVER_TYPE_SRD, EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
-    EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV,
+    EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID,
+    EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV, EFA_QP_DRIVER_TYPE_SRD,
+    EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
+    EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID, EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV,
 };
 use uverbs_uapi::verbs::IB_UVERBS_QPT_UD;
 use uverbs_uapi::write::{
@@ -57,6 +58,26 @@ bitflags! {
     }
 }
 
+bitflags! {
+    /// `EFADV_WR_EX_WITH_*`: the `efadv_wr_*` setters a QP's [`crate::WrBatch`] may use.
+    #[doc(alias = "efadv_qp_init_attr.wr_flags")]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EfaWrExFlags: u64 {
+        /// `EFADV_WR_EX_WITH_PROCESSING_HINTS`: [`crate::WrBatch::efadv_set_processing_hints`]
+        /// (`efadv_wr_set_processing_hints`, rdma-core v64).
+        const WITH_PROCESSING_HINTS = 1 << 0;
+    }
+}
+
+bitflags! {
+    /// `EFADV_WR_PROCESSING_HINT_*`: how the device should treat one send WR.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EfaProcessingHints: u32 {
+        /// `EFADV_WR_PROCESSING_HINT_BURST_PPS_SENSITIVE` (WQE: `EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE`).
+        const BURST_PPS_SENSITIVE = 1 << 0;
+    }
+}
+
 /// The EFA part of [`Pd::efadv_create_qp_ex`] (`struct efadv_qp_init_attr`): what an EFA QP
 /// has beyond [`QpInitAttr`]. The driver QP type is [`QpType::Srd`] in the `QpInitAttr`.
 #[doc(alias = "efadv_qp_init_attr")]
@@ -66,6 +87,9 @@ pub struct EfaQpInitAttr {
     pub flags: EfaQpFlags,
     /// Service level.
     pub sl: u8,
+    /// `EFADV_WR_EX_WITH_*`: the `efadv_wr_*` setters the QP's `wr_*` batches may use (as
+    /// libefa, no device cap gates them).
+    pub wr_flags: EfaWrExFlags,
 }
 
 /// A WR staged by a [`crate::WrBatch`] on an EFA QP: copied out of the caller's borrows so
@@ -82,6 +106,8 @@ struct Staged {
     sges: [Sge; 2],
     inline_len: u8,
     inline_data: [u8; 80],
+    /// `EFA_IO_PROCESSING_HINT_*` for the WQE's `ctrl3`.
+    hints: u8,
 }
 
 const EMPTY_STAGED: Staged = Staged {
@@ -103,6 +129,7 @@ const EMPTY_STAGED: Staged = Staged {
     }; 2],
     inline_len: 0,
     inline_data: [0; 80],
+    hints: 0,
 };
 
 /// The rings of an EFA QP. Posts through `&mut` without locks, allocation or syscalls; see
@@ -120,6 +147,8 @@ pub(crate) struct EfaQpRing {
     /// so the id stays this PD's while the ring exists.
     pd_id: usize,
     staging: Box<[Staged]>,
+    /// Created with `EFADV_WR_EX_WITH_PROCESSING_HINTS`.
+    hints_allowed: bool,
     _maps: [Mapping; 4],
 }
 
@@ -263,6 +292,13 @@ pub(crate) fn create_qp(
         flags |= EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV;
     }
 
+    // As libefa (`efa_setup_qp`): on a device with the cap every QP's SQ carries 64-bit
+    // request ids (no id pool); the CQs of such a device are all created with
+    // EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID (`Context::efadv_create_cq`).
+    let req_id_64 = has(EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID);
+    if req_id_64 {
+        flags |= EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID;
+    }
     let gen = QP_GEN.fetch_add(1, Ordering::Relaxed);
     let wqe_size = SqConfig::wqe_size_for(cap.max_inline_data, inline_write);
     let depth = SqConfig::depth_for(cap.max_send_wr, uctx.min_sq_wr);
@@ -383,6 +419,7 @@ pub(crate) fn create_qp(
         min_sq_wr: uctx.min_sq_wr,
         caps,
         gen,
+        req_id_64,
     };
     let rq_cfg = RqConfig {
         qp_num: resp.qpn,
@@ -439,6 +476,7 @@ pub(crate) fn create_qp(
             qpn16,
             pd_id: crate::wr::pd_id(pd),
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
+            hints_allowed: efa.wr_flags.contains(EfaWrExFlags::WITH_PROCESSING_HINTS),
             _maps: [llq, sq_db, rq_ring, rq_db],
         }),
         inner,
@@ -797,6 +835,45 @@ impl EfaQpRing {
         }
     }
 
+    /// `efadv_wr_set_processing_hints` on the last staged WR.
+    pub(crate) fn wr_set_hints(
+        &mut self,
+        n: usize,
+        hints: EfaProcessingHints,
+        inner: &QpInner,
+    ) -> Result<()> {
+        let allowed = self.hints_allowed;
+        let st = self.last(n, inner)?;
+        if !allowed {
+            return Err(Error::invalid(
+                "efadv_wr_set_processing_hints",
+                inner.label(),
+                Errno::OPNOTSUPP,
+                "the QP was not created with EFADV_WR_EX_WITH_PROCESSING_HINTS in wr_flags",
+            ));
+        }
+        let known = EfaProcessingHints::BURST_PPS_SENSITIVE;
+        if !known.contains(hints) {
+            return Err(Error::invalid(
+                "efadv_wr_set_processing_hints",
+                inner.label(),
+                Errno::INVAL,
+                format!(
+                    "work request {}: hints {:#x} include bits EFA defines none for (known: {:#x})",
+                    n - 1,
+                    hints.bits(),
+                    known.bits()
+                ),
+            ));
+        }
+        st.hints = if hints.contains(EfaProcessingHints::BURST_PPS_SENSITIVE) {
+            uverbs_efa::defs::EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE
+        } else {
+            0
+        };
+        Ok(())
+    }
+
     pub(crate) fn wr_set_sges(&mut self, n: usize, sges: &[Sge], inner: &QpInner) -> Result<()> {
         let st = self.last(n, inner)?;
         if sges.len() > st.sges.len() {
@@ -883,7 +960,7 @@ impl EfaQpRing {
                 dest: st.dest,
                 payload,
                 signaled: st.signaled || sig_all,
-                processing_hints: 0,
+                processing_hints: st.hints,
             };
             if let Err(e) = s.post(&wr) {
                 s.abort();

@@ -336,6 +336,28 @@ impl WrBatch<'_> {
         self.set(r)
     }
 
+    /// `efadv_wr_set_processing_hints`: processing hints for the last work request, on an EFA
+    /// QP created with [`crate::EfaWrExFlags::WITH_PROCESSING_HINTS`]. Refused (the batch then
+    /// fails in `complete`) on rxe, on an EFA QP created without the flag, and for hint bits
+    /// EFA does not define.
+    #[doc(alias = "efadv_wr_set_processing_hints")]
+    pub fn efadv_set_processing_hints(&mut self, hints: crate::EfaProcessingHints) -> &mut Self {
+        if self.err.is_some() {
+            return self;
+        }
+        let inner = &self.qp.inner;
+        let r = match &mut self.qp.ring {
+            QpRing::Rxe(_) => Err(Error::invalid(
+                "efadv_wr_set_processing_hints",
+                inner.label(),
+                Errno::OPNOTSUPP,
+                "processing hints are EFA's (efadv); this is an rxe QP",
+            )),
+            QpRing::Efa(r) => r.wr_set_hints(self.n, hints, inner),
+        };
+        self.set(r)
+    }
+
     /// Posts the batch (`ibv_wr_complete`): every work request or none. On any error in the
     /// batch nothing is posted and the first error is returned.
     #[doc(alias = "ibv_wr_complete")]

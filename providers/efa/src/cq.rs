@@ -536,8 +536,11 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
             let Some(pool) = pools.send else {
                 return Err(unknown());
             };
+            // With 64-bit request ids, bits 63:16 come from req_id_ex (words 1 and 2).
+            // SAFETY: word 2 of a complete entry of >= 16 bytes.
+            let hi = || req_id_hi(w1, unsafe { read_word(entry, 2) });
             put(&Wc {
-                wr_id: pool.complete(req_id).map_err(bad_req)?,
+                wr_id: pool.complete_send(req_id, hi).map_err(bad_req)?,
                 status: wc_status_from_efa(status),
                 vendor_err: u32::from(status),
                 opcode: send_wc_opcode(op_type),
@@ -746,7 +749,7 @@ impl PollCursor<'_> {
             self.consumed = true;
             // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
             let qpn = unsafe { read_word(entry, 1) } as u16;
-            self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, lookup)?;
+            self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, entry, lookup)?;
             self.entry = entry;
             self.sub = idx;
             return Ok(true);
@@ -970,6 +973,7 @@ fn complete_wr_id<L: QpLookup + ?Sized>(
     sub_cq: u16,
     w0: u32,
     qpn: u16,
+    entry: *const u32,
     lookup: &mut L,
 ) -> Result<u64, EfaError> {
     let cqn = cfg.cqn;
@@ -996,13 +1000,27 @@ fn complete_wr_id<L: QpLookup + ?Sized>(
         return Err(unknown());
     };
     let req_id = w0 as u16;
-    pool.complete(req_id).map_err(|problem| EfaError::BadReqId {
+    let done = if queue == QueueKind::Send {
+        // SAFETY: words 1 and 2 of a consumed entry of >= 16 bytes (`entry` is its start).
+        let hi = || unsafe { req_id_hi(read_word(entry, 1), read_word(entry, 2)) };
+        pool.complete_send(req_id, hi)
+    } else {
+        pool.complete(req_id)
+    };
+    done.map_err(|problem| EfaError::BadReqId {
         cqn,
         qpn: u32::from(qpn),
         queue,
         req_id,
         problem,
     })
+}
+
+/// Bits 63:16 of a 64-bit request id from words 1 and 2 of a send CQE (`efa_io_tx_cdesc`):
+/// `req_id_ex.w[0]` is the high half of word 1 (above `qp_num`), `w[1]` and `w[2]` are word 2.
+#[inline(always)]
+fn req_id_hi(w1: u32, w2: u32) -> u64 {
+    u64::from(w1 & 0xffff_0000) | u64::from(w2) << 32
 }
 
 /// Word `i` of a CQE (host order): a volatile read, because the device may write the ring at

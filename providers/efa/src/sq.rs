@@ -79,6 +79,9 @@ pub struct SqConfig {
     pub caps: DeviceCaps,
     /// Generation of this QP number, carried in the high bits of the req_id.
     pub gen: u16,
+    /// `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID`: each WQE carries the whole `wr_id` (`req_id`
+    /// and `req_id_ex`) and its CQE echoes it, so the SQ keeps no id pool (`gen` unused).
+    pub req_id_64: bool,
 }
 
 impl SqConfig {
@@ -348,6 +351,9 @@ pub struct SendQueue {
     /// that slot (flips each time `pc` wraps the ring) and the only place the phase is kept:
     /// [`phase`](Self::phase), [`flip_phase`](Self::flip_phase).
     word0: u64,
+    /// Bits of a `wr_id` that go to word 3 of the WQE (`req_id_ex`, bits 63:16 in place):
+    /// all of them above bit 15 with 64-bit request ids, none otherwise.
+    hi_mask: u64,
 }
 
 // SAFETY: the LLQ and doorbell pointers refer to a process-wide mapping that `new`'s caller
@@ -393,7 +399,11 @@ impl SendQueue {
         if db.as_ptr() as usize % 4 != 0 {
             return bad("SQ doorbell not 4-byte aligned");
         }
-        let (pool, completer) = WridPool::new(cfg.depth, cfg.gen)?;
+        let (pool, completer) = if cfg.req_id_64 {
+            WridPool::new_64bit(cfg.depth)?
+        } else {
+            WridPool::new(cfg.depth, cfg.gen)?
+        };
         Ok(SendQueue {
             cfg,
             desc,
@@ -407,6 +417,7 @@ impl SendQueue {
             max_batch: cfg.max_batch_wr(),
             pc: 0,
             word0: plain_word0(false),
+            hi_mask: if cfg.req_id_64 { !0xffff } else { 0 },
         })
     }
 
@@ -529,10 +540,10 @@ impl SendQueue {
             return false;
         }
         // Everything is checked: from here on the WR is posted.
-        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
             return false;
         };
-        let w = plain_words(wr, req_id, self.word0);
+        let w = plain_words(wr, req_id, self.word0, hi);
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
@@ -559,8 +570,10 @@ impl SendQueue {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
-        // takes the general path.
-        let plain_ok = self.cfg.max_send_sge != 0;
+        // takes the general path. So does every WR of an SQ with 64-bit request ids: the runs
+        // take their ids from the pool's free ring (`WridPool::run`), which such an SQ has not,
+        // and the pool path's runs stay free of any test for it.
+        let plain_ok = self.cfg.max_send_sge != 0 && self.hi_mask == 0;
         let mut index = 0;
         // WQEs this batch may still take before its doorbell (>= 1 between WRs).
         let mut batch_left = self.max_batch;
@@ -634,7 +647,8 @@ impl SendQueue {
             let Some(req_id) = ids.post(wr.wr_id) else {
                 break;
             };
-            let w = plain_words(&wr, req_id, word0);
+            // Pool path only (`post_list`): req_id_ex stays zero.
+            let w = plain_words(&wr, req_id, word0, 0);
             // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is cut
             // at the ring's end above), so its W bytes lie within `depth * W <= desc_len` bytes
             // of `desc`, which `new`'s caller made writable, 8-aligned (`desc` and W are
@@ -692,19 +706,32 @@ impl SendQueue {
         if !plain {
             self.validate(wr, sig_all)?;
         }
-        let Some(req_id) = self.pool.alloc_posted(wr.wr_id) else {
+        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
             return Err(self.queue_full());
         };
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
+        let phase = self.phase();
         // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
         // depth - 1, size checked in `new`), `desc` and `slot` are multiples of 8, and `new`'s
         // caller made `desc` writable for `desc_len` bytes for our lifetime.
-        unsafe { write_wqe(self.desc.add(slot), self.wqe_size, wr, req_id, self.phase()) };
+        unsafe { write_wqe(self.desc.add(slot), self.wqe_size, wr, req_id, hi, phase) };
         self.pc = self.pc.wrapping_add(1);
         if u32::from(self.pc) & self.mask == 0 {
             self.flip_phase();
         }
         Ok(())
+    }
+
+    /// A request id for `wr_id`, marked posted: its `req_id` and the word-3 bits of the WQE
+    /// (`req_id_ex`, zero on the pool path); `None` when the SQ is full. One test of
+    /// `hi_mask` picks the path, so the pool path pays only that for 64-bit ids existing.
+    #[inline(always)]
+    fn take_id(&mut self, wr_id: u64) -> Option<(u16, u64)> {
+        if self.hi_mask == 0 {
+            Some((self.pool.alloc_posted(wr_id)?, 0))
+        } else {
+            Some((self.pool.alloc_posted_64(wr_id)?, wr_id & self.hi_mask))
+        }
     }
 
     #[cold]
@@ -848,14 +875,15 @@ fn plain_word0(phase: bool) -> u64 {
 /// efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then data.sgl[0]
 /// and a zero sgl[1].
 #[inline(always)]
-fn plain_words(wr: &PlainWr<'_>, req_id: u16, word0: u64) -> [u64; 8] {
+fn plain_words(wr: &PlainWr<'_>, req_id: u16, word0: u64, hi: u64) -> [u64; 8] {
     let sge = wr.sge;
     [
         u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
         u64::from(wr.dest.ah) << 32
             | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
         u64::from(wr.dest.remote_qkey),
-        0,
+        // reserved2[4..6] | req_id_ex: bits 63:16 of a 64-bit request id, in place.
+        hi,
         // length, then the low 24 bits of lkey at bit 32 (a 32-bit mask: no 64-bit constant
         // to hold in a register).
         u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
@@ -920,11 +948,19 @@ fn op_fields(op: WrOp) -> (u8, Option<u32>, Option<(u32, u64)>) {
 /// # Safety
 /// `dst` must be 8-byte aligned and valid for writes of `wqe_size` (64 or 128) bytes.
 #[inline(always)]
-unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: u16, phase: bool) {
+unsafe fn write_wqe(
+    dst: NonNull<u8>,
+    wqe_size: usize,
+    wr: &SendWr<'_>,
+    req_id: u16,
+    hi: u64,
+    phase: bool,
+) {
     let sges = match wr.payload {
         Payload::Sge(s) => s,
         Payload::Inline(_) => {
-            let w = build_wqe(wr, req_id, phase);
+            let mut w = build_wqe(wr, req_id, phase);
+            set_req_id_ex(&mut w, hi);
             // SAFETY: forwarded from our caller (`wqe_size` <= 128 = the built WQE's size).
             unsafe { mmio::copy_to_wc(dst, &w.as_bytes()[..wqe_size]) };
             return;
@@ -943,7 +979,7 @@ unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: 
     let ctrl3 = wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK;
     let mut w = [0u64; 8];
     // efa_io_tx_meta_desc: req_id, ctrl1, ctrl2, dest_qp_num, length | immediate_data, ah,
-    // ctrl3, reserved | qkey, reserved2 | req_id_ex (zero).
+    // ctrl3, reserved | qkey, reserved2 | req_id_ex (`hi`: bits 63:16 of a 64-bit id).
     w[0] = u64::from(req_id)
         | u64::from(ctrl1) << 16
         | u64::from(ctrl2) << 24
@@ -951,6 +987,7 @@ unsafe fn write_wqe(dst: NonNull<u8>, wqe_size: usize, wr: &SendWr<'_>, req_id: 
         | (sges.len() as u64 & 0xffff) << 48;
     w[1] = u64::from(imm.unwrap_or(0)) | u64::from(wr.dest.ah) << 32 | u64::from(ctrl3) << 48;
     w[2] = u64::from(wr.dest.remote_qkey);
+    w[3] = hi;
     match remote {
         None => {
             // data.sgl[0..2] (validation allows at most 2 SGEs)
@@ -996,6 +1033,15 @@ unsafe fn store_slot(dst: *mut u64, w: &[u64; 8], wide: bool) {
         // SAFETY: with `wide` the caller made 128 bytes writable: `dst + 8` words is the
         // second 64-byte block, 8-aligned.
         unsafe { mmio::store_block64(dst.wrapping_add(8), &[0; 8]) };
+    }
+}
+
+/// Writes bits 63:16 of a 64-bit request id (`hi`, in place: bits 15:0 are ignored) to the
+/// meta descriptor's `req_id_ex.w[0..3]` (zero `hi` leaves them zero, the pool path's WQE).
+#[inline(always)]
+pub fn set_req_id_ex(w: &mut EfaIoTxWqe128, hi: u64) {
+    for (i, word) in w.meta.req_id_ex.w.iter_mut().enumerate() {
+        word.set((hi >> (16 * (i + 1))) as u16);
     }
 }
 
@@ -1090,7 +1136,8 @@ impl SendSession<'_> {
         let Some(req_id) = sq.pool.alloc(wr.wr_id) else {
             return Err(sq.queue_full());
         };
-        let wqe = build_wqe(wr, req_id, sq.phase());
+        let mut wqe = build_wqe(wr, req_id, sq.phase());
+        set_req_id_ex(&mut wqe, wr.wr_id & sq.hi_mask);
         let off = self.staged as usize * sq.wqe_size;
         // The pool holds `depth` slots and each staged WR holds one, so `staged < depth` and
         // the staging slot exists.

@@ -28,6 +28,7 @@ fn cfg(depth: u32, wqe_size: u32) -> SqConfig {
             max_rdma_size: 1 << 20,
         },
         gen: 0,
+        req_id_64: false,
     }
 }
 

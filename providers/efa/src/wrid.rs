@@ -93,6 +93,15 @@ struct Shared {
     idx_mask: u16,
     /// Generation bits, already shifted above the index bits.
     shifted_gen: u16,
+    /// 64-bit request-id mode (`EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID`): the descriptor carries
+    /// the whole `wr_id` and the CQE echoes it, so there are no slots and no free ring; the
+    /// pool only counts, so the queue never holds more than `capacity` and a completion with
+    /// nothing outstanding is refused.
+    wide: bool,
+    /// 64-bit mode: ids the poster has published (mod 2^32), stored with Release before the
+    /// doorbell; the completer refuses a completion when its count of completed ids has
+    /// reached this.
+    posted: AtomicU32,
 }
 
 /// The posting half of a work queue's request-id pool.
@@ -115,6 +124,8 @@ pub struct WridCompleter {
     shared: Arc<Shared>,
     /// Private copy of `shared.tail` (only we write it).
     tail: u32,
+    /// `shared.wide`, kept here so the pool path's test of it reads no shared line.
+    wide: bool,
 }
 
 /// Largest pool: the `req_id` field is 16 bits.
@@ -150,6 +161,8 @@ impl WridPool {
             capacity,
             idx_mask,
             shifted_gen,
+            wide: false,
+            posted: AtomicU32::new(0),
         });
         Ok((
             WridPool {
@@ -160,9 +173,53 @@ impl WridPool {
             },
             WridCompleter {
                 tail: capacity,
+                wide: shared.wide,
                 shared,
             },
         ))
+    }
+
+    /// A counting pool for a queue with 64-bit request ids (`EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID`):
+    /// at most `capacity` (1..=65536) ids outstanding, no slots, no free ring, no generation.
+    /// Posting returns the low 16 bits of the `wr_id` as the `req_id` (the caller writes bits
+    /// 63:16 to `req_id_ex`); completing takes the bits back from the CQE
+    /// ([`WridCompleter::complete_send`]).
+    pub fn new_64bit(capacity: u32) -> Result<(WridPool, WridCompleter), EfaError> {
+        if capacity == 0 || capacity > MAX_POOL_CAPACITY {
+            return Err(EfaError::BadConfig {
+                ring: "wrid pool",
+                reason: "capacity must be 1..=65536",
+            });
+        }
+        let shared = Arc::new(Shared {
+            slots: Box::new([]),
+            free: Box::new([]),
+            tail: AtomicU32::new(capacity),
+            ring_mask: 0,
+            capacity,
+            idx_mask: u16::MAX,
+            shifted_gen: 0,
+            wide: true,
+            posted: AtomicU32::new(0),
+        });
+        Ok((
+            WridPool {
+                shared: shared.clone(),
+                head: 0,
+                tail_seen: capacity,
+                staged: 0,
+            },
+            WridCompleter {
+                tail: capacity,
+                wide: shared.wide,
+                shared,
+            },
+        ))
+    }
+
+    /// Whether this is a 64-bit request-id pool ([`new_64bit`](Self::new_64bit)).
+    pub fn is_64bit(&self) -> bool {
+        self.shared.wide
     }
 
     /// Number of ids.
@@ -218,6 +275,12 @@ impl WridPool {
             return None;
         }
         let s = &*self.shared;
+        if s.wide {
+            // Counted only; `publish` makes it visible to the completer.
+            self.head = self.head.wrapping_add(1);
+            self.staged += 1;
+            return Some(wr_id as u16);
+        }
         // Relaxed: ordered by the Acquire load of `tail_seen`.
         let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
         // Ids on the free ring are always < capacity (put there by `new`, or by `complete`
@@ -232,8 +295,9 @@ impl WridPool {
 
     /// [`alloc`](Self::alloc) and [`publish`](Self::publish) in one, for a post that writes
     /// its descriptor and rings the doorbell without a chance to abort: the id is posted at
-    /// once (the caller's doorbell comes after). `None` when the queue is full.
-    #[inline]
+    /// once (the caller's doorbell comes after). `None` when the queue is full, and always in
+    /// a 64-bit pool (which has no slots: [`alloc_posted_64`](Self::alloc_posted_64)).
+    #[inline(always)]
     pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
         // does (a session holds the queue borrowed until it publishes or rolls back).
@@ -256,7 +320,25 @@ impl WridPool {
         Some(id | s.shifted_gen)
     }
 
-    /// Starts a run of at most `want` posts that take their ids with [`PostRun::post`]: the
+    /// [`alloc_posted`](Self::alloc_posted) for a pool made by [`new_64bit`](Self::new_64bit)
+    /// (`alloc_posted` finds no free slot in one): counts the id as posted and returns the low
+    /// 16 bits of `wr_id` as the req_id; `None` when `capacity` are outstanding. The caller
+    /// writes bits 63:16 to the descriptor's `req_id_ex`.
+    #[inline(always)]
+    pub fn alloc_posted_64(&mut self, wr_id: u64) -> Option<u16> {
+        debug_assert!(self.shared.wide && self.staged == 0);
+        if self.free_for(1) == 0 {
+            return None;
+        }
+        self.head = self.head.wrapping_add(1);
+        // Release: the completer's Acquire load that sees this count comes after the device
+        // completed the descriptor, which the caller hands over after this.
+        self.shared.posted.store(self.head, Ordering::Release);
+        Some(wr_id as u16)
+    }
+
+    /// Starts a run of at most `want` posts (a pool made by [`new_64bit`](Self::new_64bit)
+    /// has no free ring: its runs post nothing, so its queue posts one by one) that take their ids with [`PostRun::post`]: the
     /// free ids are counted once, from the last loaded `tail` and with a new Acquire load of it
     /// only when that count is below `want`. Ids the completer frees while the run lasts wait
     /// for the next run; the run's position is written back when it drops.
@@ -286,6 +368,12 @@ impl WridPool {
     /// doorbell that hands their descriptors to the device.
     pub fn publish(&mut self) {
         let s = &*self.shared;
+        if s.wide {
+            // Release: as in `alloc_posted`.
+            s.posted.store(self.head, Ordering::Release);
+            self.staged = 0;
+            return;
+        }
         for k in 0..self.staged {
             let pos = self.head.wrapping_sub(self.staged - k);
             // Relaxed: we wrote nothing here, we re-read a cell we popped; the completer
@@ -394,6 +482,32 @@ impl WridCompleter {
         // to the poster's Acquire load of `tail` (step 3).
         s.tail.store(self.tail, Ordering::Release);
         Ok(wr_id)
+    }
+
+    /// Completes a send request from its CQE: in a pool made by [`WridPool::new_64bit`], the
+    /// `wr_id` is `hi()` (bits 63:16 from the CQE's `req_id_ex`, read only here) with
+    /// `req_id` as bits 15:0, refused as [`ReqIdProblem::NotOutstanding`] when the queue has
+    /// nothing outstanding; in any other pool, [`complete`](Self::complete).
+    #[inline(always)]
+    pub fn complete_send(
+        &mut self,
+        req_id: u16,
+        hi: impl FnOnce() -> u64,
+    ) -> Result<u64, ReqIdProblem> {
+        if !self.wide {
+            return self.complete(req_id);
+        }
+        let s = &*self.shared;
+        // Acquire: pairs with the poster's Release store of `posted`. Completed so far:
+        // `tail - capacity` (mod 2^32); the poster never publishes more than `capacity` ahead.
+        let posted = s.posted.load(Ordering::Acquire);
+        if posted == self.tail.wrapping_sub(s.capacity) {
+            return Err(ReqIdProblem::NotOutstanding);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        // Release: the poster may reuse the slot once it sees this (step 3).
+        s.tail.store(self.tail, Ordering::Release);
+        Ok(hi() & !0xffff | u64::from(req_id))
     }
 
     /// The `wr_id` of a posted `req_id`, checked like [`complete`](Self::complete) but
@@ -590,6 +704,60 @@ mod tests {
         assert_eq!(p.tail_seen, 8);
         for (id, w) in [(a, 14), (b[1], 20), (b[0], 21), (b[2], 31)] {
             assert_eq!(c.complete(id), Ok(w));
+        }
+        assert_eq!(p.outstanding(), 0);
+    }
+
+    /// 64-bit ids: no slots, the wr_id's low 16 bits as the req_id, at most `capacity`
+    /// outstanding, and a completion with nothing outstanding refused; staged ids count only
+    /// once published, rolled-back ones never.
+    #[test]
+    fn sixty_four_bit_pool_counts_and_refuses() {
+        let (mut p, mut c) = WridPool::new_64bit(4).unwrap();
+        assert!(p.is_64bit());
+        let hi = |w: u64| move || w;
+        assert_eq!(c.complete_send(0, hi(0)), Err(ReqIdProblem::NotOutstanding));
+        let w = 0x0123_4567_89ab_cdef_u64;
+        assert_eq!(p.alloc_posted_64(w), Some(0xcdef));
+        // The completer puts the CQE's bits 63:16 over the req_id (bits 15:0 of `hi` ignored).
+        assert_eq!(c.complete_send(0xcdef, hi(w | 0xffff)), Ok(w));
+        assert_eq!(
+            c.complete_send(0xcdef, hi(w)),
+            Err(ReqIdProblem::NotOutstanding)
+        );
+        for i in 0..4 {
+            assert!(p.alloc_posted_64(i).is_some());
+        }
+        assert_eq!(p.alloc_posted_64(9), None, "full at capacity");
+        assert_eq!(p.outstanding(), 4);
+        assert_eq!(c.complete_send(1, hi(0)), Ok(1));
+        // A staged id is not outstanding until published; rolled back, it never is.
+        assert_eq!(p.alloc(0x7_0005), Some(5));
+        assert_eq!(c.complete_send(0, hi(0)), Ok(0));
+        assert_eq!(c.complete_send(0, hi(0)), Ok(0));
+        assert_eq!(c.complete_send(0, hi(0)), Ok(0));
+        assert_eq!(
+            c.complete_send(5, hi(0x7_0000)),
+            Err(ReqIdProblem::NotOutstanding),
+            "staged, not published"
+        );
+        p.rollback(1);
+        assert_eq!(p.alloc(6), Some(6));
+        p.publish();
+        assert_eq!(c.complete_send(6, hi(0)), Ok(6));
+        assert_eq!(c.complete_send(6, hi(0)), Err(ReqIdProblem::NotOutstanding));
+        // Many rounds of a full queue: the counters keep agreeing.
+        for round in 0..10_000u64 {
+            for k in 0..4 {
+                assert_eq!(p.alloc_posted_64(round << 16 | k), Some(k as u16));
+            }
+            assert_eq!(p.alloc_posted_64(0), None);
+            for k in 0..4 {
+                assert_eq!(
+                    c.complete_send(k as u16, hi(round << 16)),
+                    Ok(round << 16 | k)
+                );
+            }
         }
         assert_eq!(p.outstanding(), 0);
     }

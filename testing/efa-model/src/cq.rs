@@ -186,6 +186,8 @@ pub(crate) fn create_cq(dev: &mut Dev, cmd: &mut IoctlCmd<'_>) -> Result<(), Err
             nsub: c.num_sub_cqs,
             entry: c.cq_entry_size,
             with_sgid,
+            req_id_64: c.flags & EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID != 0,
+            create_drv: c.as_bytes().to_vec(),
             buf: buf.clone(),
             buf_off: off,
             produced: vec![0; usize::from(c.num_sub_cqs)],

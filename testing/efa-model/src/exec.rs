@@ -114,15 +114,23 @@ pub(crate) fn take_recv(f: &mut Fabric, d: usize, h: u32) -> Result<Option<RecvW
 pub(crate) fn execute(f: &mut Fabric, m: Msg) {
     let w = m.wqe;
     let meta = w.meta;
-    let (sqpn, s_pd, s_cq, s_sub, s_kind) = {
+    let (sqpn, s_pd, s_cq, s_sub, s_kind, s_64) = {
         let q = &f.devs[m.dev].qps[&m.qp];
-        (q.qpn, q.pd, q.send_cq, q.send_sub, q.kind)
+        (q.qpn, q.pd, q.send_cq, q.send_sub, q.kind, q.req_id_64)
     };
     let req_id = meta.req_id.get();
     let op = meta.op_type();
     let s_qp = m.qp;
+    if let Some(q) = f.devs[m.dev].qps.get_mut(&s_qp) {
+        q.hints.push(meta.processing_hints());
+    }
     let complete = |f: &mut Fabric, status: u8| {
-        push_cqe(f, m.dev, s_cq, s_sub, tx_cqe(sqpn, req_id, status, op));
+        let mut cqe = tx_cqe(sqpn, req_id, status, op);
+        if s_64 {
+            // efa_io_tx_cdesc.req_id_ex (bytes 6..12) echoes the WQE's, as req_id does.
+            cqe.as_mut_bytes()[6..12].copy_from_slice(meta.req_id_ex.as_bytes());
+        }
+        push_cqe(f, m.dev, s_cq, s_sub, cqe);
         let bit = match op {
             EFA_IO_RDMA_READ => IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ,
             EFA_IO_RDMA_WRITE => IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE,

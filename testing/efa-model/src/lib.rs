@@ -580,6 +580,25 @@ impl EfaFabric {
         self.lock().qp(dev, qpn).db_history.clone()
     }
 
+    /// The driver part (`struct efa_ibv_create_qp`) of the create command of QP `qpn` on
+    /// `dev`, as the kernel received it.
+    pub fn qp_create_driver_bytes(&self, dev: &EfaDevice, qpn: u32) -> Vec<u8> {
+        self.lock().qp(dev, qpn).create_drv.clone()
+    }
+
+    /// The driver part (`struct efa_ibv_create_cq`) of the create command of the CQ with
+    /// handle `cq_handle` on `dev`, as the kernel received it.
+    pub fn cq_create_driver_bytes(&self, dev: &EfaDevice, cq_handle: u32) -> Vec<u8> {
+        let f = self.lock();
+        f.devs[dev.dev].cqs[&cq_handle].create_drv.clone()
+    }
+
+    /// The processing hints (`ctrl3` bits 1:0) of every send WQE QP `qpn` on `dev` executed,
+    /// oldest first.
+    pub fn sq_hints(&self, dev: &EfaDevice, qpn: u32) -> Vec<u8> {
+        self.lock().qp(dev, qpn).hints.clone()
+    }
+
     /// The phase the next WQE of QP `qpn` must carry, and the number of WQEs it consumed.
     pub fn sq_state(&self, dev: &EfaDevice, qpn: u32) -> (bool, u64) {
         let f = self.lock();

@@ -41,12 +41,15 @@ pub(crate) fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> 
     if unsolicited && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_UNSOLICITED_WRITE_RECV == 0 {
         return Err(Errno::OPNOTSUPP);
     }
-    // 64-bit request ids only where the device has them (the data path of such QPs is not
-    // modelled yet: nothing in uverbs asks for them).
-    if e.flags & EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID != 0
-        && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID == 0
-    {
+    // 64-bit request ids only where the device has them, and only completing into a send
+    // CQ created for them (its CQEs must have room for req_id_ex: strict, libefa never asks
+    // otherwise, since it sets both flags from the one device cap).
+    let req_id_64 = e.flags & EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID != 0;
+    if req_id_64 && cfg.device_caps & EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID == 0 {
         return Err(Errno::OPNOTSUPP);
+    }
+    if req_id_64 && !dev.cqs[&r.send_cq_handle].req_id_64 {
+        return Err(Errno::INVAL);
     }
     // The WQE size is what the ring holds per requested WR: 64, or 128 for the extended
     // format (inline data over 32 bytes, inline RDMA write).
@@ -113,6 +116,9 @@ pub(crate) fn create_qp(dev: &mut Dev, cmd: &mut WriteCmd) -> Result<(), Errno> 
             max_inline: r.max_inline_data,
             sq_sig_all: r.sq_sig_all != 0,
             unsolicited,
+            req_id_64,
+            create_drv: zerocopy::IntoBytes::as_bytes(&e).to_vec(),
+            hints: Vec::new(),
             rq_descs,
             keys: [k0, k1, k2, k3],
             llq,

@@ -116,6 +116,10 @@ pub(crate) struct CqState {
     pub(crate) nsub: u16,
     pub(crate) entry: u32,
     pub(crate) with_sgid: bool,
+    /// `EFA_CREATE_CQ_WITH_SQ_COMP_64_BIT_REQ_ID`: send CQEs may carry `req_id_ex`.
+    pub(crate) req_id_64: bool,
+    /// The driver part of the create command as the kernel received it (`efa_ibv_create_cq`).
+    pub(crate) create_drv: Vec<u8>,
     pub(crate) buf: Arc<Region>,
     pub(crate) buf_off: usize,
     pub(crate) produced: Vec<u32>,
@@ -147,6 +151,12 @@ pub(crate) struct QpState {
     pub(crate) max_inline: u32,
     pub(crate) sq_sig_all: bool,
     pub(crate) unsolicited: bool,
+    /// `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID`: send CQEs echo the WQE's `req_id_ex`.
+    pub(crate) req_id_64: bool,
+    /// The driver part of the create command as the kernel received it (`efa_ibv_create_qp`).
+    pub(crate) create_drv: Vec<u8>,
+    /// `EFA_IO_TX_META_DESC_PROCESSING_HINTS` of every send WQE executed, in order.
+    pub(crate) hints: Vec<u8>,
     pub(crate) llq: Arc<Region>,
     pub(crate) sq_db: Arc<Region>,
     /// Sees every store to the client's mapping of `sq_db` (set when the client maps it).

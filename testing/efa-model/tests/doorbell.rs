@@ -60,7 +60,11 @@ fn new_qp(pd: &Pd, cq: &Cq, cap: QpCap, flags: EfaQpFlags) -> Qp {
             send_ops_flags: uverbs::SendOpsFlags::SEND | uverbs::SendOpsFlags::RDMA_WRITE,
             ..QpInitAttr::new(QpType::Srd, cq, cq, cap)
         },
-        &EfaQpInitAttr { flags, sl: 0 },
+        &EfaQpInitAttr {
+            flags,
+            sl: 0,
+            wr_flags: Default::default(),
+        },
     )
     .unwrap()
 }

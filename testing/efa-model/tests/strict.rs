@@ -65,6 +65,7 @@ fn rig(cfg: ModelConfig, rts: bool) -> Rig {
             &EfaQpInitAttr {
                 flags: EfaQpFlags::empty(),
                 sl: 0,
+                wr_flags: Default::default(),
             },
         )
         .unwrap();
