@@ -119,6 +119,11 @@ pub(crate) struct EfaQpRing {
     /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
     /// so the id stays this PD's while the ring exists.
     pd_id: usize,
+    /// The QP's `sq_sig_all` (fixed at creation).
+    sig_all: bool,
+    /// Whether the QP is in RTS, the one state EFA sends in: kept by [`Qp::set_state`]
+    /// (`crate::Qp`), the only place the QP's state changes, through [`Self::set_rts`].
+    rts: bool,
     staging: Box<[Staged]>,
     _maps: [Mapping; 4],
 }
@@ -438,6 +443,8 @@ pub(crate) fn create_qp(
             recv_table,
             qpn16,
             pd_id: crate::wr::pd_id(pd),
+            sig_all: attr.sq_sig_all,
+            rts: false,
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             _maps: [llq, sq_db, rq_ring, rq_db],
         }),
@@ -638,49 +645,52 @@ impl EfaQpRing {
         }
     }
 
-    /// `ibv_post_send`. One plain WR (a signaled SEND of one SGE) on an RTS QP, the common
-    /// case of a latency-bound poster, goes straight to the provider's single-WR path;
-    /// everything else, and whatever that path declines (it then has done nothing), goes the
-    /// general way. The provider reads the generic WRs in place ([`SendWrSource`]).
-    #[inline]
-    pub(crate) fn post_send(
-        &mut self,
-        wrs: &[SendWr<'_>],
-        rts: bool,
-        sig_all: bool,
-        inner: &QpInner,
-    ) -> std::result::Result<(), PostError> {
-        if let ([wr], true) = (wrs, rts) {
-            if let Some(d) = &wr.ud {
-                if d.pd_id() == self.pd_id {
-                    if let Some(p) = wr.plain() {
-                        if self.sq.post_plain(&p, sig_all) {
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-        }
-        self.post_send_general(wrs, rts, sig_all, inner)
+    /// The QP's state changed: whether it is now RTS (see [`Self::rts`]).
+    pub(crate) fn set_rts(&mut self, rts: bool) {
+        self.rts = rts;
     }
 
-    /// [`post_send`](Self::post_send) for every list but a single plain WR: what the provider
-    /// cannot tell (an operation EFA lacks, no destination, an AH of another PD) is checked
-    /// first, then the WRs before the first refused one go to the provider as they are.
+    /// `ibv_post_send` of one WR if it is plain (a signaled SEND of one SGE to an AH of the
+    /// QP's PD) and the QP is in RTS: the common case of a latency-bound poster, straight to
+    /// the provider's single-WR path. False, having posted nothing, for any other WR or when
+    /// the provider declines it; the caller then hands the list to
+    /// [`post_send_general`](Self::post_send_general), which decides (and names the reason of
+    /// a refusal). The provider reads the generic WR in place ([`SendWrSource`]).
+    #[inline(always)]
+    pub(crate) fn post_plain_one(&mut self, wr: &SendWr<'_>) -> bool {
+        if !self.rts {
+            return false;
+        }
+        let Some(d) = &wr.ud else {
+            return false;
+        };
+        if d.pd_id() != self.pd_id {
+            return false;
+        }
+        match wr.plain() {
+            Some(p) => self.sq.post_plain(&p, self.sig_all),
+            None => false,
+        }
+    }
+
+    /// `ibv_post_send` of every list but a single plain WR (see
+    /// [`post_plain_one`](Self::post_plain_one)): what the provider cannot tell (an operation
+    /// EFA lacks, no destination, an AH of another PD) is checked first, then the WRs before
+    /// the first refused one go to the provider as they are. Out of line, with few arguments:
+    /// the caller's fast path reaches it by a tail call and keeps no register for it.
     #[inline(never)]
-    fn post_send_general(
+    pub(crate) fn post_send_general(
         &mut self,
         wrs: &[SendWr<'_>],
-        rts: bool,
-        sig_all: bool,
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
-        if !rts {
+        if !self.rts {
             return Err(PostError {
                 index: 0,
                 error: not_rts(inner, "post_send"),
             });
         }
+        let sig_all = self.sig_all;
         let mut refused = None;
         for (i, wr) in wrs.iter().enumerate() {
             if let Err(e) = check_wr(wr, inner, self.pd_id) {

@@ -233,7 +233,7 @@ impl WridPool {
     /// [`alloc`](Self::alloc) and [`publish`](Self::publish) in one, for a post that writes
     /// its descriptor and rings the doorbell without a chance to abort: the id is posted at
     /// once (the caller's doorbell comes after). `None` when the queue is full.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
         // does (a session holds the queue borrowed until it publishes or rolls back).
