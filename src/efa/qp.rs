@@ -12,7 +12,6 @@ use uverbs_efa::sq::{
     DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
 };
 use uverbs_efa::table::QpTable;
-use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV,
     EFA_QP_DRIVER_TYPE_SRD, EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RDMA_WRITE,
@@ -119,8 +118,9 @@ pub(crate) struct EfaQpRing {
     /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
     /// so the id stays this PD's while the ring exists.
     pd_id: usize,
-    /// The QP's `sq_sig_all` (fixed at creation).
-    sig_all: bool,
+    /// The QP's `sq_sig_all` (fixed at creation) as the flag it stands for: SIGNALED with
+    /// it, empty without, or-ed into a WR's own flags where the single-WR path reads them.
+    sig_all: SendFlags,
     /// Whether the QP is in RTS, the one state EFA sends in: kept by [`Qp::set_state`]
     /// (`crate::Qp`), the only place the QP's state changes, through [`Self::set_rts`].
     rts: bool,
@@ -398,6 +398,8 @@ pub(crate) fn create_qp(
     // dropped after it (field order). Only this queue writes them.
     let mut sq = unsafe { SendQueue::new(sq_cfg, desc, sq_ring_size as usize, sq_dbp.cast()) }
         .map_err(|e| super::provider_error(op, qlabel(), &e))?;
+    // The QP starts in RESET: no send until `set_rts` (the ring's `rts` below).
+    sq.set_plain_open(false);
     // SAFETY: `rq_ring` is the whole RQ ring mapping (`rq_len` bytes), `rq_dbp` 4 bytes of
     // `rq_db`; both move into the same EfaQpRing and outlive the queue.
     let mut rq = unsafe { RecvQueue::new(rq_cfg, rq_ring.as_ptr(), rq_len, rq_dbp.cast()) }
@@ -443,7 +445,11 @@ pub(crate) fn create_qp(
             recv_table,
             qpn16,
             pd_id: crate::wr::pd_id(pd),
-            sig_all: attr.sq_sig_all,
+            sig_all: if attr.sq_sig_all {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::empty()
+            },
             rts: false,
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             _maps: [llq, sq_db, rq_ring, rq_db],
@@ -636,6 +642,44 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
     }
 }
 
+/// A generic send WR that [`EfaQpRing::post_plain_one`] found plain (a SEND of the one SGE
+/// `sge` to the destination `d`), read in place by the provider's single-WR path: each part
+/// where the WQE needs it.
+struct Plain<'w, 'a> {
+    wr: &'w SendWr<'a>,
+    d: &'w crate::wr::UdDest<'a>,
+    sge: &'w Sge,
+    /// [`EfaQpRing::sig_all`].
+    sig_all: SendFlags,
+}
+
+impl uverbs_efa::PlainSource for Plain<'_, '_> {
+    #[inline(always)]
+    fn signaled(&self) -> bool {
+        (self.wr.flags | self.sig_all).contains(SendFlags::SIGNALED)
+    }
+    #[inline(always)]
+    fn remote_qpn(&self) -> u32 {
+        self.d.remote_qpn
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.wr.wr_id
+    }
+    #[inline(always)]
+    fn ah_qkey(&self) -> (u16, u32) {
+        (ahn(self.d), self.d.remote_qkey)
+    }
+    #[inline(always)]
+    fn sge(&self) -> &Sge {
+        self.sge
+    }
+    #[inline(always)]
+    fn processing_hints(&self) -> u8 {
+        0
+    }
+}
+
 impl EfaQpRing {
     /// Takes the QP out of its CQs' tables (after the kernel QP is gone).
     pub(crate) fn unregister(&self) {
@@ -648,6 +692,8 @@ impl EfaQpRing {
     /// The QP's state changed: whether it is now RTS (see [`Self::rts`]).
     pub(crate) fn set_rts(&mut self, rts: bool) {
         self.rts = rts;
+        // The provider's single-WR path posts only in RTS: `post_plain_one` relies on it.
+        self.sq.set_plain_open(rts);
     }
 
     /// `ibv_post_send` of one WR if it is plain (a signaled SEND of one SGE to an AH of the
@@ -655,22 +701,29 @@ impl EfaQpRing {
     /// the provider's single-WR path. False, having posted nothing, for any other WR or when
     /// the provider declines it; the caller then hands the list to
     /// [`post_send_general`](Self::post_send_general), which decides (and names the reason of
-    /// a refusal). The provider reads the generic WR in place ([`SendWrSource`]).
+    /// a refusal). The provider reads the generic WR in place ([`uverbs_efa::PlainSource`]).
     #[inline(always)]
     pub(crate) fn post_plain_one(&mut self, wr: &SendWr<'_>) -> bool {
-        if !self.rts {
-            return false;
-        }
+        // Outside RTS the provider's path is closed (`set_rts`) and declines the WR.
         let Some(d) = &wr.ud else {
             return false;
         };
         if d.pd_id() != self.pd_id {
             return false;
         }
-        match wr.plain() {
-            Some(p) => self.sq.post_plain(&p, self.sig_all),
-            None => false,
-        }
+        let (WrOp::Send, WrData::Sge([sge])) = (&wr.op, &wr.data) else {
+            return false;
+        };
+        // `sq_sig_all` is in `Plain::signaled`.
+        self.sq.post_plain(
+            &Plain {
+                wr,
+                d,
+                sge,
+                sig_all: self.sig_all,
+            },
+            false,
+        )
     }
 
     /// `ibv_post_send` of every list but a single plain WR (see
@@ -690,7 +743,7 @@ impl EfaQpRing {
                 error: not_rts(inner, "post_send"),
             });
         }
-        let sig_all = self.sig_all;
+        let sig_all = !self.sig_all.is_empty();
         let mut refused = None;
         for (i, wr) in wrs.iter().enumerate() {
             if let Err(e) = check_wr(wr, inner, self.pd_id) {
