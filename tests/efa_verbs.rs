@@ -6,9 +6,9 @@ mod efa;
 
 use uverbs::{
     AccessFlags, Cq, CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceCaps,
-    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Errno, Mr, Pd, Qp, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus,
-    WrOp,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Errno, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
+    QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc,
+    WcOpcode, WcStatus, WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -691,6 +691,19 @@ fn efa_bad_input_is_refused_before_the_device() {
         e.error.is(Errno::INVAL) && e.to_string().contains("RTS"),
         "{e}"
     );
+    // A plain WR (signaled, one SGE: what the single-WR fast path takes) is refused too,
+    // alone and in a list.
+    let plain = SendWr::send(1)
+        .ud(&ah_b, dest.remote_qpn, dest.remote_qkey)
+        .sge(&bone)
+        .signaled();
+    for wrs in [&[plain][..], &[plain, plain][..]] {
+        let e = c.post_send(wrs).unwrap_err();
+        assert!(
+            e.index == 0 && e.error.is(Errno::INVAL) && e.to_string().contains("RTS"),
+            "{e}"
+        );
+    }
     efa::to_rts(&mut c, QKEY).unwrap();
     let e = c
         .post_send(&[SendWr::send(1)
@@ -699,6 +712,20 @@ fn efa_bad_input_is_refused_before_the_device() {
         .unwrap_err();
     assert!(
         e.error.is(Errno::INVAL) && e.error.reason().contains("signaled"),
+        "{e}"
+    );
+    // Out of RTS again (ERR): the plain WR the fast path would take is refused.
+    c.modify(
+        &QpAttr {
+            qp_state: QpState::Err,
+            ..Default::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .unwrap();
+    let e = c.post_send(&[plain]).unwrap_err();
+    assert!(
+        e.index == 0 && e.error.is(Errno::INVAL) && e.to_string().contains("RTS"),
         "{e}"
     );
     assert_eq!(fab.process(), 0);

@@ -12,7 +12,6 @@ use uverbs_efa::sq::{
     DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
 };
 use uverbs_efa::table::QpTable;
-use uverbs_efa::SendWrSource;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID,
     EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV, EFA_QP_DRIVER_TYPE_SRD,
@@ -146,6 +145,12 @@ pub(crate) struct EfaQpRing {
     /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
     /// so the id stays this PD's while the ring exists.
     pd_id: usize,
+    /// The QP's `sq_sig_all` (fixed at creation) as the flag it stands for: SIGNALED with
+    /// it, empty without, or-ed into a WR's own flags where the single-WR path reads them.
+    sig_all: SendFlags,
+    /// Whether the QP is in RTS, the one state EFA sends in: kept by [`Qp::set_state`]
+    /// (`crate::Qp`), the only place the QP's state changes, through [`Self::set_rts`].
+    rts: bool,
     staging: Box<[Staged]>,
     /// Created with `EFADV_WR_EX_WITH_PROCESSING_HINTS`.
     hints_allowed: bool,
@@ -430,6 +435,8 @@ pub(crate) fn create_qp(
     // dropped after it (field order). Only this queue writes them.
     let mut sq = unsafe { SendQueue::new(sq_cfg, desc, sq_ring_size as usize, sq_dbp.cast()) }
         .map_err(|e| super::provider_error(op, qlabel(), &e))?;
+    // The QP starts in RESET: no send until `set_rts` (the ring's `rts` below).
+    sq.set_plain_open(false);
     // SAFETY: `rq_ring` is the whole RQ ring mapping (`rq_len` bytes), `rq_dbp` 4 bytes of
     // `rq_db`; both move into the same EfaQpRing and outlive the queue.
     let mut rq = unsafe { RecvQueue::new(rq_cfg, rq_ring.as_ptr(), rq_len, rq_dbp.cast()) }
@@ -475,6 +482,12 @@ pub(crate) fn create_qp(
             recv_table,
             qpn16,
             pd_id: crate::wr::pd_id(pd),
+            sig_all: if attr.sq_sig_all {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::empty()
+            },
+            rts: false,
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             hints_allowed: efa.wr_flags.contains(EfaWrExFlags::WITH_PROCESSING_HINTS),
             _maps: [llq, sq_db, rq_ring, rq_db],
@@ -683,6 +696,44 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
     }
 }
 
+/// A generic send WR that [`EfaQpRing::post_plain_one`] found plain (a SEND of the one SGE
+/// `sge` to the destination `d`), read in place by the provider's single-WR path: each part
+/// where the WQE needs it.
+struct Plain<'w, 'a> {
+    wr: &'w SendWr<'a>,
+    d: &'w crate::wr::UdDest<'a>,
+    sge: &'w Sge,
+    /// [`EfaQpRing::sig_all`].
+    sig_all: SendFlags,
+}
+
+impl uverbs_efa::PlainSource for Plain<'_, '_> {
+    #[inline(always)]
+    fn signaled(&self) -> bool {
+        (self.wr.flags | self.sig_all).contains(SendFlags::SIGNALED)
+    }
+    #[inline(always)]
+    fn remote_qpn(&self) -> u32 {
+        self.d.remote_qpn
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.wr.wr_id
+    }
+    #[inline(always)]
+    fn ah_qkey(&self) -> (u16, u32) {
+        (ahn(self.d), self.d.remote_qkey)
+    }
+    #[inline(always)]
+    fn sge(&self) -> &Sge {
+        self.sge
+    }
+    #[inline(always)]
+    fn processing_hints(&self) -> u8 {
+        0
+    }
+}
+
 impl EfaQpRing {
     /// Takes the QP out of its CQs' tables (after the kernel QP is gone).
     pub(crate) fn unregister(&self) {
@@ -692,49 +743,61 @@ impl EfaQpRing {
         }
     }
 
-    /// `ibv_post_send`. One plain WR (a signaled SEND of one SGE) on an RTS QP, the common
-    /// case of a latency-bound poster, goes straight to the provider's single-WR path;
-    /// everything else, and whatever that path declines (it then has done nothing), goes the
-    /// general way. The provider reads the generic WRs in place ([`SendWrSource`]).
-    #[inline]
-    pub(crate) fn post_send(
-        &mut self,
-        wrs: &[SendWr<'_>],
-        rts: bool,
-        sig_all: bool,
-        inner: &QpInner,
-    ) -> std::result::Result<(), PostError> {
-        if let ([wr], true) = (wrs, rts) {
-            if let Some(d) = &wr.ud {
-                if d.pd_id() == self.pd_id {
-                    if let Some(p) = wr.plain() {
-                        if self.sq.post_plain(&p, sig_all) {
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-        }
-        self.post_send_general(wrs, rts, sig_all, inner)
+    /// The QP's state changed: whether it is now RTS (see [`Self::rts`]).
+    pub(crate) fn set_rts(&mut self, rts: bool) {
+        self.rts = rts;
+        // The provider's single-WR path posts only in RTS: `post_plain_one` relies on it.
+        self.sq.set_plain_open(rts);
     }
 
-    /// [`post_send`](Self::post_send) for every list but a single plain WR: what the provider
-    /// cannot tell (an operation EFA lacks, no destination, an AH of another PD) is checked
-    /// first, then the WRs before the first refused one go to the provider as they are.
+    /// `ibv_post_send` of one WR if it is plain (a signaled SEND of one SGE to an AH of the
+    /// QP's PD) and the QP is in RTS: the common case of a latency-bound poster, straight to
+    /// the provider's single-WR path. False, having posted nothing, for any other WR or when
+    /// the provider declines it; the caller then hands the list to
+    /// [`post_send_general`](Self::post_send_general), which decides (and names the reason of
+    /// a refusal). The provider reads the generic WR in place ([`uverbs_efa::PlainSource`]).
+    #[inline(always)]
+    pub(crate) fn post_plain_one(&mut self, wr: &SendWr<'_>) -> bool {
+        // Outside RTS the provider's path is closed (`set_rts`) and declines the WR.
+        let Some(d) = &wr.ud else {
+            return false;
+        };
+        if d.pd_id() != self.pd_id {
+            return false;
+        }
+        let (WrOp::Send, WrData::Sge([sge])) = (&wr.op, &wr.data) else {
+            return false;
+        };
+        // `sq_sig_all` is in `Plain::signaled`.
+        self.sq.post_plain(
+            &Plain {
+                wr,
+                d,
+                sge,
+                sig_all: self.sig_all,
+            },
+            false,
+        )
+    }
+
+    /// `ibv_post_send` of every list but a single plain WR (see
+    /// [`post_plain_one`](Self::post_plain_one)): what the provider cannot tell (an operation
+    /// EFA lacks, no destination, an AH of another PD) is checked first, then the WRs before
+    /// the first refused one go to the provider as they are. Out of line, with few arguments:
+    /// the caller's fast path reaches it by a tail call and keeps no register for it.
     #[inline(never)]
-    fn post_send_general(
+    pub(crate) fn post_send_general(
         &mut self,
         wrs: &[SendWr<'_>],
-        rts: bool,
-        sig_all: bool,
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
-        if !rts {
+        if !self.rts {
             return Err(PostError {
                 index: 0,
                 error: not_rts(inner, "post_send"),
             });
         }
+        let sig_all = !self.sig_all.is_empty();
         let mut refused = None;
         for (i, wr) in wrs.iter().enumerate() {
             if let Err(e) = check_wr(wr, inner, self.pd_id) {

@@ -195,6 +195,15 @@ impl std::fmt::Debug for Qp {
 }
 
 impl Qp {
+    /// Records the QP's state (after a modify or a query): the one place it changes, so what
+    /// the provider's ring caches of it (EFA: whether it may send) follows.
+    pub(crate) fn set_state(&mut self, state: QpState) {
+        self.state = state;
+        if let QpRing::Efa(r) = &mut self.ring {
+            r.set_rts(state == QpState::Rts);
+        }
+    }
+
     /// The QP number (`ibv_qp.qp_num`).
     pub fn qp_num(&self) -> u32 {
         self.inner.qp_num

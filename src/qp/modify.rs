@@ -91,7 +91,7 @@ impl Qp {
                 }
             })?;
         if mask.contains(QpAttrMask::STATE) {
-            self.state = attr.qp_state;
+            self.set_state(attr.qp_state);
         }
         Ok(())
     }
@@ -130,7 +130,7 @@ impl Qp {
             alt_timeout: r.alt_timeout,
             rate_limit: 0,
         };
-        self.state = attr.qp_state;
+        self.set_state(attr.qp_state);
         Ok(QpQuery {
             attr,
             cap,

@@ -31,27 +31,43 @@ impl Qp {
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         match &mut self.ring {
-            QpRing::Efa(r) => r.post_send(
-                wrs,
-                matches!(self.state, QpState::Rts),
-                self.sq_sig_all,
-                &self.inner,
-            ),
+            QpRing::Efa(r) => {
+                // One plain WR (a signaled SEND of one SGE on an RTS QP) is posted here;
+                // everything else, and whatever that path declines (it then has done
+                // nothing), goes out of line: this path keeps no callee-saved register, and
+                // the other is a tail call.
+                if let [wr] = wrs {
+                    if r.post_plain_one(wr) {
+                        return Ok(());
+                    }
+                    // The same list: its length a constant, not a register kept.
+                    return r.post_send_general(std::slice::from_ref(wr), &self.inner);
+                }
+                r.post_send_general(wrs, &self.inner)
+            }
             QpRing::Rxe(r) => {
                 if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-                    return Err(PostError {
-                        index: 0,
-                        error: state_error(
-                            &self.inner,
-                            self.state,
-                            "post_send",
-                            "sends need RTS (or SQD/SQE/ERR)",
-                        ),
-                    });
+                    return self.post_send_not_ready();
                 }
                 r.post_send(&self.inner, wrs)
             }
         }
+    }
+
+    /// The refusal of a send on an rxe QP before RTS (out of line: no register of the
+    /// posting path is kept for it).
+    #[cold]
+    #[inline(never)]
+    fn post_send_not_ready(&self) -> Result<(), PostError> {
+        Err(PostError {
+            index: 0,
+            error: state_error(
+                &self.inner,
+                self.state,
+                "post_send",
+                "sends need RTS (or SQD/SQE/ERR)",
+            ),
+        })
     }
 
     /// Posts a list of receive work requests (`ibv_post_recv`): written into the RQ and

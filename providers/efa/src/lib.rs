@@ -54,8 +54,8 @@ pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, W
 pub use error::{EfaError, QueueKind, ReqIdProblem};
 pub use rq::{RecvQueue, RqConfig};
 pub use sq::{
-    DeviceCaps, Payload, PlainWr, PostError, QpType, SendQueue, SendSession, SendWr, SendWrSource,
-    SqConfig, UdAddr,
+    DeviceCaps, Payload, PlainSource, PlainWr, PostError, QpType, SendQueue, SendSession, SendWr,
+    SendWrSource, SqConfig, UdAddr,
 };
 pub use table::{QpTable, TablePoller};
 pub use wrid::{WridCompleter, WridPool};

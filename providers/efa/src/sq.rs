@@ -280,6 +280,52 @@ pub struct PlainWr<'a> {
     pub processing_hints: u8,
 }
 
+/// What [`SendQueue::post_plain`] reads of a plain WR (a SEND of exactly one SGE), each part
+/// where it is needed: the checks first, then the request id, then the WQE. A caller's own
+/// WR type is read in place and none of it is held in registers across the request id's
+/// allocation.
+pub trait PlainSource {
+    /// `IBV_SEND_SIGNALED` (or the QP's `sq_sig_all`, if the caller folds it in).
+    fn signaled(&self) -> bool;
+    /// The destination QP number.
+    fn remote_qpn(&self) -> u32;
+    /// Returned in the completion.
+    fn wr_id(&self) -> u64;
+    /// The destination's AH number and Q_Key.
+    fn ah_qkey(&self) -> (u16, u32);
+    /// The one SGE.
+    fn sge(&self) -> &Sge;
+    /// `efadv_wr_set_processing_hints`.
+    fn processing_hints(&self) -> u8;
+}
+
+impl PlainSource for PlainWr<'_> {
+    #[inline(always)]
+    fn signaled(&self) -> bool {
+        self.signaled
+    }
+    #[inline(always)]
+    fn remote_qpn(&self) -> u32 {
+        self.dest.remote_qpn
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+    #[inline(always)]
+    fn ah_qkey(&self) -> (u16, u32) {
+        (self.dest.ah, self.dest.remote_qkey)
+    }
+    #[inline(always)]
+    fn sge(&self) -> &Sge {
+        self.sge
+    }
+    #[inline(always)]
+    fn processing_hints(&self) -> u8 {
+        self.processing_hints
+    }
+}
+
 /// A send WR the queue can post: this crate's [`SendWr`], or a caller's own type (the core's
 /// generic work request), read in place so a list is never copied into another form first.
 pub trait SendWrSource {
@@ -354,6 +400,11 @@ pub struct SendQueue {
     /// Bits of a `wr_id` that go to word 3 of the WQE (`req_id_ex`, bits 63:16 in place):
     /// all of them above bit 15 with 64-bit request ids, none otherwise.
     hi_mask: u64,
+    /// [`post_plain`](Self::post_plain) takes a WR only if its remote QP number is below
+    /// this: 2^16 (the WQE's `dest_qp_num` has 16 bits) while that path is open, 0 (no WR at
+    /// all) while it is closed ([`set_plain_open`](Self::set_plain_open)) or the QP has
+    /// `max_send_sge` 0 (a plain WR has one SGE): three conditions, one compare per post.
+    plain_qpn_end: u32,
 }
 
 // SAFETY: the LLQ and doorbell pointers refer to a process-wide mapping that `new`'s caller
@@ -418,7 +469,17 @@ impl SendQueue {
             pc: 0,
             word0: plain_word0(false),
             hi_mask: if cfg.req_id_64 { !0xffff } else { 0 },
+            plain_qpn_end: plain_qpn_end(true, &cfg),
         })
+    }
+
+    /// Opens or closes the single-WR path ([`post_plain`](Self::post_plain), and so
+    /// [`post_single`](Self::post_single)): closed, it declines every WR, and the list path of
+    /// [`post_send_with`](Self::post_send_with) decides instead. Open when the queue is made;
+    /// the core keeps it open only while the QP is in RTS, so that path needs no test of the
+    /// QP's state of its own.
+    pub fn set_plain_open(&mut self, open: bool) {
+        self.plain_qpn_end = plain_qpn_end(open, &self.cfg);
     }
 
     /// Phase of the slot at the producer counter.
@@ -529,18 +590,17 @@ impl SendQueue {
         self.post_plain(&p, sig_all)
     }
 
-    /// [`post_single`](Self::post_single) of a plain WR's parts.
+    /// [`post_single`](Self::post_single) of a plain WR's parts ([`PlainWr`], or a caller's
+    /// own type that is a plain WR).
     #[inline(always)]
-    pub fn post_plain(&mut self, wr: &PlainWr<'_>, sig_all: bool) -> bool {
-        // The checks of a plain WR; a QP with `max_send_sge` 0 refuses one SGE.
-        if !(sig_all || wr.signaled)
-            || wr.dest.remote_qpn > u32::from(u16::MAX)
-            || self.cfg.max_send_sge == 0
-        {
+    pub fn post_plain<P: PlainSource + ?Sized>(&mut self, wr: &P, sig_all: bool) -> bool {
+        // The checks of a plain WR: signaled, a 16-bit QP number, and (the same compare) an
+        // open path on a QP that allows an SGE (`plain_qpn_end`).
+        if !(sig_all || wr.signaled()) || wr.remote_qpn() >= self.plain_qpn_end {
             return false;
         }
         // Everything is checked: from here on the WR is posted.
-        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
+        let Some((req_id, hi)) = self.take_id(wr.wr_id()) else {
             return false;
         };
         let w = plain_words(wr, req_id, self.word0, hi);
@@ -856,6 +916,15 @@ impl SendQueue {
 /// The phase bit in [`plain_word0`] (ctrl2 sits at bit 24).
 const WORD0_PHASE: u64 = (EFA_IO_TX_META_DESC_PHASE_MASK as u64) << 24;
 
+/// [`SendQueue::plain_qpn_end`] for a path that is `open` or not on a queue of `cfg`.
+fn plain_qpn_end(open: bool, cfg: &SqConfig) -> u32 {
+    if open && cfg.max_send_sge != 0 {
+        1 << 16
+    } else {
+        0
+    }
+}
+
 /// Word 0 of a plain WR's WQE (see [`SendQueue::post_send_with`]) but its req_id and
 /// dest_qp_num: ctrl1 (op SEND, meta_desc), ctrl2 (`phase`, first, last, comp_req), length 1
 /// (one buffer descriptor).
@@ -875,13 +944,14 @@ fn plain_word0(phase: bool) -> u64 {
 /// efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then data.sgl[0]
 /// and a zero sgl[1].
 #[inline(always)]
-fn plain_words(wr: &PlainWr<'_>, req_id: u16, word0: u64, hi: u64) -> [u64; 8] {
-    let sge = wr.sge;
+fn plain_words<P: PlainSource + ?Sized>(wr: &P, req_id: u16, word0: u64, hi: u64) -> [u64; 8] {
+    let sge = wr.sge();
+    let (ah, qkey) = wr.ah_qkey();
     [
-        u64::from(req_id) | word0 | u64::from(wr.dest.remote_qpn) << 32,
-        u64::from(wr.dest.ah) << 32
-            | u64::from(wr.processing_hints & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
-        u64::from(wr.dest.remote_qkey),
+        u64::from(req_id) | word0 | u64::from(wr.remote_qpn()) << 32,
+        u64::from(ah) << 32
+            | u64::from(wr.processing_hints() & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
+        u64::from(qkey),
         // reserved2[4..6] | req_id_ex: bits 63:16 of a 64-bit request id, in place.
         hi,
         // length, then the low 24 bits of lkey at bit 32 (a 32-bit mask: no 64-bit constant
