@@ -449,17 +449,18 @@ impl SlotMut<'_> {
         let mut dst = self.ptr.wrapping_add(offset);
         if let [sge] = sges {
             // One SGE, the common case, without the loop's set-up.
-            // SAFETY: as in the loop below, for its first (only) iteration.
+            // SAFETY: `offset..offset + 16` is inside the live, producer-owned element (checked
+            // above); `sge` is a Rust value; the unaligned write forms no reference.
             unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
             return Some(u64::from(sge.length));
         }
         let mut total = 0u64;
+        // The run `offset..offset + 16 * sges.len()` is inside the element (checked above) and
+        // `dst` walks it one SGE at a time; the element is inside the live mapping
+        // (`Queue::slot_mut`) and owned by this producer, so the kernel does not touch it now.
         for sge in sges {
-            // SAFETY: the run `offset..offset + 16 * sges.len()` is inside the element (checked
-            // above) and `dst` walks it one SGE at a time; the element is inside the live
-            // mapping (`Queue::slot_mut`) and owned by this producer, so the kernel does not
-            // touch it now; `sge` is a Rust value, which cannot overlap the mapping; the write
-            // is unaligned and forms no reference into the mapping.
+            // SAFETY: `dst..dst + 16` lies in that checked run; `sge` is a Rust value, which
+            // cannot overlap the mapping; the unaligned write forms no reference into it.
             unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
             dst = dst.wrapping_add(core::mem::size_of::<uverbs_wr::Sge>());
             // At most `elem_size / 16` SGEs (2^16 for the largest element `Queue` accepts), each
