@@ -9,12 +9,12 @@ mod efa;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 
+use efa::drain;
 use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_COMP_CNTR;
 use uverbs::{
-    AccessFlags, CompCntrOps, Cq, CqInitAttr, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr,
-    EfaCqInitAttr, EfaDeviceCaps, EfaQpInitAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags,
-    EfaWcFlags, Errno, Mr, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendWr, Sge, UdDest, Wc,
-    WcStatus, WrOp,
+    CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr, EfaDeviceCaps, EfaQpInitAttr,
+    EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, Errno, QpCap, QpInitAttr, QpType, RecvWr,
+    SendWr, Sge, UdDest, WcStatus, WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -28,81 +28,14 @@ fn cfg_cntr() -> ModelConfig {
     }
 }
 
-struct Host {
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    qp: Qp,
-    mr: Mr,
-    gid: [u8; 16],
-}
-
-fn cq(ctx: &uverbs::Context, wc: EfaWcFlags) -> Cq {
-    ctx.efadv_create_cq(
-        &CqInitAttr {
-            cqe: 64,
-            ..Default::default()
-        },
-        &EfaCqInitAttr {
-            wc_flags: wc,
-            ..Default::default()
-        },
-    )
-    .expect("efadv_create_cq")
-}
+type Host = efa::SrdHost;
 
 fn cap() -> QpCap {
-    QpCap {
-        max_send_wr: 16,
-        max_recv_wr: 16,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 32,
-    }
+    efa::SrdHostSpec::default().cap
 }
 
 fn host(fab: &EfaFabric, cfg: ModelConfig) -> Host {
-    let dev = fab.add_device(cfg);
-    let ctx = dev.open().expect("open model device");
-    let pd = ctx.alloc_pd().unwrap();
-    let scq = cq(&ctx, EfaWcFlags::empty());
-    let rcq = cq(&ctx, EfaWcFlags::WITH_SGID);
-    let mut qp = pd
-        .efadv_create_qp_ex(
-            &QpInitAttr {
-                sq_sig_all: true,
-                ..QpInitAttr::new(QpType::Srd, &scq, &rcq, cap())
-            },
-            &EfaQpInitAttr::default(),
-        )
-        .expect("efadv_create_qp_ex");
-    efa::to_rts(&mut qp, QKEY).expect("to RTS");
-    let mr = pd
-        .reg_mr(
-            1 << 16,
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
-        )
-        .unwrap();
-    Host {
-        gid: dev.gid(),
-        pd,
-        scq,
-        rcq,
-        qp,
-        mr,
-    }
-}
-
-fn drain(cq: &mut Cq) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    loop {
-        let k = cq.poll(&mut buf).unwrap();
-        if k == 0 {
-            return out;
-        }
-        out.extend_from_slice(&buf[..k]);
-    }
+    efa::srd_host(fab, cfg, &efa::SrdHostSpec::default(), QKEY)
 }
 
 fn send(a: &mut Host, dest: &UdDest, wr_id: u64, len: u32) {

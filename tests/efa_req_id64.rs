@@ -15,15 +15,15 @@
 #[path = "common/efa.rs"]
 mod efa;
 
+use efa::drain;
 use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID;
 use uverbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, EfaCqInitAttr, EfaProcessingHints, EfaQpInitAttr,
-    EfaWcFlags, EfaWqCaps, EfaWrExFlags, Errno, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
-    QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc,
-    WcStatus,
+    AccessFlags, AhAttr, CqInitAttr, EfaProcessingHints, EfaWqCaps, EfaWrExFlags, Errno, Gid,
+    QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags,
+    SendWr, Sge, UdDest, Wc, WcStatus,
 };
 use uverbs_efa::defs::{EfaIoRxCdescEx, EFA_IO_SEND_QUEUE};
-use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
+use uverbs_efa_model::{EfaFabric, ModelConfig};
 
 const QKEY: u32 = 0x1234_5678;
 
@@ -35,91 +35,25 @@ fn cfg64() -> ModelConfig {
     }
 }
 
-struct Host {
-    dev: EfaDevice,
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    qp: Qp,
-    mr: Mr,
-    gid: [u8; 16],
-}
+type Host = efa::SrdHost;
 
 fn host(fab: &EfaFabric, cfg: ModelConfig, depth: u32) -> Host {
     host_wr(fab, cfg, depth, EfaWrExFlags::empty())
 }
 
 fn host_wr(fab: &EfaFabric, cfg: ModelConfig, depth: u32, wr_flags: EfaWrExFlags) -> Host {
-    let dev = fab.add_device(cfg);
-    let ctx = dev.open().expect("open model device");
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = |wc| {
-        ctx.efadv_create_cq(
-            &CqInitAttr {
-                cqe: 8,
-                ..Default::default()
-            },
-            &EfaCqInitAttr {
-                wc_flags: wc,
-                ..Default::default()
-            },
-        )
-        .expect("efadv_create_cq")
+    let spec = efa::SrdHostSpec {
+        cqe: 8,
+        cap: QpCap {
+            max_send_wr: depth,
+            max_recv_wr: 64,
+            ..efa::SrdHostSpec::default().cap
+        },
+        send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
+        wr_flags,
+        mr_access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
     };
-    let scq = cq(EfaWcFlags::empty());
-    let rcq = cq(EfaWcFlags::WITH_SGID);
-    let mut qp = pd
-        .efadv_create_qp_ex(
-            &QpInitAttr {
-                sq_sig_all: true,
-                send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
-                ..QpInitAttr::new(
-                    QpType::Srd,
-                    &scq,
-                    &rcq,
-                    QpCap {
-                        max_send_wr: depth,
-                        max_recv_wr: 64,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: 32,
-                    },
-                )
-            },
-            &EfaQpInitAttr {
-                wr_flags,
-                ..Default::default()
-            },
-        )
-        .expect("efadv_create_qp_ex");
-    efa::to_rts(&mut qp, QKEY).expect("to RTS");
-    let mr = pd
-        .reg_mr(
-            1 << 16,
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        )
-        .unwrap();
-    Host {
-        gid: dev.gid(),
-        dev,
-        pd,
-        scq,
-        rcq,
-        qp,
-        mr,
-    }
-}
-
-fn drain(cq: &mut Cq) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    loop {
-        let k = cq.poll(&mut buf).unwrap();
-        if k == 0 {
-            return out;
-        }
-        out.extend_from_slice(&buf[..k]);
-    }
+    efa::srd_host(fab, cfg, &spec, QKEY)
 }
 
 fn recvs(b: &mut Host, n: u64) {

@@ -1,7 +1,12 @@
 //! EFA helpers for tests against the device model: the generic verbs, spelled once.
 #![allow(dead_code)]
 
-use uverbs::{AhAttr, Gid, GlobalRoute, Qp, QpAttr, QpAttrMask, QpState};
+use uverbs::{
+    AccessFlags, AhAttr, Cq, CqInitAttr, EfaCqInitAttr, EfaQpInitAttr, EfaWcFlags, EfaWrExFlags,
+    Gid, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
+    SendOpsFlags, Wc,
+};
+use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
 
 /// RESET→INIT→RTR→RTS with `qkey`, P_Key index 0, port 1 and SQ PSN 0, as libfabric brings
 /// up SRD and UD QPs (`ibv_modify_qp` three times).
@@ -44,5 +49,107 @@ pub fn ah_attr(gid: [u8; 16]) -> AhAttr {
         is_global: true,
         port_num: 1,
         ..Default::default()
+    }
+}
+
+/// What differs between the SRD hosts the model tests build (`srd_host`).
+pub struct SrdHostSpec {
+    /// Entries of each of the two CQs.
+    pub cqe: u32,
+    pub cap: QpCap,
+    pub send_ops_flags: SendOpsFlags,
+    pub wr_flags: EfaWrExFlags,
+    /// Access of the one 64 KiB memory region.
+    pub mr_access: AccessFlags,
+}
+
+impl Default for SrdHostSpec {
+    fn default() -> Self {
+        SrdHostSpec {
+            cqe: 64,
+            cap: QpCap {
+                max_send_wr: 16,
+                max_recv_wr: 16,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 32,
+            },
+            send_ops_flags: SendOpsFlags::empty(),
+            wr_flags: EfaWrExFlags::empty(),
+            mr_access: AccessFlags::LOCAL_WRITE
+                | AccessFlags::REMOTE_READ
+                | AccessFlags::REMOTE_WRITE,
+        }
+    }
+}
+
+/// One model device with a PD, a send CQ, a receive CQ with `WITH_SGID`, an SRD QP in RTS
+/// (`sq_sig_all`) and a 64 KiB memory region.
+pub struct SrdHost {
+    pub dev: EfaDevice,
+    pub pd: Pd,
+    pub scq: Cq,
+    pub rcq: Cq,
+    pub qp: Qp,
+    pub mr: Mr,
+    pub gid: [u8; 16],
+}
+
+/// Builds an `SrdHost` on a new device of `fab` with `cfg`, its QP brought to RTS with `qkey`.
+pub fn srd_host(fab: &EfaFabric, cfg: ModelConfig, spec: &SrdHostSpec, qkey: u32) -> SrdHost {
+    let dev = fab.add_device(cfg);
+    let ctx = dev.open().expect("open model device");
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let cq = |wc_flags| {
+        ctx.efadv_create_cq(
+            &CqInitAttr {
+                cqe: spec.cqe,
+                ..Default::default()
+            },
+            &EfaCqInitAttr {
+                wc_flags,
+                ..Default::default()
+            },
+        )
+        .expect("efadv_create_cq")
+    };
+    let scq = cq(EfaWcFlags::empty());
+    let rcq = cq(EfaWcFlags::WITH_SGID);
+    let mut qp = pd
+        .efadv_create_qp_ex(
+            &QpInitAttr {
+                sq_sig_all: true,
+                send_ops_flags: spec.send_ops_flags,
+                ..QpInitAttr::new(QpType::Srd, &scq, &rcq, spec.cap)
+            },
+            &EfaQpInitAttr {
+                wr_flags: spec.wr_flags,
+                ..Default::default()
+            },
+        )
+        .expect("efadv_create_qp_ex");
+    to_rts(&mut qp, qkey).expect("to RTS");
+    let mr = pd.reg_mr(1 << 16, spec.mr_access).expect("reg_mr");
+    SrdHost {
+        gid: dev.gid(),
+        dev,
+        pd,
+        scq,
+        rcq,
+        qp,
+        mr,
+    }
+}
+
+/// Every completion `cq` holds now, through `ibv_poll_cq` 8 at a time.
+pub fn drain(cq: &mut Cq) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc::default(); 8];
+    loop {
+        let k = cq.poll(&mut buf).expect("poll_cq");
+        if k == 0 {
+            return out;
+        }
+        out.extend_from_slice(&buf[..k]);
     }
 }
