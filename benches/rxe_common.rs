@@ -6,8 +6,7 @@
 #![allow(dead_code)]
 
 use uverbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, SendWr, Sge, WrOp,
+    AccessFlags, Cq, CqInitAttr, Mr, Pd, Qp, QpCap, QpInitAttr, QpType, SendWr, Sge, WrOp,
 };
 use uverbs_rxe_standin::RxeStandin;
 
@@ -55,58 +54,7 @@ impl Rxe {
                 )
             })
             .expect("create RC QP");
-        let qpn = qp.qp_num();
-        let modify = |qp: &mut Qp, a: QpAttr, m: QpAttrMask| qp.modify(&a, m).expect("modify_qp");
-        modify(
-            &mut qp,
-            QpAttr {
-                qp_state: QpState::Init,
-                port_num: 1,
-                qp_access_flags: AccessFlags::REMOTE_WRITE,
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::PKEY_INDEX
-                | QpAttrMask::PORT
-                | QpAttrMask::ACCESS_FLAGS,
-        );
-        modify(
-            &mut qp,
-            QpAttr {
-                qp_state: QpState::Rtr,
-                path_mtu: uverbs::Mtu::Mtu1024,
-                dest_qp_num: qpn,
-                max_dest_rd_atomic: 1,
-                min_rnr_timer: 12,
-                // count.c: is_global, port 1, hop limit 1, a zero GID.
-                ah_attr: AhAttr::roce(Gid::default(), 0, 1),
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::AV
-                | QpAttrMask::PATH_MTU
-                | QpAttrMask::DEST_QPN
-                | QpAttrMask::RQ_PSN
-                | QpAttrMask::MAX_DEST_RD_ATOMIC
-                | QpAttrMask::MIN_RNR_TIMER,
-        );
-        modify(
-            &mut qp,
-            QpAttr {
-                qp_state: QpState::Rts,
-                timeout: 14,
-                retry_cnt: 7,
-                rnr_retry: 7,
-                max_rd_atomic: 1,
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::TIMEOUT
-                | QpAttrMask::RETRY_CNT
-                | QpAttrMask::RNR_RETRY
-                | QpAttrMask::SQ_PSN
-                | QpAttrMask::MAX_QP_RD_ATOMIC,
-        );
+        RxeStandin::loopback_to_rts(&mut qp, AccessFlags::REMOTE_WRITE).expect("to RTS");
         let sge = [mr.sge(0, 8).unwrap()];
         (
             Rxe {

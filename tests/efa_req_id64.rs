@@ -18,9 +18,8 @@ mod efa;
 use efa::drain;
 use uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_SQ_64_BIT_REQ_ID;
 use uverbs::{
-    AccessFlags, AhAttr, CqInitAttr, EfaProcessingHints, EfaWqCaps, EfaWrExFlags, Errno, Gid,
-    QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags,
-    SendWr, Sge, UdDest, Wc, WcStatus,
+    AccessFlags, CqInitAttr, EfaProcessingHints, EfaWqCaps, EfaWrExFlags, Errno, QpCap, QpInitAttr,
+    QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, Wc, WcStatus,
 };
 use uverbs_efa::defs::{EfaIoRxCdescEx, EFA_IO_SEND_QUEUE};
 use uverbs_efa_model::{EfaFabric, ModelConfig};
@@ -416,56 +415,7 @@ fn rxe_processing_hints_refused() {
         })
         .expect("create RC QP");
     // To RTS as benches/rxe_common.rs does (a loopback RC QP on the stand-in).
-    let qpn = qp.qp_num();
-    for (a, m) in [
-        (
-            QpAttr {
-                qp_state: QpState::Init,
-                port_num: 1,
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::PKEY_INDEX
-                | QpAttrMask::PORT
-                | QpAttrMask::ACCESS_FLAGS,
-        ),
-        (
-            QpAttr {
-                qp_state: QpState::Rtr,
-                path_mtu: uverbs::Mtu::Mtu1024,
-                dest_qp_num: qpn,
-                max_dest_rd_atomic: 1,
-                min_rnr_timer: 12,
-                ah_attr: AhAttr::roce(Gid::default(), 0, 1),
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::AV
-                | QpAttrMask::PATH_MTU
-                | QpAttrMask::DEST_QPN
-                | QpAttrMask::RQ_PSN
-                | QpAttrMask::MAX_DEST_RD_ATOMIC
-                | QpAttrMask::MIN_RNR_TIMER,
-        ),
-        (
-            QpAttr {
-                qp_state: QpState::Rts,
-                timeout: 14,
-                retry_cnt: 7,
-                rnr_retry: 7,
-                max_rd_atomic: 1,
-                ..Default::default()
-            },
-            QpAttrMask::STATE
-                | QpAttrMask::TIMEOUT
-                | QpAttrMask::RETRY_CNT
-                | QpAttrMask::RNR_RETRY
-                | QpAttrMask::SQ_PSN
-                | QpAttrMask::MAX_QP_RD_ATOMIC,
-        ),
-    ] {
-        qp.modify(&a, m).expect("modify_qp");
-    }
+    uverbs_rxe_standin::RxeStandin::loopback_to_rts(&mut qp, AccessFlags::empty()).expect("to RTS");
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let s = mr.sge(0, 8).unwrap();
     let mut batch = qp.wr_start().unwrap();

@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use uverbs::channel::{AttrKind, Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
-use uverbs::{Context, Device, Driver, Errno};
+use uverbs::{
+    AccessFlags, AhAttr, Context, Device, Driver, Errno, Gid, Mtu, Qp, QpAttr, QpAttrMask,
+};
 use uverbs_uapi::cmds::*;
 use uverbs_uapi::ioctl::RDMA_DRIVER_RXE;
 use uverbs_uapi::rxe::*;
@@ -269,6 +271,61 @@ impl RxeStandin {
     pub fn open(&self) -> uverbs::Result<Context> {
         let dev = Device::synthetic("rxe0", Driver::Rxe, 0x0200_00ff_fe00_0001);
         Context::with_channel(dev, Box::new(self.clone()))
+    }
+
+    /// Brings an RC QP of this device to RTS connected to itself (its own QP number as the
+    /// destination, port 1, a zero GID), with `access` as its remote access: INIT -> RTR ->
+    /// RTS with the attributes `xtask/bench-c/count.c` gives rdma-core's QP (MTU 1024, one
+    /// outstanding read each way, RNR timer 12, timeout 14, retry and RNR retry 7, PSNs 0).
+    pub fn loopback_to_rts(qp: &mut Qp, access: AccessFlags) -> uverbs::Result<()> {
+        let qpn = qp.qp_num();
+        qp.modify(
+            &QpAttr {
+                qp_state: uverbs::QpState::Init,
+                port_num: 1,
+                qp_access_flags: access,
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::PKEY_INDEX
+                | QpAttrMask::PORT
+                | QpAttrMask::ACCESS_FLAGS,
+        )?;
+        qp.modify(
+            &QpAttr {
+                qp_state: uverbs::QpState::Rtr,
+                path_mtu: Mtu::Mtu1024,
+                dest_qp_num: qpn,
+                max_dest_rd_atomic: 1,
+                min_rnr_timer: 12,
+                // count.c: is_global, port 1, hop limit 1, a zero GID.
+                ah_attr: AhAttr::roce(Gid::default(), 0, 1),
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::AV
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+                | QpAttrMask::MAX_DEST_RD_ATOMIC
+                | QpAttrMask::MIN_RNR_TIMER,
+        )?;
+        qp.modify(
+            &QpAttr {
+                qp_state: uverbs::QpState::Rts,
+                timeout: 14,
+                retry_cnt: 7,
+                rnr_retry: 7,
+                max_rd_atomic: 1,
+                ..Default::default()
+            },
+            QpAttrMask::STATE
+                | QpAttrMask::TIMEOUT
+                | QpAttrMask::RETRY_CNT
+                | QpAttrMask::RNR_RETRY
+                | QpAttrMask::SQ_PSN
+                | QpAttrMask::MAX_QP_RD_ATOMIC,
+        )
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
