@@ -16,6 +16,8 @@
 // The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
 #[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "common/proc.rs"]
+mod proc;
 use common::efa;
 
 #[allow(dead_code)]
@@ -28,11 +30,12 @@ mod srd;
 mod exchange;
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use proc::uverbs_bin;
 
 use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
 
@@ -372,16 +375,6 @@ fn srd_pingpong_reads_its_address_from_the_port_and_gid_queries() {
     std::io::Read::read_to_end(&mut peer, &mut got).unwrap();
     assert!(got.is_empty(), "{got:?}");
     fab.assert_no_violations();
-}
-
-fn uverbs_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("UVERBS_BIN") {
-        return PathBuf::from(p);
-    }
-    if Path::new("/usr/bin/uverbs").exists() {
-        return PathBuf::from("/usr/bin/uverbs");
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_uverbs"))
 }
 
 #[test]

@@ -8,23 +8,16 @@
 // The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
 #[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "common/proc.rs"]
+mod proc;
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use proc::uverbs_bin;
+
 /// Time one side may take (TCG is slow; a run takes a few seconds).
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn uverbs_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("UVERBS_BIN") {
-        return PathBuf::from(p);
-    }
-    if Path::new("/usr/bin/uverbs").exists() {
-        return PathBuf::from("/usr/bin/uverbs");
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_uverbs"))
-}
 
 /// Waits for `child` up to `LIMIT`, killing it (and failing) past that.
 fn wait(mut child: Child, what: &str) -> Output {

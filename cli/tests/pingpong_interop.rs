@@ -14,12 +14,13 @@
 // The root package's device-test support (rxe device, NEEDS_DEVICE, leak counts).
 #[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "common/proc.rs"]
+mod proc;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::JoinHandle;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use proc::{rdma_core_tool, uverbs_bin, Impl, Side};
 
 use uverbs::GidType;
 
@@ -28,22 +29,6 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// Time the server may take to start listening.
 const LISTEN_LIMIT: Duration = Duration::from_secs(30);
 const ITERS: u32 = 100;
-
-fn uverbs_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("UVERBS_BIN") {
-        return PathBuf::from(p);
-    }
-    if Path::new("/usr/bin/uverbs").exists() {
-        return PathBuf::from("/usr/bin/uverbs");
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_uverbs"))
-}
-
-fn rdma_core_tool(name: &str) -> PathBuf {
-    let p = Path::new("/usr/bin").join(name);
-    assert!(p.exists(), "rdma-core's {name} is not in /usr/bin");
-    p
-}
 
 /// The GID index of the RoCE v2 IPv4-mapped GID on port 1 of the rxe device.
 fn roce_v2_ipv4_gid_index() -> (String, u32) {
@@ -59,52 +44,8 @@ fn roce_v2_ipv4_gid_index() -> (String, u32) {
     (ctx.device().name().to_string(), e.gid_index)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Impl {
-    Ours,
-    RdmaCore,
-}
-
-/// A running side: the child and threads collecting its output.
-struct Side {
-    what: String,
-    child: Child,
-    out: Option<JoinHandle<String>>,
-    err: Option<JoinHandle<String>>,
-}
-
-struct Finished {
-    what: String,
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Finished {
-    fn describe(&self) -> String {
-        format!(
-            "{} ({}):\n--- stdout\n{}--- stderr\n{}",
-            self.what,
-            match self.status {
-                Some(s) => s.to_string(),
-                None => format!("killed after {} s", RUN_LIMIT.as_secs()),
-            },
-            self.stdout,
-            self.stderr
-        )
-    }
-}
-
-fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = r.read_to_string(&mut s);
-        s
-    })
-}
-
 fn spawn(imp: Impl, mode: &str, args: &[String], role: &str) -> Side {
-    let mut cmd = match imp {
+    let cmd = match imp {
         Impl::Ours => {
             let mut c = Command::new(uverbs_bin());
             c.args(["pingpong", mode]);
@@ -112,53 +53,7 @@ fn spawn(imp: Impl, mode: &str, args: &[String], role: &str) -> Side {
         }
         Impl::RdmaCore => Command::new(rdma_core_tool(&format!("ibv_{mode}_pingpong"))),
     };
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let what = format!("{role} {imp:?} {cmd:?}");
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {what}: {e}"));
-    let out = child.stdout.take().map(collect);
-    let err = child.stderr.take().map(collect);
-    Side {
-        what,
-        child,
-        out,
-        err,
-    }
-}
-
-impl Side {
-    /// Waits until `deadline`; kills the process if it is still running then.
-    fn finish(mut self, deadline: Instant) -> Finished {
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => panic!("waiting for {}: {e}", self.what),
-            }
-        };
-        let join =
-            |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
-        Finished {
-            what: self.what,
-            status,
-            stdout: join(self.out.take()),
-            stderr: join(self.err.take()),
-        }
-    }
-
-    fn kill(mut self) -> Finished {
-        let _ = self.child.kill();
-        self.finish(Instant::now())
-    }
+    Side::spawn(cmd, args, &format!("{role} {imp:?}"))
 }
 
 /// Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6; state 0A = LISTEN).

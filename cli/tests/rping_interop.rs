@@ -12,96 +12,35 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "common/proc.rs"]
+mod proc;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use proc::{rdma_core_tool, uverbs_bin, Impl, Side};
 
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 const LISTEN_LIMIT: Duration = Duration::from_secs(30);
 const IP: &str = "10.99.0.1";
 const COUNT: u32 = 20;
 
-fn uverbs_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("UVERBS_BIN") {
-        return PathBuf::from(p);
-    }
-    if Path::new("/usr/bin/uverbs").exists() {
-        return PathBuf::from("/usr/bin/uverbs");
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_uverbs"))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Impl {
-    Ours,
-    RdmaCore,
-}
-
-struct Side {
-    what: String,
-    child: Child,
-    out: Option<JoinHandle<String>>,
-    err: Option<JoinHandle<String>>,
-}
-
-fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = r.read_to_string(&mut s);
-        s
-    })
-}
-
 fn spawn(imp: Impl, args: &[String]) -> Side {
-    let mut cmd = match imp {
+    let cmd = match imp {
         Impl::Ours => {
             let mut c = Command::new(uverbs_bin());
             c.arg("rping");
             c
         }
-        Impl::RdmaCore => {
-            let p = Path::new("/usr/bin/rping");
-            assert!(p.exists(), "rdma-core's rping is not in /usr/bin");
-            Command::new(p)
-        }
+        Impl::RdmaCore => Command::new(rdma_core_tool("rping")),
     };
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let what = format!("{imp:?} {cmd:?}");
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {what}: {e}"));
-    let out = child.stdout.take().map(collect);
-    let err = child.stderr.take().map(collect);
-    Side {
-        what,
-        child,
-        out,
-        err,
-    }
+    Side::spawn(cmd, args, &format!("{imp:?}"))
 }
 
-/// (exit status or None if killed, stdout, stderr, description)
-fn finish(mut s: Side, deadline: Instant) -> (Option<i32>, String, String) {
-    let status = loop {
-        match s.child.try_wait() {
-            Ok(Some(st)) => break st.code(),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = s.child.kill();
-                let _ = s.child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("waiting for {}: {e}", s.what),
-        }
-    };
-    let join = |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
-    (status, join(s.out.take()), join(s.err.take()))
+/// (exit code or None if killed, stdout, stderr)
+fn finish(s: Side, deadline: Instant) -> (Option<i32>, String, String) {
+    let f = s.finish(deadline);
+    (f.code(), f.stdout, f.stderr)
 }
 
 /// Whether an rdma_cm id listens on `port` (`rdma resource show cm_id`).
