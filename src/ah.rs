@@ -13,8 +13,6 @@
 
 use std::sync::Arc;
 
-use uverbs_uapi::efa::{EfaIbvCreateAhResp, EFA_USER_CMDS_SUPP_UDATA_CREATE_AH};
-use uverbs_uapi::rxe::RxeCreateAhResp;
 use uverbs_uapi::write::{
     IbUverbsAhAttr, IbUverbsCreateAh, IbUverbsCreateAhResp, IbUverbsGlobalRoute,
     IB_USER_VERBS_CMD_CREATE_AH, IB_USER_VERBS_CMD_DESTROY_AH,
@@ -204,14 +202,7 @@ impl Pd {
         let efa = match ctx.provider() {
             ProviderInfo::Rxe => false,
             ProviderInfo::Efa(uctx) => {
-                if uctx.cmds_supp_udata_mask & EFA_USER_CMDS_SUPP_UDATA_CREATE_AH == 0 {
-                    return Err(Error::invalid(
-                        op,
-                        self.label(),
-                        Errno::OPNOTSUPP,
-                        "this EFA kernel driver does not return AH numbers, which sends need",
-                    ));
-                }
+                crate::efa::check_create_ah(uctx, op, self.label())?;
                 true
             }
             #[allow(unreachable_patterns)]
@@ -253,9 +244,9 @@ impl Pd {
         // libefa's efa_create_ah and rdma-core's rxe: no driver command; the driver response
         // carries the AH number send WQEs name.
         let drv_len = if efa {
-            std::mem::size_of::<EfaIbvCreateAhResp>()
+            crate::efa::CREATE_AH_RESP_LEN
         } else {
-            std::mem::size_of::<RxeCreateAhResp>()
+            crate::rxe::CREATE_AH_RESP_LEN
         };
         let mut cmd = legacy_cmd(
             IB_USER_VERBS_CMD_CREATE_AH,
@@ -275,35 +266,27 @@ impl Pd {
             }
         })?;
         let resp: IbUverbsCreateAhResp = cmd.response_as();
-        let ah_num = if efa {
-            u32::from(
-                cmd.driver_response_as::<EfaIbvCreateAhResp>()
-                    .efa_address_handle,
-            )
-        } else {
-            cmd.driver_response_as::<RxeCreateAhResp>().ah_num
-        };
         let label = format!("ah {} on {}", resp.ah_handle, ctx.label());
+        let obj = KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, label);
+        let ah_num = if efa {
+            crate::efa::ah_num(&cmd)
+        } else {
+            match crate::rxe::ah_num(&cmd, op, obj.label()) {
+                Ok(n) => n,
+                Err(e) => {
+                    // Destroy what the kernel made before refusing (a failure is reported).
+                    drop(obj);
+                    return Err(e);
+                }
+            }
+        };
         let inner = AhInner {
-            obj: KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, label),
+            obj,
             pd: self.clone(),
             ah_num,
             efa,
             attr: *attr,
         };
-        if !efa && ah_num == 0 {
-            let label = inner.label();
-            // Destroy what the kernel made before refusing (a failure is reported).
-            drop(inner);
-            return Err(Error::invalid(
-                op,
-                label,
-                Errno::OPNOTSUPP,
-                "this kernel's rxe returns no AH index (ah_num 0, kernels before 5.10): UD \
-                 sends would need a userspace address vector with a resolved MAC, which uverbs \
-                 does not build",
-            ));
-        }
         Ok(Ah {
             inner: Arc::new(inner),
         })

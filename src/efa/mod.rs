@@ -64,6 +64,7 @@
 //! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
 //! model on three threads, 500 wraps of every ring).
 
+mod ah;
 mod cntr;
 mod cq;
 mod device;
@@ -71,6 +72,7 @@ mod introspect;
 mod mr;
 mod qp;
 
+pub(crate) use ah::{ah_num, check_create_ah, CREATE_AH_RESP_LEN};
 pub use cntr::{CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr};
 pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
