@@ -299,6 +299,22 @@ impl WridPool {
     /// a 64-bit pool (which has no slots: [`alloc_posted_64`](Self::alloc_posted_64)).
     #[inline(always)]
     pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
+        Some(self.alloc_posted_index(wr_id)? | self.shared.shifted_gen)
+    }
+
+    /// The generation bits of this pool's req_ids, in place above the index bits: a req_id is
+    /// an index ([`alloc_posted_index`](Self::alloc_posted_index),
+    /// [`PostRun::post_index`]) or-ed with these. Fixed for the pool's life (0 in a 64-bit
+    /// pool), so a caller may keep them or-ed into a word it composes descriptors from.
+    pub fn gen_bits(&self) -> u16 {
+        self.shared.shifted_gen
+    }
+
+    /// [`alloc_posted`](Self::alloc_posted) without the generation bits: the id's index
+    /// alone (below [`gen_bits`](Self::gen_bits)' lowest bit), for a caller that or-s them in
+    /// itself.
+    #[inline(always)]
+    pub fn alloc_posted_index(&mut self, wr_id: u64) -> Option<u16> {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
         // does (a session holds the queue borrowed until it publishes or rolls back).
         debug_assert_eq!(self.staged, 0);
@@ -317,7 +333,7 @@ impl WridPool {
         // `true` (step 1).
         slot.posted.store(true, Ordering::Release);
         self.head = self.head.wrapping_add(1);
-        Some(id | s.shifted_gen)
+        Some(id)
     }
 
     /// [`alloc_posted`](Self::alloc_posted) for a pool made by [`new_64bit`](Self::new_64bit)
@@ -427,6 +443,13 @@ impl PostRun<'_> {
     /// descriptor; `None` once the run has used up the ids that were free when it started.
     #[inline(always)]
     pub fn post(&mut self, wr_id: u64) -> Option<u16> {
+        Some(self.post_index(wr_id)? | self.shifted_gen)
+    }
+
+    /// [`post`](Self::post) without the generation bits ([`WridPool::gen_bits`]): the id's
+    /// index alone.
+    #[inline(always)]
+    pub fn post_index(&mut self, wr_id: u64) -> Option<u16> {
         if self.left == 0 {
             return None;
         }
@@ -444,7 +467,7 @@ impl PostRun<'_> {
         slot.posted.store(true, Ordering::Release);
         self.left -= 1;
         self.pos = self.pos.wrapping_add(1);
-        Some(id | self.shifted_gen)
+        Some(id)
     }
 }
 
