@@ -719,8 +719,9 @@ impl SendQueue {
 
     /// Posts the leading plain WRs of `run` (see [`post_send_with`](Self::post_send_with)) into
     /// `W`-byte slots and returns how many (`SIG_ALL`: the QP's `sq_sig_all`); stops at the
-    /// first WR that is not plain, when the ids free at the start are used up, and at the
-    /// ring's end, so the phase is the same for all of them and the slot address just steps.
+    /// first WR that is not plain, when the ids free at the start are used up or the free
+    /// ring's cells end ([`WridPool::run`]), and at the ring's end, so the phase is the same
+    /// for all of them and the slot address just steps.
     /// Rings the doorbell each time `batch_left` (the WQEs the current batch may still take,
     /// >= 1) comes down to 0, and leaves it >= 1.
     #[inline(always)]

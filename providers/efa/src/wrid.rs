@@ -354,10 +354,13 @@ impl WridPool {
     }
 
     /// Starts a run of at most `want` posts (a pool made by [`new_64bit`](Self::new_64bit)
-    /// has no free ring: its runs post nothing, so its queue posts one by one) that take their ids with [`PostRun::post`]: the
-    /// free ids are counted once, from the last loaded `tail` and with a new Acquire load of it
-    /// only when that count is below `want`. Ids the completer frees while the run lasts wait
-    /// for the next run; the run's position is written back when it drops.
+    /// has no free ring: its runs post nothing, so its queue posts one by one) that take their
+    /// ids with [`PostRun::post`]: the free ids are counted once, from the last loaded `tail`
+    /// and with a new Acquire load of it only when that count is below `want`, and the run
+    /// takes them from the free ring's cells from `head`'s on up to the ring's end at most
+    /// (one slice, no position to mask per id). Ids the completer frees while the run lasts,
+    /// and free ids past the ring's end, wait for the next run; the run's position is written
+    /// back when it drops.
     #[inline(always)]
     pub fn run(&mut self, want: u32) -> PostRun<'_> {
         // As in `alloc_posted`: posted ids are never mixed with staged ones.
@@ -365,12 +368,17 @@ impl WridPool {
         // Every id this run pops lies before `tail_seen`, loaded with Acquire (step 4).
         let free_now = self.free_for(want);
         let s = &*self.shared;
+        // The cells at ring positions `head .. head + n` (n <= free), cut at the ring's end.
+        let from = s
+            .free
+            .get((self.head & s.ring_mask) as usize..)
+            .unwrap_or_default();
+        let cells = from.get(..want.min(free_now) as usize).unwrap_or(from);
         PostRun {
-            pos: self.head as usize,
-            left: want.min(free_now),
             head: &mut self.head,
-            free: &s.free,
+            cells,
             slots: &s.slots,
+            posted: 0,
             shifted_gen: s.shifted_gen,
         }
     }
@@ -418,25 +426,24 @@ impl WridPool {
 /// drops.
 #[derive(Debug)]
 pub struct PostRun<'p> {
-    /// The pool's `head`, written back on drop.
+    /// The pool's `head`, moved on by `posted` on drop.
     head: &'p mut u32,
-    /// The free ring (its length is a power of two).
-    free: &'p [AtomicU16],
+    /// The free-ring cells of the ids this run may take, in ring order from `head`'s: free
+    /// when the run started (before `tail_seen`), at most what was asked for.
+    cells: &'p [AtomicU16],
     slots: &'p [Slot],
-    /// Ids ever popped, this run's included (the low 32 bits are the new `head`).
-    pos: usize,
-    /// Ids this run may still pop: free when the run started, at most what was asked for.
-    left: u32,
+    /// Ids this run has taken: those of `cells[..posted]`.
+    posted: usize,
     shifted_gen: u16,
 }
 
 impl PostRun<'_> {
     /// The leading `items` that this run has ids for (all of them if it has enough): a loop
-    /// over these never finds [`post`](Self::post) out of ids, which lets the compiler drop
-    /// that check.
+    /// over these that posts once per item never finds [`post`](Self::post) out of ids,
+    /// which lets the compiler drop that check.
     #[inline(always)]
     pub fn limit<'a, T>(&self, items: &'a [T]) -> &'a [T] {
-        items.get(..self.left as usize).unwrap_or(items)
+        items.get(..self.cells.len()).unwrap_or(items)
     }
 
     /// Takes a free id for `wr_id`, marks it posted and returns the `req_id` for the
@@ -450,12 +457,8 @@ impl PostRun<'_> {
     /// index alone.
     #[inline(always)]
     pub fn post_index(&mut self, wr_id: u64) -> Option<u16> {
-        if self.left == 0 {
-            return None;
-        }
-        // The ring's length is a power of two, so the masked position is always a cell (the
-        // compiler sees it too and drops the bounds check); `get` keeps it a checked fact.
-        let cell = self.free.get(self.pos & self.free.len().wrapping_sub(1))?;
+        // The run's next cell; none once its ids are used up.
+        let cell = self.cells.get(self.posted)?;
         // Relaxed: ordered by the Acquire load of `tail` in `WridPool::run`.
         let id = cell.load(Ordering::Relaxed);
         // Free ids are < capacity (see `WridPool::alloc`); `get` keeps it a checked fact.
@@ -465,8 +468,7 @@ impl PostRun<'_> {
         // Release: the `wr_id` store happens-before a completer's Acquire load that sees
         // `true` (step 1).
         slot.posted.store(true, Ordering::Release);
-        self.left -= 1;
-        self.pos = self.pos.wrapping_add(1);
+        self.posted += 1;
         Some(id)
     }
 }
@@ -474,9 +476,9 @@ impl PostRun<'_> {
 impl Drop for PostRun<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        // `pos` started at `head` and counts the ids popped since: mod 2^32 it is the new
-        // `head` (the ring index only uses the low bits, which agree).
-        *self.head = self.pos as u32;
+        // The ids of `cells[..posted]` were popped: `posted` <= the cells' count <= the
+        // ring's length, so it fits a u32.
+        *self.head = self.head.wrapping_add(self.posted as u32);
     }
 }
 
@@ -685,6 +687,33 @@ mod tests {
         assert_eq!(p.alloc_posted(400), Some(ids[1]));
         assert_eq!(p.run(3).post(5), None, "full");
         for (id, w) in [(ids[2], 200), (ids[0], 300), (ids[1], 400), (ids[3], 103)] {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        assert_eq!(p.outstanding(), 0);
+    }
+
+    /// A run takes its ids from one slice of the free ring: it stops at the ring's end even
+    /// with more ids free, and the next run goes on from the ring's start.
+    #[test]
+    fn run_stops_at_the_free_rings_end() {
+        let (mut p, mut c) = WridPool::new(4, 0).unwrap();
+        let first: Vec<u16> = (0..3).map(|i| p.alloc_posted(i).unwrap()).collect();
+        for (&id, w) in first.iter().zip(0..) {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        // head 3, four ids free: the cell at position 3 is the ring's last.
+        let mut run = p.run(4);
+        let last = run.post(10).unwrap();
+        assert_eq!(run.post(11), None, "the ring's end");
+        drop(run);
+        assert_eq!(p.outstanding(), 1);
+        let mut run = p.run(4);
+        let rest: Vec<u16> = (12..15).map(|w| run.post(w).unwrap()).collect();
+        assert_eq!(run.post(15), None, "all four taken");
+        drop(run);
+        assert_eq!(rest, first, "freed in that order");
+        assert_eq!(c.complete(last), Ok(10));
+        for (&id, w) in rest.iter().zip(12..) {
             assert_eq!(c.complete(id), Ok(w));
         }
         assert_eq!(p.outstanding(), 0);
