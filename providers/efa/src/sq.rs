@@ -743,14 +743,15 @@ impl SendQueue {
         let mut dst = self.desc.as_ptr().wrapping_add(first * W).cast::<u64>();
         let mut done = 0;
         let mut left = *batch_left;
-        for wr in run {
+        for (k, (cell, wr)) in ids.cells_for(run).enumerate() {
             let Some(wr) = wr.plain(ctx) else {
                 break;
             };
             if !(SIG_ALL || wr.signaled) || wr.dest.remote_qpn > u32::from(u16::MAX) {
                 break;
             }
-            let Some(index) = ids.post_index(wr.wr_id) else {
+            // The run's `k`-th cell, and `k` posts so far (`done`).
+            let Some(index) = ids.post_cell(cell, wr.wr_id) else {
                 break;
             };
             // Pool path only (`post_list`): req_id_ex stays zero; `word0` has the generation.
@@ -761,7 +762,7 @@ impl SendQueue {
             // multiples of 8).
             unsafe { store_slot(dst, &w, W == 128) };
             dst = dst.wrapping_add(W / 8);
-            done += 1;
+            done = k + 1;
             left -= 1;
             if left == 0 {
                 // Every WC store of this batch reaches the device before the doorbell.
@@ -831,16 +832,15 @@ impl SendQueue {
 
     /// A request id for `wr_id`, marked posted: its `req_id` but the generation bits
     /// ([`gen_bits`](Self::gen_bits); none in a 64-bit pool, whose req_id is the low 16 bits
-    /// of `wr_id`) and the word-3 bits of the WQE (`req_id_ex`, zero on the pool path); `None`
-    /// when the SQ is full. One test of `hi_mask` picks the path, so the pool path pays only
-    /// that for 64-bit ids existing.
+    /// of `wr_id`) and the word-3 bits of the WQE (`req_id_ex`: bits 63:16 of `wr_id` from a
+    /// 64-bit pool, zero on the pool path); `None` when the SQ is full. The pool tells which
+    /// it is by the bounds check its own path makes ([`WridPool::alloc_posted_either`]), so
+    /// the pool path pays nothing for 64-bit ids existing.
     #[inline(always)]
     fn take_id(&mut self, wr_id: u64) -> Option<(u16, u64)> {
-        if self.hi_mask == 0 {
-            Some((self.pool.alloc_posted_index(wr_id)?, 0))
-        } else {
-            Some((self.pool.alloc_posted_64(wr_id)?, wr_id & self.hi_mask))
-        }
+        let (index, wide) = self.pool.alloc_posted_either(wr_id)?;
+        // A 64-bit pool is one of an SQ with `hi_mask` set (`new`).
+        Some((index, if wide { wr_id & !0xffff } else { 0 }))
     }
 
     #[cold]

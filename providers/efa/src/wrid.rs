@@ -336,6 +336,42 @@ impl WridPool {
         Some(id)
     }
 
+    /// [`alloc_posted_index`](Self::alloc_posted_index) or
+    /// [`alloc_posted_64`](Self::alloc_posted_64), whichever this pool is for, without a test
+    /// of its own of which: `Some((index, false))` from a pool with a free ring,
+    /// `Some((wr_id as u16, true))` from a 64-bit pool, `None` when the queue is full. The
+    /// free ring of a 64-bit pool is empty and every other pool's has a cell at every masked
+    /// position (`new`, `new_64bit`), so the bounds check of the free-ring cell, which the
+    /// pool path makes anyway, is what tells the two apart.
+    #[inline(always)]
+    pub fn alloc_posted_either(&mut self, wr_id: u64) -> Option<(u16, bool)> {
+        debug_assert_eq!(self.staged, 0);
+        // As in `alloc` (step 4); the same count in both kinds of pool.
+        if self.free_for(1) == 0 {
+            return None;
+        }
+        let s = &*self.shared;
+        let Some(cell) = s.free.get((self.head & s.ring_mask) as usize) else {
+            // Only a 64-bit pool has no cell here (its ring is empty).
+            self.head = self.head.wrapping_add(1);
+            // Release: as in `alloc_posted_64`.
+            s.posted.store(self.head, Ordering::Release);
+            return Some((wr_id as u16, true));
+        };
+        // From here as `alloc_posted_index`. Relaxed: ordered by the Acquire load of
+        // `tail_seen`.
+        let id = cell.load(Ordering::Relaxed);
+        // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
+        let slot = s.slots.get(usize::from(id))?;
+        // Relaxed: published by the Release store just below (step 1).
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        // Release: the `wr_id` store happens-before a completer's Acquire load that sees
+        // `true` (step 1).
+        slot.posted.store(true, Ordering::Release);
+        self.head = self.head.wrapping_add(1);
+        Some((id, false))
+    }
+
     /// [`alloc_posted`](Self::alloc_posted) for a pool made by [`new_64bit`](Self::new_64bit)
     /// (`alloc_posted` finds no free slot in one): counts the id as posted and returns the low
     /// 16 bits of `wr_id` as the req_id; `None` when `capacity` are outstanding. The caller
@@ -437,7 +473,14 @@ pub struct PostRun<'p> {
     shifted_gen: u16,
 }
 
-impl PostRun<'_> {
+/// A free-ring cell of a [`PostRun`], the `k`-th of the run ([`PostRun::cells_for`]).
+#[derive(Debug)]
+pub struct FreeCell<'p> {
+    cell: &'p AtomicU16,
+    k: usize,
+}
+
+impl<'p> PostRun<'p> {
     /// The leading `items` that this run has ids for (all of them if it has enough): a loop
     /// over these that posts once per item never finds [`post`](Self::post) out of ids,
     /// which lets the compiler drop that check.
@@ -457,8 +500,42 @@ impl PostRun<'_> {
     /// index alone.
     #[inline(always)]
     pub fn post_index(&mut self, wr_id: u64) -> Option<u16> {
-        // The run's next cell; none once its ids are used up.
-        let cell = self.cells.get(self.posted)?;
+        self.post_index_at(self.posted, wr_id)
+    }
+
+    /// [`post_index`](Self::post_index) for a caller that counts the run's posts itself: `k`
+    /// must be the number of posts this run has made so far. `None` for a `k` past the run's
+    /// ids. A `k` that skipped a cell would leave that id popped and never posted (lost to the
+    /// queue, never completed: the completer refuses it), so the poster never does that.
+    #[inline(always)]
+    pub fn post_index_at(&mut self, k: usize, wr_id: u64) -> Option<u16> {
+        let cell = self.cells.get(k)?;
+        self.post_cell(FreeCell { cell, k }, wr_id)
+    }
+
+    /// The leading `items` (those [`limit`](Self::limit) keeps) each paired with the free
+    /// cell of the id it is to take, in order: a loop over these that posts each item with
+    /// [`post_cell`](Self::post_cell) in turn has no count of ids to check.
+    #[inline(always)]
+    pub fn cells_for<'a, T>(
+        &self,
+        items: &'a [T],
+    ) -> impl Iterator<Item = (FreeCell<'p>, &'a T)> + use<'a, 'p, T> {
+        let cells: &'p [AtomicU16] = self.cells;
+        cells
+            .iter()
+            .enumerate()
+            .map(|(k, cell)| FreeCell { cell, k })
+            .zip(items)
+    }
+
+    /// Takes the id of `c` (the run's cell number `c.k`, which must be the number of posts
+    /// this run has made so far, as [`post_index_at`](Self::post_index_at)) for `wr_id`,
+    /// marks it posted and returns its index.
+    #[inline(always)]
+    pub fn post_cell(&mut self, c: FreeCell<'p>, wr_id: u64) -> Option<u16> {
+        debug_assert_eq!(c.k, self.posted);
+        let (cell, k) = (c.cell, c.k);
         // Relaxed: ordered by the Acquire load of `tail` in `WridPool::run`.
         let id = cell.load(Ordering::Relaxed);
         // Free ids are < capacity (see `WridPool::alloc`); `get` keeps it a checked fact.
@@ -468,7 +545,7 @@ impl PostRun<'_> {
         // Release: the `wr_id` store happens-before a completer's Acquire load that sees
         // `true` (step 1).
         slot.posted.store(true, Ordering::Release);
-        self.posted += 1;
+        self.posted = k + 1;
         Some(id)
     }
 }
