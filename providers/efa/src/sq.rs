@@ -1003,13 +1003,29 @@ fn plain_words<P: PlainSource + ?Sized>(wr: &P, req_id: u16, word0: u64, hi: u64
         u64::from(qkey),
         // reserved2[4..6] | req_id_ex: bits 63:16 of a 64-bit request id, in place.
         hi,
-        // length, then the low 24 bits of lkey at bit 32 (a 32-bit mask: no 64-bit constant
-        // to hold in a register).
-        u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
+        // length, then the low 24 bits of lkey at bit 32.
+        sge_len_lkey(sge),
         sge.addr,
         0,
         0,
     ]
+}
+
+/// Word 0 of a buffer descriptor (`struct efa_io_tx_buf_desc`) for `s`, in CPU order: its
+/// length, then the low 24 bits of its lkey at bit 32. In `ibv_sge` (`Sge`, `#[repr(C)]`:
+/// `addr`, `length`, `lkey`) the two fields are bytes 8..16, in that order, so on a
+/// little-endian CPU they are that word as it lies in memory: one load and a mask instead of
+/// two loads and their shifts.
+#[inline(always)]
+fn sge_len_lkey(s: &Sge) -> u64 {
+    let mask = u64::from(EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32 | 0xffff_ffff;
+    if cfg!(target_endian = "little") {
+        let b: &[u8; 16] = zerocopy::transmute_ref!(s);
+        let [_, _, _, _, _, _, _, _, rest @ ..] = *b;
+        u64::from_le_bytes(rest) & mask
+    } else {
+        (u64::from(s.length) | u64::from(s.lkey) << 32) & mask
+    }
 }
 
 /// Sum of the SGE lengths of a WQE's (at most 2) SGEs; `u64::MAX` for more, which every
