@@ -82,9 +82,9 @@ struct Slot {
 #[derive(Debug)]
 struct Shared {
     /// Per id: its `wr_id` and whether it is posted.
-    slots: Arc<[Slot]>,
+    slots: Box<[Slot]>,
     /// Free ring: cell `i & ring_mask` holds the `i`-th id ever pushed.
-    free: Arc<[AtomicU16]>,
+    free: Box<[AtomicU16]>,
     /// Ids ever pushed onto the free ring (mod 2^32); written only by the completer.
     tail: AtomicU32,
     ring_mask: u32,
@@ -108,11 +108,6 @@ struct Shared {
 #[derive(Debug)]
 pub struct WridPool {
     shared: Arc<Shared>,
-    /// `shared.free`, `shared.slots` and `shared.ring_mask`, held here too so the single-id
-    /// path reaches them without loading the shared block's address first.
-    free: Arc<[AtomicU16]>,
-    slots: Arc<[Slot]>,
-    ring_mask: u32,
     /// Ids ever popped (mod 2^32); private to the poster.
     head: u32,
     /// The completer's `tail` as the poster last loaded it (Acquire): the ids at
@@ -171,9 +166,6 @@ impl WridPool {
         });
         Ok((
             WridPool {
-                free: shared.free.clone(),
-                slots: shared.slots.clone(),
-                ring_mask: shared.ring_mask,
                 shared: shared.clone(),
                 head: 0,
                 tail_seen: capacity,
@@ -200,8 +192,8 @@ impl WridPool {
             });
         }
         let shared = Arc::new(Shared {
-            slots: Arc::new([]),
-            free: Arc::new([]),
+            slots: Box::new([]),
+            free: Box::new([]),
             tail: AtomicU32::new(capacity),
             ring_mask: 0,
             capacity,
@@ -212,9 +204,6 @@ impl WridPool {
         });
         Ok((
             WridPool {
-                free: shared.free.clone(),
-                slots: shared.slots.clone(),
-                ring_mask: shared.ring_mask,
                 shared: shared.clone(),
                 head: 0,
                 tail_seen: capacity,
@@ -361,18 +350,19 @@ impl WridPool {
         if self.free_for(1) == 0 {
             return None;
         }
-        let Some(cell) = self.free.get((self.head & self.ring_mask) as usize) else {
+        let s = &*self.shared;
+        let Some(cell) = s.free.get((self.head & s.ring_mask) as usize) else {
             // Only a 64-bit pool has no cell here (its ring is empty).
             self.head = self.head.wrapping_add(1);
             // Release: as in `alloc_posted_64`.
-            self.shared.posted.store(self.head, Ordering::Release);
+            s.posted.store(self.head, Ordering::Release);
             return Some((wr_id as u16, true));
         };
         // From here as `alloc_posted_index`. Relaxed: ordered by the Acquire load of
         // `tail_seen`.
         let id = cell.load(Ordering::Relaxed);
         // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
-        let slot = self.slots.get(usize::from(id))?;
+        let slot = s.slots.get(usize::from(id))?;
         // Relaxed: published by the Release store just below (step 1).
         slot.wr_id.store(wr_id, Ordering::Relaxed);
         // Release: the `wr_id` store happens-before a completer's Acquire load that sees
