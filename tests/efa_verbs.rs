@@ -576,6 +576,34 @@ fn efa_bad_input_is_refused_before_the_device() {
     assert_eq!(fab.process(), 1);
     let c = poll_all(&mut a.scq, 1);
     assert_eq!(c[0].wr_id, 8);
+    // The list path judges the core's conditions (destination, operation, PD) in the
+    // provider's own pass over the list: a WR failing one stops the list there, with the
+    // core's reason, the WRs before it posted and nothing after it.
+    let no_dest = SendWr::send(9).signaled().sge(&one);
+    let atomic = SendWr::new(
+        10,
+        WrOp::AtomicFetchAndAdd {
+            remote_addr: 0x1000,
+            rkey: 0x8001,
+            add: 1,
+        },
+    )
+    .signaled()
+    .ud(&ah, b.qp.qp_num(), QKEY)
+    .sge(&one);
+    for (bad, errno, why) in [
+        (no_dest, Errno::INVAL, "destination"),
+        (atomic, Errno::OPNOTSUPP, "EFA cannot post"),
+        (foreign, Errno::INVAL, "another PD"),
+    ] {
+        let e = a.qp.post_send(&[good, good, bad, good]).unwrap_err();
+        assert_eq!(e.index, 2, "{e}");
+        assert!(e.error.is(errno), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+        assert_eq!(fab.process(), 2, "the two WRs before {why}");
+        let c = poll_all(&mut a.scq, 2);
+        assert!(c.iter().all(|c| c.wr_id == 8), "{c:?}");
+    }
     let two = [sge(&a.mr, 0, 8), sge(&a.mr, 8, 8)];
     let e =
         a.qp.post_send(&[SendWr::send(1)

@@ -654,12 +654,18 @@ fn check_wr(wr: &SendWr<'_>, inner: &QpInner, pd_id: usize) -> Result<()> {
     Ok(())
 }
 
-/// The generic send WR, read in place by the provider's send queue.
+/// The generic send WR, read in place by the provider's send queue, with what the provider
+/// cannot check made here ([`check_wr`]'s conditions: an operation EFA has, a destination, an
+/// AH of the QP's PD, whose [`crate::wr::pd_id`] is the context): a WR that fails them is
+/// declined by both methods, so the queue never posts it.
 impl uverbs_efa::SendWrSource for SendWr<'_> {
+    /// The QP's [`crate::wr::pd_id`].
+    type Ctx = usize;
+
     #[inline(always)]
-    fn plain(&self) -> Option<PlainWr<'_>> {
+    fn plain(&self, pd_id: usize) -> Option<PlainWr<'_>> {
         match (&self.op, &self.data, &self.ud) {
-            (WrOp::Send, WrData::Sge([sge]), Some(d)) => Some(PlainWr {
+            (WrOp::Send, WrData::Sge([sge]), Some(d)) if d.pd_id() == pd_id => Some(PlainWr {
                 wr_id: self.wr_id,
                 dest: UdAddr {
                     ah: ahn(d),
@@ -675,8 +681,11 @@ impl uverbs_efa::SendWrSource for SendWr<'_> {
     }
 
     #[inline(always)]
-    fn send_wr(&self) -> Option<EfaWr<'_>> {
+    fn send_wr(&self, pd_id: usize) -> Option<EfaWr<'_>> {
         let d = self.ud.as_ref()?;
+        if !efa_has(&self.op) || d.pd_id() != pd_id {
+            return None;
+        }
         let payload = match &self.data {
             WrData::Sge(s) => Payload::Sge(s),
             WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
@@ -781,10 +790,12 @@ impl EfaQpRing {
     }
 
     /// `ibv_post_send` of every list but a single plain WR (see
-    /// [`post_plain_one`](Self::post_plain_one)): what the provider cannot tell (an operation
-    /// EFA lacks, no destination, an AH of another PD) is checked first, then the WRs before
-    /// the first refused one go to the provider as they are. Out of line, with few arguments:
-    /// the caller's fast path reaches it by a tail call and keeps no register for it.
+    /// [`post_plain_one`](Self::post_plain_one)): the list goes to the provider as it is,
+    /// which reads each WR in place with the checks it cannot make itself (an operation EFA
+    /// has, a destination, an AH of the QP's PD: the [`uverbs_efa::SendWrSource`] of
+    /// [`SendWr`]) folded into its own test of each WR, so the list is walked once. Out of
+    /// line, with few arguments: the caller's fast path reaches it by a tail call and keeps no
+    /// register for it.
     #[inline(never)]
     pub(crate) fn post_send_general(
         &mut self,
@@ -798,30 +809,36 @@ impl EfaQpRing {
             });
         }
         let sig_all = !self.sig_all.is_empty();
-        let mut refused = None;
-        for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = check_wr(wr, inner, self.pd_id) {
-                refused = Some((i, e));
-                break;
-            }
+        match self.sq.post_send_in(wrs, self.pd_id, sig_all) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.post_error(wrs, e, inner)),
         }
-        let ok = refused.as_ref().map_or(wrs.len(), |r| r.0);
-        if ok > 0 {
-            if let Err(e) = self.sq.post_send_with(&wrs[..ok], sig_all) {
-                return Err(PostError {
-                    index: e.index,
-                    error: Error::invalid(
-                        "post_send",
-                        inner.label(),
-                        Errno::from_raw_os_error(e.error.errno()),
-                        e.error.to_string(),
-                    ),
-                });
-            }
+    }
+
+    /// The error of a list the provider stopped at `e.index`: the core's reason if the WR
+    /// fails [`check_wr`] (the provider declined it for that), else the provider's.
+    #[cold]
+    #[inline(never)]
+    fn post_error(
+        &self,
+        wrs: &[SendWr<'_>],
+        e: uverbs_efa::PostError,
+        inner: &QpInner,
+    ) -> PostError {
+        if let Some(Err(error)) = wrs.get(e.index).map(|wr| check_wr(wr, inner, self.pd_id)) {
+            return PostError {
+                index: e.index,
+                error,
+            };
         }
-        match refused {
-            None => Ok(()),
-            Some((index, error)) => Err(PostError { index, error }),
+        PostError {
+            index: e.index,
+            error: Error::invalid(
+                "post_send",
+                inner.label(),
+                Errno::from_raw_os_error(e.error.errno()),
+                e.error.to_string(),
+            ),
         }
     }
 

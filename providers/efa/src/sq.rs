@@ -328,18 +328,28 @@ impl PlainSource for PlainWr<'_> {
 
 /// A send WR the queue can post: this crate's [`SendWr`], or a caller's own type (the core's
 /// generic work request), read in place so a list is never copied into another form first.
+///
+/// A caller with checks of its own that the queue cannot make (the core: the destination's
+/// AH belongs to the QP's PD) makes them in these two methods, with what they need passed
+/// as `ctx` ([`SendQueue::post_send_in`]): a WR either method declines is never posted, and
+/// the list stops there. So the caller needs no pass of its own over the list.
 pub trait SendWrSource {
-    /// The WR's parts if it is a plain SEND of one SGE (the checks of signaling and the QP
-    /// number stay the queue's); `None` for every other WR.
-    fn plain(&self) -> Option<PlainWr<'_>>;
+    /// What the source's own checks need besides the WR (`()` for none).
+    type Ctx: Copy;
+    /// The WR's parts if it is a plain SEND of one SGE that passes the source's own checks
+    /// (those of signaling and the QP number stay the queue's); `None` for every other WR.
+    fn plain(&self, ctx: Self::Ctx) -> Option<PlainWr<'_>>;
     /// The whole WR, for full validation; `None` if it is not one this provider can express
-    /// (the queue then refuses it as an operation it does not support).
-    fn send_wr(&self) -> Option<SendWr<'_>>;
+    /// or the source's own checks refuse it (the queue then refuses it as an operation it
+    /// does not support; a caller with checks of its own names the reason itself).
+    fn send_wr(&self, ctx: Self::Ctx) -> Option<SendWr<'_>>;
 }
 
 impl SendWrSource for SendWr<'_> {
+    type Ctx = ();
+
     #[inline(always)]
-    fn plain(&self) -> Option<PlainWr<'_>> {
+    fn plain(&self, _: ()) -> Option<PlainWr<'_>> {
         match (self.op, self.payload) {
             (WrOp::Send, Payload::Sge([sge])) => Some(PlainWr {
                 wr_id: self.wr_id,
@@ -353,7 +363,7 @@ impl SendWrSource for SendWr<'_> {
     }
 
     #[inline(always)]
-    fn send_wr(&self) -> Option<SendWr<'_>> {
+    fn send_wr(&self, _: ()) -> Option<SendWr<'_>> {
         Some(*self)
     }
 }
@@ -392,10 +402,11 @@ pub struct SendQueue {
     max_batch: u32,
     /// Producer counter: WQEs ever published, modulo 2^16 (what the doorbell carries).
     pc: u16,
-    /// Word 0 of a plain WR's WQE in the slot at `pc` but its req_id and dest_qp_num
-    /// ([`plain_word0`]), kept so a post need not compose it. Its phase bit is the phase of
-    /// that slot (flips each time `pc` wraps the ring) and the only place the phase is kept:
-    /// [`phase`](Self::phase), [`flip_phase`](Self::flip_phase).
+    /// Word 0 of a plain WR's WQE in the slot at `pc` but its req_id's index and dest_qp_num
+    /// ([`plain_word0`] with the pool's generation bits, [`WridPool::gen_bits`], in the req_id
+    /// field), kept so a post need not compose it: the pool hands out the index alone. Its
+    /// phase bit is the phase of that slot (flips each time `pc` wraps the ring) and the only
+    /// place the phase is kept: [`phase`](Self::phase), [`flip_phase`](Self::flip_phase).
     word0: u64,
     /// Bits of a `wr_id` that go to word 3 of the WQE (`req_id_ex`, bits 63:16 in place):
     /// all of them above bit 15 with 64-bit request ids, none otherwise.
@@ -455,6 +466,7 @@ impl SendQueue {
         } else {
             WridPool::new(cfg.depth, cfg.gen)?
         };
+        let word0 = plain_word0(false) | u64::from(pool.gen_bits());
         Ok(SendQueue {
             cfg,
             desc,
@@ -467,7 +479,7 @@ impl SendQueue {
             mask: cfg.depth - 1,
             max_batch: cfg.max_batch_wr(),
             pc: 0,
-            word0: plain_word0(false),
+            word0,
             hi_mask: if cfg.req_id_64 { !0xffff } else { 0 },
             plain_qpn_end: plain_qpn_end(true, &cfg),
         })
@@ -492,6 +504,13 @@ impl SendQueue {
     #[inline(always)]
     fn flip_phase(&mut self) {
         self.word0 ^= WORD0_PHASE;
+    }
+
+    /// The pool's generation bits ([`WridPool::gen_bits`]), which `word0` carries in its
+    /// req_id field (bits 15:0) from `new` on.
+    #[inline(always)]
+    fn gen_bits(&self) -> u16 {
+        self.word0 as u16
     }
 
     /// The configuration this queue was built with.
@@ -557,17 +576,30 @@ impl SendQueue {
     /// own, [`post_single`](Self::post_single), that posts it without the run's set-up; any
     /// other list, and a single WR that path declines, goes through the runs.
     #[inline]
-    pub fn post_send_with<W: SendWrSource>(
+    pub fn post_send_with<W: SendWrSource<Ctx = ()>>(
         &mut self,
         wrs: &[W],
         sig_all: bool,
     ) -> Result<usize, PostError> {
+        self.post_send_in(wrs, (), sig_all)
+    }
+
+    /// [`post_send_with`](Self::post_send_with) of WRs whose source makes checks of its own
+    /// with `ctx` ([`SendWrSource`]): a WR they refuse stops the list, refused as an
+    /// operation this queue does not support, with nothing written for it.
+    #[inline]
+    pub fn post_send_in<W: SendWrSource>(
+        &mut self,
+        wrs: &[W],
+        ctx: W::Ctx,
+        sig_all: bool,
+    ) -> Result<usize, PostError> {
         if let [wr] = wrs {
-            if self.post_single(wr, sig_all) {
+            if self.post_single(wr, ctx, sig_all) {
                 return Ok(1);
             }
         }
-        self.post_list(wrs, sig_all)
+        self.post_list(wrs, ctx, sig_all)
     }
 
     /// Posts `wr` on its own if it is a plain WR (a signaled — or `sig_all` — SEND of exactly
@@ -583,8 +615,8 @@ impl SendQueue {
     /// and there is no run to set up (no cut at the ring's end: one slot always fits; no batch
     /// count: one WQE, one doorbell, and `max_batch_wr` >= 1).
     #[inline(always)]
-    pub fn post_single<W: SendWrSource>(&mut self, wr: &W, sig_all: bool) -> bool {
-        let Some(p) = wr.plain() else {
+    pub fn post_single<W: SendWrSource>(&mut self, wr: &W, ctx: W::Ctx, sig_all: bool) -> bool {
+        let Some(p) = wr.plain(ctx) else {
             return false;
         };
         self.post_plain(&p, sig_all)
@@ -600,10 +632,11 @@ impl SendQueue {
             return false;
         }
         // Everything is checked: from here on the WR is posted.
-        let Some((req_id, hi)) = self.take_id(wr.wr_id()) else {
+        let Some((index, hi)) = self.take_id(wr.wr_id()) else {
             return false;
         };
-        let w = plain_words(wr, req_id, self.word0, hi);
+        // `word0` holds the generation bits: with the index they make the req_id.
+        let w = plain_words(wr, index, self.word0, hi);
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
@@ -626,7 +659,12 @@ impl SendQueue {
     /// [`post_send_with`](Self::post_send_with) for every list but a single plain WR: the WRs
     /// in runs, with the general path between them.
     #[inline]
-    fn post_list<W: SendWrSource>(&mut self, wrs: &[W], sig_all: bool) -> Result<usize, PostError> {
+    fn post_list<W: SendWrSource>(
+        &mut self,
+        wrs: &[W],
+        ctx: W::Ctx,
+        sig_all: bool,
+    ) -> Result<usize, PostError> {
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
@@ -640,15 +678,19 @@ impl SendQueue {
         while let Some(rest) = wrs.get(index..).filter(|r| !r.is_empty()) {
             let done = match (plain_ok, self.wqe_size, sig_all) {
                 (false, _, _) => 0,
-                (true, 64, false) => self.post_plain_run::<64, false, W>(rest, &mut batch_left),
-                (true, 64, true) => self.post_plain_run::<64, true, W>(rest, &mut batch_left),
-                (true, _, false) => self.post_plain_run::<128, false, W>(rest, &mut batch_left),
-                (true, _, true) => self.post_plain_run::<128, true, W>(rest, &mut batch_left),
+                (true, 64, false) => {
+                    self.post_plain_run::<64, false, W>(rest, ctx, &mut batch_left)
+                }
+                (true, 64, true) => self.post_plain_run::<64, true, W>(rest, ctx, &mut batch_left),
+                (true, _, false) => {
+                    self.post_plain_run::<128, false, W>(rest, ctx, &mut batch_left)
+                }
+                (true, _, true) => self.post_plain_run::<128, true, W>(rest, ctx, &mut batch_left),
             };
             index += done;
             if let Some(wr) = rest.get(done) {
                 // Not a plain WR, no id was free when the run started, or the ring's end.
-                let r = match wr.send_wr() {
+                let r = match wr.send_wr(ctx) {
                     Some(wr) => self.post_one(&wr, sig_all),
                     None => Err(EfaError::OpNotSupported {
                         qpn: self.cfg.qp_num,
@@ -677,45 +719,50 @@ impl SendQueue {
 
     /// Posts the leading plain WRs of `run` (see [`post_send_with`](Self::post_send_with)) into
     /// `W`-byte slots and returns how many (`SIG_ALL`: the QP's `sq_sig_all`); stops at the
-    /// first WR that is not plain, when the ids free at the start are used up, and at the
-    /// ring's end, so the phase is the same for all of them and the slot address just steps.
+    /// first WR that is not plain, when the ids free at the start are used up or the free
+    /// ring's cells end ([`WridPool::run`]), and at the ring's end, so the phase is the same
+    /// for all of them and the slot address just steps.
     /// Rings the doorbell each time `batch_left` (the WQEs the current batch may still take,
     /// >= 1) comes down to 0, and leaves it >= 1.
     #[inline(always)]
     fn post_plain_run<const W: usize, const SIG_ALL: bool, R: SendWrSource>(
         &mut self,
         run: &[R],
+        ctx: R::Ctx,
         batch_left: &mut u32,
     ) -> usize {
         let first = (u32::from(self.pc) & self.mask) as usize;
         let room = (self.cfg.depth as usize).saturating_sub(first);
         let run = run.get(..run.len().min(room)).unwrap_or_default();
-        let word0 = plain_word0(self.phase());
+        // The phase is that of slot `first`, the same for the whole run; the generation bits
+        // are in it too.
+        let word0 = self.word0;
         let mut ids = self.pool.run(run.len() as u32);
         let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
         let mut dst = self.desc.as_ptr().wrapping_add(first * W).cast::<u64>();
         let mut done = 0;
         let mut left = *batch_left;
-        for wr in run {
-            let Some(wr) = wr.plain() else {
+        for (k, (cell, wr)) in ids.cells_for(run).enumerate() {
+            let Some(wr) = wr.plain(ctx) else {
                 break;
             };
             if !(SIG_ALL || wr.signaled) || wr.dest.remote_qpn > u32::from(u16::MAX) {
                 break;
             }
-            let Some(req_id) = ids.post(wr.wr_id) else {
+            // The run's `k`-th cell, and `k` posts so far (`done`).
+            let Some(index) = ids.post_cell(cell, wr.wr_id) else {
                 break;
             };
-            // Pool path only (`post_list`): req_id_ex stays zero.
-            let w = plain_words(&wr, req_id, word0, 0);
+            // Pool path only (`post_list`): req_id_ex stays zero; `word0` has the generation.
+            let w = plain_words(&wr, index, word0, 0);
             // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is cut
             // at the ring's end above), so its W bytes lie within `depth * W <= desc_len` bytes
             // of `desc`, which `new`'s caller made writable, 8-aligned (`desc` and W are
             // multiples of 8).
             unsafe { store_slot(dst, &w, W == 128) };
             dst = dst.wrapping_add(W / 8);
-            done += 1;
+            done = k + 1;
             left -= 1;
             if left == 0 {
                 // Every WC store of this batch reaches the device before the doorbell.
@@ -766,9 +813,10 @@ impl SendQueue {
         if !plain {
             self.validate(wr, sig_all)?;
         }
-        let Some((req_id, hi)) = self.take_id(wr.wr_id) else {
+        let Some((index, hi)) = self.take_id(wr.wr_id) else {
             return Err(self.queue_full());
         };
+        let req_id = index | self.gen_bits();
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let phase = self.phase();
         // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
@@ -782,16 +830,17 @@ impl SendQueue {
         Ok(())
     }
 
-    /// A request id for `wr_id`, marked posted: its `req_id` and the word-3 bits of the WQE
-    /// (`req_id_ex`, zero on the pool path); `None` when the SQ is full. One test of
-    /// `hi_mask` picks the path, so the pool path pays only that for 64-bit ids existing.
+    /// A request id for `wr_id`, marked posted: its `req_id` but the generation bits
+    /// ([`gen_bits`](Self::gen_bits); none in a 64-bit pool, whose req_id is the low 16 bits
+    /// of `wr_id`) and the word-3 bits of the WQE (`req_id_ex`: bits 63:16 of `wr_id` from a
+    /// 64-bit pool, zero on the pool path); `None` when the SQ is full. The pool tells which
+    /// it is by the bounds check its own path makes ([`WridPool::alloc_posted_either`]), so
+    /// the pool path pays nothing for 64-bit ids existing.
     #[inline(always)]
     fn take_id(&mut self, wr_id: u64) -> Option<(u16, u64)> {
-        if self.hi_mask == 0 {
-            Some((self.pool.alloc_posted(wr_id)?, 0))
-        } else {
-            Some((self.pool.alloc_posted_64(wr_id)?, wr_id & self.hi_mask))
-        }
+        let (index, wide) = self.pool.alloc_posted_either(wr_id)?;
+        // A 64-bit pool is one of an SQ with `hi_mask` set (`new`).
+        Some((index, if wide { wr_id & !0xffff } else { 0 }))
     }
 
     #[cold]
@@ -954,13 +1003,29 @@ fn plain_words<P: PlainSource + ?Sized>(wr: &P, req_id: u16, word0: u64, hi: u64
         u64::from(qkey),
         // reserved2[4..6] | req_id_ex: bits 63:16 of a 64-bit request id, in place.
         hi,
-        // length, then the low 24 bits of lkey at bit 32 (a 32-bit mask: no 64-bit constant
-        // to hold in a register).
-        u64::from(sge.length) | u64::from(sge.lkey & EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32,
+        // length, then the low 24 bits of lkey at bit 32.
+        sge_len_lkey(sge),
         sge.addr,
         0,
         0,
     ]
+}
+
+/// Word 0 of a buffer descriptor (`struct efa_io_tx_buf_desc`) for `s`, in CPU order: its
+/// length, then the low 24 bits of its lkey at bit 32. In `ibv_sge` (`Sge`, `#[repr(C)]`:
+/// `addr`, `length`, `lkey`) the two fields are bytes 8..16, in that order, so on a
+/// little-endian CPU they are that word as it lies in memory: one load and a mask instead of
+/// two loads and their shifts.
+#[inline(always)]
+fn sge_len_lkey(s: &Sge) -> u64 {
+    let mask = u64::from(EFA_IO_TX_BUF_DESC_LKEY_MASK) << 32 | 0xffff_ffff;
+    if cfg!(target_endian = "little") {
+        let b: &[u8; 16] = zerocopy::transmute_ref!(s);
+        let [_, _, _, _, _, _, _, _, rest @ ..] = *b;
+        u64::from_le_bytes(rest) & mask
+    } else {
+        (u64::from(s.length) | u64::from(s.lkey) << 32) & mask
+    }
 }
 
 /// Sum of the SGE lengths of a WQE's (at most 2) SGEs; `u64::MAX` for more, which every
@@ -1281,7 +1346,9 @@ impl SendSession<'_> {
         if n != 0 {
             self.sq.pool.rollback(n);
             self.sq.pc = self.pc0;
-            self.sq.word0 = plain_word0(self.phase0);
+            if self.sq.phase() != self.phase0 {
+                self.sq.flip_phase();
+            }
         }
     }
 }

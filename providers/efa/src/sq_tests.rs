@@ -896,3 +896,25 @@ fn single_posts_interleaved_with_lists_sessions_and_completions() {
         "{singles} single posts, {full_singles} found no id"
     );
 }
+
+/// The one-load read of an SGE's length and lkey is the buffer descriptor's first word as the
+/// field-by-field composition makes it: the length, then the lkey's low 24 bits (its top
+/// byte dropped).
+#[test]
+fn sge_len_lkey_is_the_buf_desc_word() {
+    for (length, lkey) in [
+        (0, 0),
+        (64, 0x1234),
+        (u32::MAX, u32::MAX),
+        (0x8000_0001, 0xab12_3456),
+    ] {
+        let s = Sge {
+            addr: 0x1122_3344_5566_7788,
+            length,
+            lkey,
+        };
+        let want = u64::from(length) | u64::from(lkey & 0x00ff_ffff) << 32;
+        assert_eq!(sge_len_lkey(&s), want, "{s:?}");
+        assert_eq!(buf_desc_words(&s)[0], want, "{s:?}");
+    }
+}

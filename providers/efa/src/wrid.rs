@@ -299,6 +299,22 @@ impl WridPool {
     /// a 64-bit pool (which has no slots: [`alloc_posted_64`](Self::alloc_posted_64)).
     #[inline(always)]
     pub fn alloc_posted(&mut self, wr_id: u64) -> Option<u16> {
+        Some(self.alloc_posted_index(wr_id)? | self.shared.shifted_gen)
+    }
+
+    /// The generation bits of this pool's req_ids, in place above the index bits: a req_id is
+    /// an index ([`alloc_posted_index`](Self::alloc_posted_index),
+    /// [`PostRun::post_index`]) or-ed with these. Fixed for the pool's life (0 in a 64-bit
+    /// pool), so a caller may keep them or-ed into a word it composes descriptors from.
+    pub fn gen_bits(&self) -> u16 {
+        self.shared.shifted_gen
+    }
+
+    /// [`alloc_posted`](Self::alloc_posted) without the generation bits: the id's index
+    /// alone (below [`gen_bits`](Self::gen_bits)' lowest bit), for a caller that or-s them in
+    /// itself.
+    #[inline(always)]
+    pub fn alloc_posted_index(&mut self, wr_id: u64) -> Option<u16> {
         // Mixing with staged ids would make `publish` mark the wrong cells; the queue never
         // does (a session holds the queue borrowed until it publishes or rolls back).
         debug_assert_eq!(self.staged, 0);
@@ -317,7 +333,43 @@ impl WridPool {
         // `true` (step 1).
         slot.posted.store(true, Ordering::Release);
         self.head = self.head.wrapping_add(1);
-        Some(id | s.shifted_gen)
+        Some(id)
+    }
+
+    /// [`alloc_posted_index`](Self::alloc_posted_index) or
+    /// [`alloc_posted_64`](Self::alloc_posted_64), whichever this pool is for, without a test
+    /// of its own of which: `Some((index, false))` from a pool with a free ring,
+    /// `Some((wr_id as u16, true))` from a 64-bit pool, `None` when the queue is full. The
+    /// free ring of a 64-bit pool is empty and every other pool's has a cell at every masked
+    /// position (`new`, `new_64bit`), so the bounds check of the free-ring cell, which the
+    /// pool path makes anyway, is what tells the two apart.
+    #[inline(always)]
+    pub fn alloc_posted_either(&mut self, wr_id: u64) -> Option<(u16, bool)> {
+        debug_assert_eq!(self.staged, 0);
+        // As in `alloc` (step 4); the same count in both kinds of pool.
+        if self.free_for(1) == 0 {
+            return None;
+        }
+        let s = &*self.shared;
+        let Some(cell) = s.free.get((self.head & s.ring_mask) as usize) else {
+            // Only a 64-bit pool has no cell here (its ring is empty).
+            self.head = self.head.wrapping_add(1);
+            // Release: as in `alloc_posted_64`.
+            s.posted.store(self.head, Ordering::Release);
+            return Some((wr_id as u16, true));
+        };
+        // From here as `alloc_posted_index`. Relaxed: ordered by the Acquire load of
+        // `tail_seen`.
+        let id = cell.load(Ordering::Relaxed);
+        // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
+        let slot = s.slots.get(usize::from(id))?;
+        // Relaxed: published by the Release store just below (step 1).
+        slot.wr_id.store(wr_id, Ordering::Relaxed);
+        // Release: the `wr_id` store happens-before a completer's Acquire load that sees
+        // `true` (step 1).
+        slot.posted.store(true, Ordering::Release);
+        self.head = self.head.wrapping_add(1);
+        Some((id, false))
     }
 
     /// [`alloc_posted`](Self::alloc_posted) for a pool made by [`new_64bit`](Self::new_64bit)
@@ -338,10 +390,13 @@ impl WridPool {
     }
 
     /// Starts a run of at most `want` posts (a pool made by [`new_64bit`](Self::new_64bit)
-    /// has no free ring: its runs post nothing, so its queue posts one by one) that take their ids with [`PostRun::post`]: the
-    /// free ids are counted once, from the last loaded `tail` and with a new Acquire load of it
-    /// only when that count is below `want`. Ids the completer frees while the run lasts wait
-    /// for the next run; the run's position is written back when it drops.
+    /// has no free ring: its runs post nothing, so its queue posts one by one) that take their
+    /// ids with [`PostRun::post`]: the free ids are counted once, from the last loaded `tail`
+    /// and with a new Acquire load of it only when that count is below `want`, and the run
+    /// takes them from the free ring's cells from `head`'s on up to the ring's end at most
+    /// (one slice, no position to mask per id). Ids the completer frees while the run lasts,
+    /// and free ids past the ring's end, wait for the next run; the run's position is written
+    /// back when it drops.
     #[inline(always)]
     pub fn run(&mut self, want: u32) -> PostRun<'_> {
         // As in `alloc_posted`: posted ids are never mixed with staged ones.
@@ -349,12 +404,17 @@ impl WridPool {
         // Every id this run pops lies before `tail_seen`, loaded with Acquire (step 4).
         let free_now = self.free_for(want);
         let s = &*self.shared;
+        // The cells at ring positions `head .. head + n` (n <= free), cut at the ring's end.
+        let from = s
+            .free
+            .get((self.head & s.ring_mask) as usize..)
+            .unwrap_or_default();
+        let cells = from.get(..want.min(free_now) as usize).unwrap_or(from);
         PostRun {
-            pos: self.head as usize,
-            left: want.min(free_now),
             head: &mut self.head,
-            free: &s.free,
+            cells,
             slots: &s.slots,
+            posted: 0,
             shifted_gen: s.shifted_gen,
         }
     }
@@ -402,37 +462,80 @@ impl WridPool {
 /// drops.
 #[derive(Debug)]
 pub struct PostRun<'p> {
-    /// The pool's `head`, written back on drop.
+    /// The pool's `head`, moved on by `posted` on drop.
     head: &'p mut u32,
-    /// The free ring (its length is a power of two).
-    free: &'p [AtomicU16],
+    /// The free-ring cells of the ids this run may take, in ring order from `head`'s: free
+    /// when the run started (before `tail_seen`), at most what was asked for.
+    cells: &'p [AtomicU16],
     slots: &'p [Slot],
-    /// Ids ever popped, this run's included (the low 32 bits are the new `head`).
-    pos: usize,
-    /// Ids this run may still pop: free when the run started, at most what was asked for.
-    left: u32,
+    /// Ids this run has taken: those of `cells[..posted]`.
+    posted: usize,
     shifted_gen: u16,
 }
 
-impl PostRun<'_> {
+/// A free-ring cell of a [`PostRun`], the `k`-th of the run ([`PostRun::cells_for`]).
+#[derive(Debug)]
+pub struct FreeCell<'p> {
+    cell: &'p AtomicU16,
+    k: usize,
+}
+
+impl<'p> PostRun<'p> {
     /// The leading `items` that this run has ids for (all of them if it has enough): a loop
-    /// over these never finds [`post`](Self::post) out of ids, which lets the compiler drop
-    /// that check.
+    /// over these that posts once per item never finds [`post`](Self::post) out of ids,
+    /// which lets the compiler drop that check.
     #[inline(always)]
     pub fn limit<'a, T>(&self, items: &'a [T]) -> &'a [T] {
-        items.get(..self.left as usize).unwrap_or(items)
+        items.get(..self.cells.len()).unwrap_or(items)
     }
 
     /// Takes a free id for `wr_id`, marks it posted and returns the `req_id` for the
     /// descriptor; `None` once the run has used up the ids that were free when it started.
     #[inline(always)]
     pub fn post(&mut self, wr_id: u64) -> Option<u16> {
-        if self.left == 0 {
-            return None;
-        }
-        // The ring's length is a power of two, so the masked position is always a cell (the
-        // compiler sees it too and drops the bounds check); `get` keeps it a checked fact.
-        let cell = self.free.get(self.pos & self.free.len().wrapping_sub(1))?;
+        Some(self.post_index(wr_id)? | self.shifted_gen)
+    }
+
+    /// [`post`](Self::post) without the generation bits ([`WridPool::gen_bits`]): the id's
+    /// index alone.
+    #[inline(always)]
+    pub fn post_index(&mut self, wr_id: u64) -> Option<u16> {
+        self.post_index_at(self.posted, wr_id)
+    }
+
+    /// [`post_index`](Self::post_index) for a caller that counts the run's posts itself: `k`
+    /// must be the number of posts this run has made so far. `None` for a `k` past the run's
+    /// ids. A `k` that skipped a cell would leave that id popped and never posted (lost to the
+    /// queue, never completed: the completer refuses it), so the poster never does that.
+    #[inline(always)]
+    pub fn post_index_at(&mut self, k: usize, wr_id: u64) -> Option<u16> {
+        let cell = self.cells.get(k)?;
+        self.post_cell(FreeCell { cell, k }, wr_id)
+    }
+
+    /// The leading `items` (those [`limit`](Self::limit) keeps) each paired with the free
+    /// cell of the id it is to take, in order: a loop over these that posts each item with
+    /// [`post_cell`](Self::post_cell) in turn has no count of ids to check.
+    #[inline(always)]
+    pub fn cells_for<'a, T>(
+        &self,
+        items: &'a [T],
+    ) -> impl Iterator<Item = (FreeCell<'p>, &'a T)> + use<'a, 'p, T> {
+        let cells: &'p [AtomicU16] = self.cells;
+        cells
+            .iter()
+            .enumerate()
+            .map(|(k, cell)| FreeCell { cell, k })
+            .zip(items)
+    }
+
+    /// Takes the id of `c` (the run's cell number `c.k`, which must be the number of posts
+    /// this run has made so far, as [`post_index_at`](Self::post_index_at)) for `wr_id`,
+    /// marks it posted and returns its index.
+    #[inline(always)]
+    pub fn post_cell(&mut self, c: FreeCell<'p>, wr_id: u64) -> Option<u16> {
+        debug_assert_eq!(c.k, self.posted);
+        let (cell, k) = (c.cell, c.k);
         // Relaxed: ordered by the Acquire load of `tail` in `WridPool::run`.
         let id = cell.load(Ordering::Relaxed);
         // Free ids are < capacity (see `WridPool::alloc`); `get` keeps it a checked fact.
@@ -442,18 +545,17 @@ impl PostRun<'_> {
         // Release: the `wr_id` store happens-before a completer's Acquire load that sees
         // `true` (step 1).
         slot.posted.store(true, Ordering::Release);
-        self.left -= 1;
-        self.pos = self.pos.wrapping_add(1);
-        Some(id | self.shifted_gen)
+        self.posted = k + 1;
+        Some(id)
     }
 }
 
 impl Drop for PostRun<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        // `pos` started at `head` and counts the ids popped since: mod 2^32 it is the new
-        // `head` (the ring index only uses the low bits, which agree).
-        *self.head = self.pos as u32;
+        // The ids of `cells[..posted]` were popped: `posted` <= the cells' count <= the
+        // ring's length, so it fits a u32.
+        *self.head = self.head.wrapping_add(self.posted as u32);
     }
 }
 
@@ -662,6 +764,33 @@ mod tests {
         assert_eq!(p.alloc_posted(400), Some(ids[1]));
         assert_eq!(p.run(3).post(5), None, "full");
         for (id, w) in [(ids[2], 200), (ids[0], 300), (ids[1], 400), (ids[3], 103)] {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        assert_eq!(p.outstanding(), 0);
+    }
+
+    /// A run takes its ids from one slice of the free ring: it stops at the ring's end even
+    /// with more ids free, and the next run goes on from the ring's start.
+    #[test]
+    fn run_stops_at_the_free_rings_end() {
+        let (mut p, mut c) = WridPool::new(4, 0).unwrap();
+        let first: Vec<u16> = (0..3).map(|i| p.alloc_posted(i).unwrap()).collect();
+        for (&id, w) in first.iter().zip(0..) {
+            assert_eq!(c.complete(id), Ok(w));
+        }
+        // head 3, four ids free: the cell at position 3 is the ring's last.
+        let mut run = p.run(4);
+        let last = run.post(10).unwrap();
+        assert_eq!(run.post(11), None, "the ring's end");
+        drop(run);
+        assert_eq!(p.outstanding(), 1);
+        let mut run = p.run(4);
+        let rest: Vec<u16> = (12..15).map(|w| run.post(w).unwrap()).collect();
+        assert_eq!(run.post(15), None, "all four taken");
+        drop(run);
+        assert_eq!(rest, first, "freed in that order");
+        assert_eq!(c.complete(last), Ok(10));
+        for (&id, w) in rest.iter().zip(12..) {
             assert_eq!(c.complete(id), Ok(w));
         }
         assert_eq!(p.outstanding(), 0);
