@@ -159,6 +159,15 @@ pub fn resolve(series: Series, arch: Arch) -> Result<String> {
     }
     // A fresh machine has no package lists yet: refresh once and look again.
     crate::prereq::apt_update()?;
+    if let Some(p) = newest_known(series, arch)? {
+        return Ok(p);
+    }
+    // Debian 12's 6.12 kernels are only in bookworm-security, which a debootstrap chroot lacks.
+    if crate::prereq::ensure_security_suite()? {
+        if let Some(p) = newest_known(series, arch)? {
+            return Ok(p);
+        }
+    }
     newest_known(series, arch)?.ok_or_else(|| {
         err!(
             "no Debian package found for the {} {} kernel series (looked for {} with `apt-cache pkgnames`); \

@@ -212,6 +212,81 @@ pub fn ensure_foreign_arch(arch: Arch) -> Result<()> {
     apt_update_now()
 }
 
+/// Where `ensure_security_suite` writes the suite it adds.
+const SECURITY_SOURCES: &str = "/etc/apt/sources.list.d/uverbs-debian-security.sources";
+
+/// Makes sure apt knows Debian's security suite (`<codename>-security`), where Debian 12 ships
+/// its newer kernel series (the 6.12 test kernel is only there). Every standard Debian 12
+/// install and the `debian:12` container image list it; a debootstrap chroot does not. When
+/// it is missing on a Debian host, adds the stanza those images have (deb822, signed by the
+/// archive keyring `debian-archive-keyring` installs) as `SECURITY_SOURCES`, says so, and
+/// refreshes the lists. Returns whether it added the suite.
+pub fn ensure_security_suite() -> Result<bool> {
+    let policy = output(Command::new("apt-cache").arg("policy"))?;
+    if policy.lines().any(|l| l.contains("-security")) {
+        return Ok(false);
+    }
+    let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |k: &str| {
+        os.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    let (Some(id), Some(codename)) = (field("ID"), field("VERSION_CODENAME")) else {
+        return Ok(false);
+    };
+    if id != "debian" {
+        return Ok(false);
+    }
+    let stanza = format!(
+        "# Added by `cargo xtask` (uverbs): Debian's security suite, as a standard install has it.\n\
+         Types: deb\n\
+         URIs: http://deb.debian.org/debian-security\n\
+         Suites: {codename}-security\n\
+         Components: main\n\
+         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    );
+    println!(
+        "xtask: apt lists no {codename}-security suite (a debootstrap chroot has only {codename}); \
+         Debian ships its newer kernel series there, so adding it as a standard Debian install has \
+         it: {SECURITY_SOURCES}"
+    );
+    let written = if crate::util::is_root() {
+        std::fs::write(SECURITY_SOURCES, &stanza).map_err(|e| e.to_string())
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(["-n", "tee", SECURITY_SOURCES])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null());
+        c.spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .expect("piped stdin")
+                    .write_all(stanza.as_bytes())?;
+                child.wait()
+            })
+            .map_err(|e| e.to_string())
+            .and_then(|st| {
+                if st.success() {
+                    Ok(())
+                } else {
+                    Err(format!("sudo tee exited with {st}"))
+                }
+            })
+    };
+    written.map_err(|e| {
+        err!(
+            "could not add Debian's {codename}-security suite ({e}); as root, write to \
+             {SECURITY_SOURCES}:\n{stanza}and run `apt-get update`"
+        )
+    })?;
+    apt_update_now()?;
+    Ok(true)
+}
+
 /// Install the packages of `list` that are missing, saying which and why.
 fn install_missing(list: &[(&str, &str)]) -> Result<()> {
     let missing: Vec<&(&str, &str)> = list.iter().filter(|(p, _)| !is_installed(p)).collect();
