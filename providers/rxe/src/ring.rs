@@ -356,8 +356,9 @@ impl Queue {
         if min > self.elem_size {
             return None;
         }
-        let off = RXE_QUEUE_BUF_DATA_OFFSET
-            + (((index & self.index_mask) as usize) << self.log2_elem_size);
+        // `* elem_size`, which is `<< log2_elem_size` (a power of two, `from_raw`), as one
+        // multiply by a field instead of a shift by a register.
+        let off = RXE_QUEUE_BUF_DATA_OFFSET + ((index & self.index_mask) as usize) * self.elem_size;
         // `from_raw` checked that the whole element array lies in the mapping, so this slot's
         // `elem_size` bytes at `off` do.
         debug_assert!(off + self.elem_size <= self.len);
@@ -447,12 +448,17 @@ impl SlotMut<'_> {
             _ => return None,
         }
         let mut dst = self.ptr.wrapping_add(offset);
-        if let [sge] = sges {
-            // One SGE, the common case, without the loop's set-up.
-            // SAFETY: `offset..offset + 16` is inside the live, producer-owned element (checked
-            // above); `sge` is a Rust value; the unaligned write forms no reference.
-            unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
-            return Some(u64::from(sge.length));
+        match sges {
+            [] => return Some(0),
+            [sge] => {
+                // One SGE, the common case, without the loop's set-up.
+                // SAFETY: `offset..offset + 16` is inside the live, producer-owned element
+                // (checked above); `sge` is a Rust value; the unaligned write forms no
+                // reference.
+                unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
+                return Some(u64::from(sge.length));
+            }
+            _ => {}
         }
         let mut total = 0u64;
         // The run `offset..offset + 16 * sges.len()` is inside the element (checked above) and
