@@ -304,7 +304,12 @@ impl Cq {
             // caller's loop; an empty poll ends here.
             CqRing::Rxe { cq, .. } => match cq.refresh(wcs.len()) {
                 Ok(0) => Ok(0),
-                Ok(_) => crate::rxe::take_cqes(&self.shared, cq, wcs),
+                // One to take (one asked for, or one ready): inline, no call.
+                Ok(1) => Ok(match wcs.first_mut() {
+                    Some(wc) => crate::rxe::take_one(cq, wc),
+                    None => 0,
+                }),
+                Ok(_) => Ok(crate::rxe::take_cqes(cq, wcs)),
                 Err(e) => Err(crate::rxe::cq_ring_error(&self.shared, e)),
             },
             // One completion asked for: a path of its own (most of such a call is per-call

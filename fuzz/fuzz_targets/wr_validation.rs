@@ -141,9 +141,21 @@ fn rxe_send(inp: &mut Input<'_>) {
         match inp.u8() % 4 {
             0 | 1 => {
                 let pending = sq.pending();
-                if let Err(e) = sq.post(&wr) {
-                    let _ = e.to_string();
-                    assert_eq!(sq.pending(), pending, "a refused WR was written: {e}");
+                // The fast path first, as uverbs posts: it posts the WR or moves nothing.
+                let fast = match (wr.payload, wr.ud) {
+                    (rxe::Payload::Sge(sges), None) => {
+                        sq.post_fast(wr.wr_id, &wr.op, wr.flags, sges)
+                    }
+                    _ => false,
+                };
+                if fast {
+                    assert_eq!(sq.pending(), pending + 1, "a fast post takes one slot");
+                } else {
+                    assert_eq!(sq.pending(), pending, "a declined WR was written");
+                    if let Err(e) = sq.post(&wr) {
+                        let _ = e.to_string();
+                        assert_eq!(sq.pending(), pending, "a refused WR was written: {e}");
+                    }
                 }
             }
             2 => {

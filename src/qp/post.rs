@@ -49,7 +49,7 @@ impl Qp {
                 if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
                     return self.post_send_not_ready();
                 }
-                r.post_send(&self.inner, wrs)
+                r.post_send(wrs, &self.inner)
             }
         }
     }

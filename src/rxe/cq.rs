@@ -123,34 +123,66 @@ const _: () = {
     assert!(offset_of!(K, port_num) == offset_of!(Wc, dlid_path_bits) + 1);
 };
 
-/// The rxe arm of [`Cq::poll`](crate::Cq::poll) once completions are known ready: each slot copied whole into
-/// its `Wc` (same layout, asserted above: a few wide loads and stores), the flags word
-/// translated in place, one Release store of the consumer index, no second load of the
-/// kernel's index. Out of line (a direct call) so `Cq::poll` itself stays small enough to
-/// inline.
+/// The rxe arm of [`Cq::poll`](crate::Cq::poll) once completions are known ready: each slot
+/// copied whole into its `Wc` (same layout, asserted above: three 16-byte loads and stores),
+/// one Release store of the consumer index, no second load of the kernel's index; then the
+/// completions whose kernel flags need it (see [`needs_fix`]) fixed in place. Out of line (a
+/// direct call) so `Cq::poll` itself stays small enough to inline.
 #[inline(never)]
-pub(crate) fn take_cqes(
-    shared: &CqShared,
-    cq: &mut uverbs_rxe::CompletionQueue,
-    wcs: &mut [Wc],
-) -> Result<usize> {
-    cq.take_raw(wcs, wc_from_slot)
-        .map_err(|e| cq_ring_error(shared, e))
+pub(crate) fn take_cqes(cq: &mut uverbs_rxe::CompletionQueue, wcs: &mut [Wc]) -> usize {
+    let n = cq.take_raw(wcs, wc_as_copied);
+    // `n <= wcs.len()` (`take_raw` fills a prefix of `wcs`): the empty default never applies.
+    for wc in wcs.get_mut(..n).unwrap_or_default() {
+        if needs_fix(wc) {
+            fix_in_place(wc);
+        }
+    }
+    n
 }
 
-/// The 8-byte word of `Wc` (and of `ib_uverbs_wc`) that holds `src_qp` and `wc_flags`.
-const FLAGS_WORD: usize = std::mem::offset_of!(Wc, wc_flags) / 8;
-const _: () = assert!(
-    std::mem::offset_of!(Wc, src_qp) == FLAGS_WORD * 8
-        && std::mem::offset_of!(Wc, wc_flags) == FLAGS_WORD * 8 + 4
-);
+/// The rxe arm of [`Cq::poll`](crate::Cq::poll) when it takes one completion (one asked for,
+/// or one ready): inline in the caller, the slot copied into `wc` whole and the consumer
+/// index stored; then, only if the copied flags need it, the fix-up, out of line.
+#[inline(always)]
+pub(crate) fn take_one(cq: &mut uverbs_rxe::CompletionQueue, wc: &mut Wc) -> usize {
+    let n = cq.take_raw(std::slice::from_mut(wc), wc_as_copied);
+    if n == 1 && needs_fix(wc) {
+        fix_out_of_line(wc);
+    }
+    n
+}
 
-/// The 8-byte word of `Wc` (and of `ib_uverbs_wc`) that holds `imm_data` and `qp_num`.
-const IMM_WORD: usize = std::mem::offset_of!(Wc, imm_data) / 8;
-const _: () = assert!(
-    std::mem::offset_of!(Wc, imm_data) == IMM_WORD * 8
-        && std::mem::offset_of!(Wc, qp_num) == IMM_WORD * 8 + 4
-);
+/// The first 48 bytes of an rxe CQ slot (`struct ib_uverbs_wc`), as a `Wc` of the same
+/// layout (asserted above), moved as six words: every field is already what `struct
+/// ibv_wc` says except, when [`needs_fix`] says so, the flags and the immediate data.
+#[inline(always)]
+fn wc_as_copied(words: [u64; 6]) -> Wc {
+    zerocopy::transmute!(words)
+}
+
+/// Whether a `Wc` copied whole from a slot needs [`fix_in_place`]: its flags (the kernel's
+/// `IB_WC_*` bits, as copied) hold something besides GRH. A send completion, and most
+/// receives, have none (GRH has the same bit in both enums, and without `WITH_IMM` there is
+/// no immediate to turn), so for them the copy is the whole conversion.
+#[inline(always)]
+fn needs_fix(wc: &Wc) -> bool {
+    wc.wc_flags.bits() & !uverbs_uapi::verbs::IB_WC_GRH != 0
+}
+
+/// [`fix_in_place`] out of line (for the inline one-completion path).
+#[inline(never)]
+fn fix_out_of_line(wc: &mut Wc) {
+    fix_in_place(wc)
+}
+
+/// Turns a `Wc` copied whole from a slot into the `Wc` it means: the kernel's flags
+/// translated to libibverbs' bits, immediate data (stored big-endian) to host order.
+#[inline(always)]
+fn fix_in_place(wc: &mut Wc) {
+    let kflags = wc.wc_flags.bits();
+    wc.imm_data = imm_from_kernel(wc.imm_data, kflags);
+    wc.wc_flags = wc_flags_from_kernel(kflags);
+}
 
 /// The `ex` union of an rxe completion as `Wc::imm_data` holds it: immediate data (stored
 /// big-endian, as it travels) in host order, an invalidated rkey (stored host order) as it is.
@@ -160,42 +192,6 @@ fn imm_from_kernel(ex: u32, kernel_flags: u32) -> u32 {
         u32::from_be(ex)
     } else {
         ex
-    }
-}
-
-/// A `Wc` from the first 48 bytes of an rxe CQ slot, taken as six words so that each moves
-/// with one load and one store: every field but the flags and the immediate is already what
-/// `struct ibv_wc` says (same layout, asserted above); the kernel's `IB_WC_*` flags are
-/// translated inside their word, next to `src_qp`, which is kept as it is, and immediate data
-/// turned to host order inside its word, next to `qp_num`.
-#[inline(always)]
-fn wc_from_slot(mut words: [u64; 6]) -> Wc {
-    let (src_qp, kflags) = halves(words[FLAGS_WORD]);
-    words[FLAGS_WORD] = join(src_qp, wc_flags_from_kernel(kflags).bits());
-    let (ex, qp_num) = halves(words[IMM_WORD]);
-    words[IMM_WORD] = join(imm_from_kernel(ex, kflags), qp_num);
-    zerocopy::transmute!(words)
-}
-
-/// The two `u32`s an 8-byte word holds, in memory order (the one at the lower address
-/// first): the same as splitting its native-endian bytes in two, as one shift and one
-/// truncation.
-#[inline(always)]
-fn halves(w: u64) -> (u32, u32) {
-    if cfg!(target_endian = "little") {
-        (w as u32, (w >> 32) as u32)
-    } else {
-        ((w >> 32) as u32, w as u32)
-    }
-}
-
-/// The inverse of [`halves`].
-#[inline(always)]
-fn join(first: u32, second: u32) -> u64 {
-    if cfg!(target_endian = "little") {
-        u64::from(first) | (u64::from(second) << 32)
-    } else {
-        (u64::from(first) << 32) | u64::from(second)
     }
 }
 
@@ -216,25 +212,17 @@ mod tests {
     use uverbs_uapi::verbs::{IB_WC_GRH, IB_WC_IP_CSUM_OK, IB_WC_WITH_IMM, IB_WC_WITH_INVALIDATE};
     use zerocopy::IntoBytes;
 
-    /// `halves`/`join` split a word as its native-endian bytes split: the `u32` at the lower
-    /// address first.
-    #[test]
-    fn halves_are_the_words_two_u32s_in_memory_order() {
-        let bytes = [1u8, 2, 3, 4, 5, 6, 7, 8];
-        let w = u64::from_ne_bytes(bytes);
-        let (a, b) = halves(w);
-        assert_eq!(a, u32::from_ne_bytes([1, 2, 3, 4]));
-        assert_eq!(b, u32::from_ne_bytes([5, 6, 7, 8]));
-        assert_eq!(join(a, b), w);
-    }
-
-    /// The whole-slot copy plus the flags fix gives the same `Wc` as the field-by-field
-    /// conversion, for every field (the const layout assertions say where; this says what).
+    /// The whole-slot copy plus the fix-up, as `take_cqes` and `take_one` do it, gives the
+    /// same `Wc` as the field-by-field conversion, for every field (the const layout
+    /// assertions say where; this says what), and the plain copy is taken exactly when no
+    /// flag but GRH is set.
     #[test]
     fn whole_slot_copy_matches_the_field_by_field_conversion() {
         use uverbs_uapi::write::IbUverbsWc;
         use zerocopy::FromBytes;
-        for flags in 0..16u32 {
+        // Each of the four kernel flags alone and together, without and with an unknown bit
+        // (no flag but GRH takes the plain copy; everything else the translation).
+        for flags in (0..16u32).flat_map(|f| [f, f | 0x100]) {
             let k = IbUverbsWc {
                 wr_id: 0x0102_0304_0506_0708,
                 status: 5,
@@ -244,7 +232,7 @@ mod tests {
                 ex: 0x3344_5566u32.to_ne_bytes(),
                 qp_num: 0x77,
                 src_qp: 0x88,
-                wc_flags: flags | 0x100,
+                wc_flags: flags,
                 pkey_index: 0x99,
                 slid: 0xaa,
                 sl: 0xb,
@@ -268,7 +256,15 @@ mod tests {
                 dlid_path_bits: k.dlid_path_bits,
                 port_num: k.port_num,
             };
-            let w = wc_from_slot(<[u64; 6]>::read_from_bytes(k.as_bytes()).unwrap());
+            let mut w = wc_as_copied(<[u64; 6]>::read_from_bytes(k.as_bytes()).unwrap());
+            assert_eq!(
+                needs_fix(&w),
+                flags & !IB_WC_GRH != 0,
+                "kernel flags {flags:#x}"
+            );
+            if needs_fix(&w) {
+                fix_in_place(&mut w);
+            }
             assert_eq!(w, wc_from_rxe(&c), "kernel flags {flags:#x}");
             // Immediate data (stored big-endian) in host order; an rkey as stored.
             let want = if flags & IB_WC_WITH_IMM != 0 {
@@ -279,6 +275,107 @@ mod tests {
             assert_eq!(w.imm_data, want, "kernel flags {flags:#x}");
             assert_eq!(w.wc_flags, wc_flags_from_kernel(flags));
         }
+    }
+
+    /// `take_one` (inline, its fix-up out of line) and `take_cqes` (a run, fixed up after the
+    /// copy) turn ring slots into the `Wc`s the field-by-field conversion gives, plain ones
+    /// and ones with flags to translate alike, and free exactly the slots they took.
+    #[test]
+    #[allow(unsafe_code)]
+    fn take_one_and_take_cqes_give_the_converted_completions() {
+        use uverbs_uapi::rxe::{
+            RxeQueueBuf, RXE_QUEUE_BUF_CONSUMER_INDEX_OFFSET, RXE_QUEUE_BUF_DATA_OFFSET,
+            RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET,
+        };
+        use uverbs_uapi::write::IbUverbsWc;
+        // 8 slots of 64 bytes behind the header, as the kernel lays out a CQ ring.
+        let mut words = vec![0u64; (RXE_QUEUE_BUF_DATA_OFFSET + 8 * 64) / 8];
+        let hdr = RxeQueueBuf {
+            log2_elem_size: 6,
+            index_mask: 7,
+            ..Default::default()
+        };
+        words.as_mut_bytes()[..std::mem::size_of::<RxeQueueBuf>()].copy_from_slice(hdr.as_bytes());
+        let cqes: Vec<IbUverbsWc> = [
+            0,
+            IB_WC_WITH_IMM,
+            IB_WC_GRH,
+            IB_WC_WITH_INVALIDATE | IB_WC_GRH,
+        ]
+        .iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+        .map(|(i, &wc_flags)| IbUverbsWc {
+            wr_id: 100 + i as u64,
+            opcode: 0x80,
+            byte_len: 8,
+            ex: 0x1122_3344u32.to_ne_bytes(),
+            qp_num: 5,
+            wc_flags,
+            ..Default::default()
+        })
+        .collect();
+        let bytes = words.as_mut_bytes();
+        for (i, c) in cqes.iter().enumerate() {
+            let at = RXE_QUEUE_BUF_DATA_OFFSET + 64 * i;
+            bytes[at..at + 48].copy_from_slice(c.as_bytes());
+        }
+        bytes[RXE_QUEUE_BUF_PRODUCER_INDEX_OFFSET..][..4].copy_from_slice(&6u32.to_ne_bytes());
+        let len = bytes.len();
+        let base = std::ptr::NonNull::new(bytes.as_mut_ptr()).unwrap();
+        // SAFETY: `words` is `len` bytes, 8-aligned, with a valid queue header, and outlives
+        // `cq` (dropped at the end of this block, before `words` is read again); nothing else
+        // touches it meanwhile.
+        let q = unsafe { uverbs_rxe::Queue::from_raw(base, len, None) }.unwrap();
+        let want = |i: usize| {
+            let k = &cqes[i];
+            wc_from_rxe(&uverbs_rxe::Cqe {
+                wr_id: k.wr_id,
+                status: k.status,
+                opcode: k.opcode,
+                vendor_err: k.vendor_err,
+                byte_len: k.byte_len,
+                ex: u32::from_ne_bytes(k.ex),
+                qp_num: k.qp_num,
+                src_qp: k.src_qp,
+                wc_flags: k.wc_flags,
+                pkey_index: k.pkey_index,
+                slid: k.slid,
+                sl: k.sl,
+                dlid_path_bits: k.dlid_path_bits,
+                port_num: k.port_num,
+            })
+        };
+        {
+            let mut cq = uverbs_rxe::CompletionQueue::new(q).unwrap();
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                assert_eq!(cq.refresh(1), Ok(1));
+                let mut wc = Wc::default();
+                assert_eq!(take_one(&mut cq, &mut wc), 1);
+                got.push(wc);
+            }
+            let mut wcs = [Wc::default(); 8];
+            assert_eq!(cq.refresh(8), Ok(4));
+            assert_eq!(take_cqes(&mut cq, &mut wcs), 4);
+            got.extend_from_slice(&wcs[..4]);
+            for (i, w) in got.iter().enumerate() {
+                assert_eq!(*w, want(i), "completion {i}");
+            }
+            // With immediate data: host order; an invalidated rkey as stored.
+            assert_eq!(got[1].imm_data, 0x1122_3344u32.to_be());
+            assert_eq!(got[3].imm_data, 0x1122_3344);
+            assert_eq!(got[3].wc_flags, WcFlags::WITH_INV | WcFlags::GRH);
+            assert!(wcs[4..].iter().all(|w| *w == Wc::default()), "untouched");
+            assert_eq!(cq.refresh(1), Ok(0));
+        }
+        let consumer = u32::from_ne_bytes(
+            words.as_bytes()[RXE_QUEUE_BUF_CONSUMER_INDEX_OFFSET..][..4]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(consumer, 6);
     }
 
     #[test]

@@ -10,7 +10,9 @@ mod queue;
 mod srq;
 
 pub(crate) use ah::{ah_num, CREATE_AH_RESP_LEN};
-pub(crate) use cq::{cq_ring, cq_ring_error, take_cqes, wc_flags_from_kernel, wc_from_rxe};
+pub(crate) use cq::{
+    cq_ring, cq_ring_error, take_cqes, take_one, wc_flags_from_kernel, wc_from_rxe,
+};
 pub(crate) use qp::{post_recv_list, qp_ring, ring_error, ud_dest, RxeRing};
 pub(crate) use queue::map_rxe_queue;
 pub(crate) use srq::RxeSrqRing;

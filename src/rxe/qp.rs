@@ -9,7 +9,7 @@
 #![allow(unsafe_code)]
 
 use std::num::NonZeroU32;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
 use uverbs_rxe::{Payload, RecvQueue, SendQueue, SendQueueCaps, UdAh};
@@ -66,7 +66,7 @@ pub(crate) fn qp_ring(
     } else {
         (None, None)
     };
-    let Some(dbfd) = ctx.channel().doorbell_fd().map(|f| f.as_raw_fd()) else {
+    let Some(dbfd) = ctx.channel().doorbell_fd() else {
         return Err(Error::invalid(
             op,
             inner.label(),
@@ -93,7 +93,11 @@ pub(crate) fn qp_ring(
 
 /// The prebuilt rxe send doorbell: `IB_USER_VERBS_CMD_POST_SEND` with zero WRs.
 pub(crate) struct Doorbell {
-    fd: RawFd,
+    /// The uverbs fd. Not `'static` in truth: it is the fd of the channel of the Context the QP
+    /// holds a clone of (through its PD), so it stays open for as long as the QP and this
+    /// doorbell exist; private, and used only by `ring`. Kept borrowed (validated once, in
+    /// `new`) so that a post does not re-check the raw number.
+    fd: BorrowedFd<'static>,
     req: [u8; DB_LEN],
     /// Where the kernel writes `bad_wr` (`response` inside `req` holds this address). Never
     /// read: with zero WRs there is nothing to report.
@@ -115,7 +119,12 @@ const DB_LEN: usize =
     std::mem::size_of::<IbUverbsCmdHdr>() + std::mem::size_of::<IbUverbsPostSend>();
 
 impl Doorbell {
-    fn new(fd: RawFd, qp_handle: u32) -> Self {
+    /// `fd` must be the uverbs fd of the channel of the QP's Context (see [`Doorbell::fd`]).
+    fn new(fd: BorrowedFd<'_>, qp_handle: u32) -> Self {
+        // SAFETY: `fd` is open now (it is borrowed) and stays open for as long as the QP and
+        // this doorbell exist: it is the uverbs fd of the channel of the Context the QP holds
+        // a clone of (the caller's contract). The `'static` borrow never leaves this struct.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd.as_raw_fd()) };
         let resp = NonNull::from(Box::leak(Box::new(IbUverbsPostSendResp::default())));
         let hdr = IbUverbsCmdHdr {
             command: IB_USER_VERBS_CMD_POST_SEND,
@@ -138,11 +147,8 @@ impl Doorbell {
     /// One `write()`: the kernel runs the SQ (rdma-core's `post_send_db`).
     #[inline]
     pub(crate) fn ring(&self) -> std::result::Result<(), Errno> {
-        // SAFETY: `fd` is the uverbs fd of the channel of the Context this QP holds a clone of
-        // (through its PD), so it stays open for as long as the QP and this doorbell exist.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
         loop {
-            match rustix::io::write(fd, &self.req) {
+            match rustix::io::write(self.fd, &self.req) {
                 Ok(n) if n == DB_LEN => return Ok(()),
                 Ok(_) => return Err(Errno::IO),
                 Err(Errno::INTR) => continue,
@@ -192,16 +198,83 @@ pub(crate) fn ring_error(inner: &QpInner, op: &'static str, e: uverbs_rxe::PostE
 }
 
 impl RxeRing {
+    /// Posts `wrs` (the rxe arm of [`Qp::post_send`](crate::Qp::post_send), after its state
+    /// check). One WR that [`SendQueue::post_fast`] takes (SGEs on a connected QP, the
+    /// latency case) is posted, published and rung here with nothing else live; anything
+    /// else goes to [`Self::post_send_list`] (a tail call).
+    ///
+    /// `wrs` comes before `inner` so that [`Qp::post_send`](crate::Qp::post_send)'s own
+    /// arguments (the slice) stay in the registers they arrived in for the tail call.
+    #[inline(never)]
     pub(crate) fn post_send(
+        &mut self,
+        wrs: &[SendWr<'_>],
+        inner: &QpInner,
+    ) -> Result<(), PostError> {
+        if let [wr] = wrs {
+            if self.post_fast(wr) {
+                self.sq.publish();
+                return match self.db.ring() {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(doorbell_error(inner, 1, e)),
+                };
+            }
+        }
+        self.post_send_list(inner, wrs)
+    }
+
+    /// Posts `wrs`: the WRs [`SendQueue::post_fast`] takes straight into the ring, and from
+    /// the first one it does not, the rest through [`Self::post_send_general`], which posts or
+    /// refuses each with its error. One publish and one doorbell per call.
+    #[inline(never)]
+    fn post_send_list(&mut self, inner: &QpInner, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let mut posted = 0usize;
+        for wr in wrs {
+            if !self.post_fast(wr) {
+                break;
+            }
+            posted += 1;
+        }
+        if posted != wrs.len() {
+            return self.post_send_general(inner, wrs, posted);
+        }
+        if posted == 0 {
+            return Ok(());
+        }
+        self.sq.publish();
+        match self.db.ring() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(doorbell_error(inner, posted, e)),
+        }
+    }
+
+    /// [`SendQueue::post_fast`] of `wr`: `true` if posted. A WR with a destination (refused on
+    /// a connected QP, and a UD QP takes no fast post) or inline data is left to the general
+    /// path, which also keeps the AH slots of a UD QP.
+    #[inline(always)]
+    fn post_fast(&mut self, wr: &SendWr<'_>) -> bool {
+        match wr.data {
+            WrData::Sge(sges) if wr.ud.is_none() => {
+                self.sq.post_fast(wr.wr_id, &wr.op, wr.flags, sges)
+            }
+            _ => false,
+        }
+    }
+
+    /// Posts `wrs[posted..]` one by one with every check of [`SendQueue::post_parts`], after
+    /// `wrs[..posted]` were written by the fast path; then publishes all of them and rings the
+    /// doorbell once.
+    #[inline(never)]
+    fn post_send_general(
         &mut self,
         inner: &QpInner,
         wrs: &[SendWr<'_>],
+        mut posted: usize,
     ) -> Result<(), PostError> {
         // The WRs before the first refused one are posted: `posted` is also the index of the
         // refused one (`bad_wr`).
-        let mut posted = 0usize;
         let mut failed = None;
-        for wr in wrs {
+        for wr in wrs.iter().skip(posted) {
             if let Err(e) = self.post_one(inner, wr) {
                 failed = Some(e);
                 break;
@@ -343,10 +416,11 @@ pub(crate) fn post_recv_list(
 mod tests {
     use super::*;
     use crate::mr::Sge;
+    use std::os::fd::AsFd;
 
     #[test]
     fn doorbell_bytes_match_post_send_with_zero_wrs() {
-        let db = Doorbell::new(3, 77);
+        let db = Doorbell::new(std::io::stdin().as_fd(), 77);
         let hdr = u32::from_ne_bytes(db.req[0..4].try_into().unwrap());
         assert_eq!(hdr, IB_USER_VERBS_CMD_POST_SEND);
         assert_eq!(u16::from_ne_bytes(db.req[4..6].try_into().unwrap()), 8);
@@ -365,7 +439,7 @@ mod tests {
     /// access, invalidating the address taken before).
     #[test]
     fn doorbell_response_survives_moves() {
-        let db = Doorbell::new(3, 77);
+        let db = Doorbell::new(std::io::stdin().as_fd(), 77);
         let moved = vec![db];
         let db = moved.into_iter().next().unwrap();
         let boxed = Box::new(db);

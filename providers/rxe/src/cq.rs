@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::error::{IndexKind, RingError};
-use crate::ring::Queue;
+use crate::ring::{ElemQueue, Queue};
 
 /// Mirror of `struct ib_uverbs_wc` (`rdma/ib_user_verbs.h`), the first bytes of every rxe CQ
 /// element (kernel `struct rxe_cqe` is a union of it and the kernel's `ib_wc`).
@@ -124,7 +124,8 @@ impl Cqe {
 #[doc(alias = "ibv_cq")]
 #[derive(Debug)]
 pub struct CompletionQueue {
-    q: Queue,
+    /// The ring, its elements known to hold a `struct ib_uverbs_wc` (checked once, in `new`).
+    q: ElemQueue<CQE_MIN_SIZE>,
     /// Our consumer index (the value last stored, plus what we consumed since).
     cons: u32,
     /// Ready entries at the last producer load, counted from `cons`.
@@ -134,12 +135,7 @@ pub struct CompletionQueue {
 impl CompletionQueue {
     /// Wraps a mapped CQ ring; fails if an element is smaller than `struct ib_uverbs_wc`.
     pub fn new(queue: Queue) -> Result<Self, RingError> {
-        if queue.elem_size() < CQE_MIN_SIZE {
-            return Err(RingError::ElemTooSmall {
-                need: CQE_MIN_SIZE,
-                found: queue.elem_size(),
-            });
-        }
+        let queue = ElemQueue::new(queue)?;
         // Relaxed: our own index; only this process writes it.
         let cons = queue.load_index(IndexKind::Consumer, Ordering::Relaxed)?;
         let mut cq = CompletionQueue {
@@ -258,13 +254,11 @@ impl CompletionQueue {
     /// Takes up to `out.len()` of the completions already known ready (see
     /// [`CompletionQueue::refresh`]; no load of the kernel's index here), storing `f(cqe)` for
     /// each into `out` straight from its ring slot, then frees their slots with one `Release`
-    /// store of `consumer_index`. Returns how many were taken.
+    /// store of `consumer_index`. Returns how many were taken. Cannot fail: the completions
+    /// were validated when counted ready, and an element holds what is read (checked once,
+    /// in `new`).
     #[inline]
-    pub fn take<T>(
-        &mut self,
-        out: &mut [T],
-        mut f: impl FnMut(&Cqe) -> T,
-    ) -> Result<usize, RingError> {
+    pub fn take<T>(&mut self, out: &mut [T], mut f: impl FnMut(&Cqe) -> T) -> usize {
         self.take_with(out, |wc: UverbsWc| f(&Cqe::from_wc(&wc)))
     }
 
@@ -278,55 +272,34 @@ impl CompletionQueue {
     /// Same contract as `take`: only completions already known ready, one `Release` store of
     /// `consumer_index` for the whole call; returns how many were taken.
     #[inline]
-    pub fn take_raw<U: FromBytes, T>(
-        &mut self,
-        out: &mut [T],
-        f: impl FnMut(U) -> T,
-    ) -> Result<usize, RingError> {
-        const { assert!(core::mem::size_of::<U>() <= CQE_MIN_SIZE) };
+    pub fn take_raw<U: FromBytes, T>(&mut self, out: &mut [T], f: impl FnMut(U) -> T) -> usize {
         self.take_with(out, f)
     }
 
     /// The body of `take` and `take_raw`: copies a `U` out of each ready slot, stores `f(u)`.
+    /// A `U` fits an element by type (`ElemQueue<CQE_MIN_SIZE>`, and `read_head`/`read_run`
+    /// assert `size_of::<U>() <= CQE_MIN_SIZE` at compile time), so no read can be refused.
     #[inline(always)]
-    fn take_with<U: FromBytes, T>(
-        &mut self,
-        out: &mut [T],
-        f: impl FnMut(U) -> T,
-    ) -> Result<usize, RingError> {
+    fn take_with<U: FromBytes, T>(&mut self, out: &mut [T], mut f: impl FnMut(U) -> T) -> usize {
         let n = out.len().min(self.ready_seen as usize);
-        if n == 0 {
-            return Ok(0);
-        }
-        // n <= ready_seen <= index_mask, so n fits the ring. `new` checked that an element
-        // holds a UverbsWc, and callers read at most that, so the read cannot be refused; the
-        // error is for completeness. One completion (a poll of one, the common case of a
-        // latency loop) is one bounds-checked read of its slot, without `read_into`'s set-up
-        // of two runs around the wrap.
-        let read = if n == 1 {
-            match self.q.read_at::<U>(self.q.slot_offset(self.cons)) {
-                Some(u) => {
-                    let mut f = f;
-                    out[0] = f(u);
-                    true
-                }
-                None => false,
+        let n = match n {
+            0 => return 0,
+            // One completion (a poll of one, the common case of a latency loop): one read of
+            // its slot, without the set-up of two runs around the wrap.
+            1 => {
+                out[0] = f(self.q.read_head(self.cons));
+                1
             }
-        } else {
-            self.q.read_into(self.cons, &mut out[..n], f)
+            // n <= ready_seen <= index_mask, so the run fits the ring and `read_run` takes all
+            // n; it says how many it took, which is what is consumed below either way.
+            _ => self.q.read_run(self.cons, &mut out[..n], f),
         };
-        if !read {
-            return Err(RingError::ElemTooSmall {
-                need: CQE_MIN_SIZE,
-                found: self.q.elem_size(),
-            });
-        }
         self.cons = self.cons.wrapping_add(n as u32) & self.q.index_mask();
         self.ready_seen -= n as u32;
         // Release (inside store_index): our reads of the consumed CQEs happen-before the
         // kernel's acquire load that sees the slots free and overwrites them.
         self.q.store_index(IndexKind::Consumer, self.cons);
-        Ok(n)
+        n
     }
 
     /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
@@ -342,7 +315,7 @@ impl CompletionQueue {
         f: impl FnMut(&Cqe) -> T,
     ) -> Result<usize, RingError> {
         self.refresh(out.len())?;
-        self.take(out, f)
+        Ok(self.take(out, f))
     }
 }
 

@@ -69,6 +69,13 @@ impl Producer {
         self.reserve_slow(next)
     }
 
+    /// Whether the slot at `prod` is known free from the last consumer index seen (no reload:
+    /// `false` may mean the kernel has freed slots since; [`Self::reserve`] finds out).
+    #[inline(always)]
+    pub(crate) fn has_room(&self) -> bool {
+        self.q.next(self.prod) != self.cons_seen
+    }
+
     #[cold]
     #[inline(never)]
     fn reserve_slow(&mut self, next: u32) -> Result<(), PostError> {
@@ -95,13 +102,13 @@ impl Producer {
     #[inline]
     pub(crate) fn publish_upto(&mut self, upto: u32) -> u32 {
         let n = self.q.distance(self.published, upto);
-        if n != 0 {
-            // Release (inside store_index): orders all slot writes above before the kernel's
-            // acquire load of producer_index that observes `upto`. On aarch64 an `stlr`, as
-            // rdma-core's `advance_producer` (memory_order_release); on x86_64 a plain `mov`.
-            self.q.store_index(IndexKind::Producer, upto);
-            self.published = upto;
-        }
+        // Release (inside store_index): orders all slot writes above before the kernel's
+        // acquire load of producer_index that observes `upto`. On aarch64 an `stlr`, as
+        // rdma-core's `advance_producer` (memory_order_release); on x86_64 a plain `mov`.
+        // Stored even when nothing is new (`n == 0`): the kernel then sees the value it saw,
+        // and the post path, which always has something new, tests nothing.
+        self.q.store_index(IndexKind::Producer, upto);
+        self.published = upto;
         n
     }
 

@@ -242,44 +242,6 @@ impl Queue {
         Ok(value)
     }
 
-    /// Fills `out` from the `out.len()` consecutive slots starting at `start` (`& index_mask`),
-    /// in order, each slot copied out as a `U` and converted by `f`. Returns `false` (touching
-    /// nothing) if a `U` does not fit in one element or `out` is longer than the ring.
-    ///
-    /// The checks are made once per run; the slots are walked as (at most) two contiguous runs,
-    /// before and after the wrap, so each element costs its copy and a pointer increment.
-    ///
-    /// Same rule as [`Queue::read_slot`]: only for slots the other side has published to us.
-    #[inline]
-    pub(crate) fn read_into<U: FromBytes, T>(
-        &self,
-        start: u32,
-        out: &mut [T],
-        mut f: impl FnMut(U) -> T,
-    ) -> bool {
-        let slots = self.num_slots() as usize;
-        if core::mem::size_of::<U>() > self.elem_size || out.len() > slots {
-            return false;
-        }
-        let first = (start & self.index_mask) as usize;
-        let (before_wrap, after_wrap) = out.split_at_mut(out.len().min(slots - first));
-        for (run, slot) in [(before_wrap, first), (after_wrap, 0)] {
-            let mut p = self
-                .base
-                .as_ptr()
-                .wrapping_add(RXE_QUEUE_BUF_DATA_OFFSET + (slot << self.log2_elem_size));
-            for d in run {
-                // SAFETY: `p` starts slot `slot + k`, `slot + run.len() <= slots` (runs stop at
-                // the wrap), a slot holds a `U` (checked above) and `from_raw` checked the slots
-                // lie in the mapping; the slot was published before our acquire and stays ours
-                // until we release it; `U: FromBytes`; the unaligned read copies, no reference.
-                *d = f(unsafe { core::ptr::read_unaligned(p.cast::<U>()) });
-                p = p.wrapping_add(self.elem_size);
-            }
-        }
-        true
-    }
-
     /// Byte offset in the mapping of slot `index & index_mask` (for [`Queue::read_at`]).
     #[inline(always)]
     pub(crate) fn slot_offset(&self, index: u32) -> usize {
@@ -356,8 +318,9 @@ impl Queue {
         if min > self.elem_size {
             return None;
         }
-        let off = RXE_QUEUE_BUF_DATA_OFFSET
-            + (((index & self.index_mask) as usize) << self.log2_elem_size);
+        // `* elem_size`, which is `<< log2_elem_size` (a power of two, `from_raw`), as one
+        // multiply by a field instead of a shift by a register.
+        let off = RXE_QUEUE_BUF_DATA_OFFSET + ((index & self.index_mask) as usize) * self.elem_size;
         // `from_raw` checked that the whole element array lies in the mapping, so this slot's
         // `elem_size` bytes at `off` do.
         debug_assert!(off + self.elem_size <= self.len);
@@ -385,6 +348,92 @@ impl Queue {
         // release it; `out` is a Rust buffer that cannot overlap the mapping.
         unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         true
+    }
+}
+
+/// A [`Queue`] whose every element holds at least `MIN` bytes: checked once, by
+/// [`ElemQueue::new`]. A `Queue`'s geometry is private and never changes after
+/// [`Queue::from_raw`], which proved that every slot lies in the mapping, so a read of up to
+/// `MIN` bytes from the start of any slot is in bounds with nothing checked at run time: the
+/// type is the proof. Everything else of the `Queue` is reached through `Deref`.
+#[derive(Debug)]
+pub(crate) struct ElemQueue<const MIN: usize> {
+    q: Queue,
+}
+
+impl<const MIN: usize> ElemQueue<MIN> {
+    /// `q`, if its elements hold at least `MIN` bytes.
+    pub(crate) fn new(q: Queue) -> Result<Self, RingError> {
+        if q.elem_size < MIN {
+            return Err(RingError::ElemTooSmall {
+                need: MIN,
+                found: q.elem_size,
+            });
+        }
+        Ok(ElemQueue { q })
+    }
+
+    /// A `U` copied from the start of slot `index & index_mask`. `U` must fit in `MIN` bytes
+    /// (checked at compile time). Same rule as [`Queue::read_slot`]: only for a slot the
+    /// other side has published to us.
+    #[inline(always)]
+    pub(crate) fn read_head<U: FromBytes>(&self, index: u32) -> U {
+        const { assert!(core::mem::size_of::<U>() <= MIN) };
+        let off = self.q.slot_offset(index);
+        debug_assert!(off + core::mem::size_of::<U>() <= self.q.len);
+        // SAFETY: `off` starts slot `index & index_mask`, whose `elem_size` bytes lie in the
+        // live mapping (`from_raw` checked the whole element array against `len`), and
+        // `size_of::<U>() <= MIN <= elem_size` (the assertion above and `new`), so the read is
+        // in bounds; it is unaligned and copies, forming no reference to kernel-shared memory;
+        // `U: FromBytes` accepts any bytes.
+        unsafe { core::ptr::read_unaligned(self.q.base.as_ptr().add(off).cast::<U>()) }
+    }
+
+    /// Fills `out` from consecutive slots starting at `start` (`& index_mask`), each slot's
+    /// first `size_of::<U>()` bytes (`U` fits in `MIN`, checked at compile time) converted by
+    /// `f`, as (at most) two contiguous runs around the wrap; returns how many it filled:
+    /// `out.len()`, or the ring's slot count if `out` is longer (it never reads a slot
+    /// twice). Same rule as [`Queue::read_slot`]: only for slots the other side has
+    /// published to us.
+    #[inline]
+    pub(crate) fn read_run<U: FromBytes, T>(
+        &self,
+        start: u32,
+        out: &mut [T],
+        mut f: impl FnMut(U) -> T,
+    ) -> usize {
+        const { assert!(core::mem::size_of::<U>() <= MIN) };
+        let slots = self.q.num_slots() as usize;
+        let n = out.len().min(slots);
+        let first = (start & self.q.index_mask) as usize;
+        let (before_wrap, after_wrap) = out[..n].split_at_mut(n.min(slots - first));
+        for (run, slot) in [(before_wrap, first), (after_wrap, 0)] {
+            let mut p = self
+                .q
+                .base
+                .as_ptr()
+                .wrapping_add(RXE_QUEUE_BUF_DATA_OFFSET + slot * self.q.elem_size);
+            for d in run {
+                // SAFETY: `p` starts slot `slot + k` with `slot + run.len() <= slots` (the
+                // first run stops at the wrap; the second, from slot 0, is
+                // `n - (slots - first) <= first` long); `from_raw` checked every slot lies in the mapping, and a `U`
+                // fits in a slot (`size_of::<U>() <= MIN <= elem_size`); the slot was published
+                // before our acquire and stays ours until we release it; `U: FromBytes`; the
+                // unaligned read copies, no reference.
+                *d = f(unsafe { core::ptr::read_unaligned(p.cast::<U>()) });
+                p = p.wrapping_add(self.q.elem_size);
+            }
+        }
+        n
+    }
+}
+
+impl<const MIN: usize> core::ops::Deref for ElemQueue<MIN> {
+    type Target = Queue;
+
+    #[inline(always)]
+    fn deref(&self) -> &Queue {
+        &self.q
     }
 }
 
@@ -447,12 +496,17 @@ impl SlotMut<'_> {
             _ => return None,
         }
         let mut dst = self.ptr.wrapping_add(offset);
-        if let [sge] = sges {
-            // One SGE, the common case, without the loop's set-up.
-            // SAFETY: `offset..offset + 16` is inside the live, producer-owned element (checked
-            // above); `sge` is a Rust value; the unaligned write forms no reference.
-            unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
-            return Some(u64::from(sge.length));
+        match sges {
+            [] => return Some(0),
+            [sge] => {
+                // One SGE, the common case, without the loop's set-up.
+                // SAFETY: `offset..offset + 16` is inside the live, producer-owned element
+                // (checked above); `sge` is a Rust value; the unaligned write forms no
+                // reference.
+                unsafe { core::ptr::write_unaligned(dst.cast::<uverbs_wr::Sge>(), *sge) };
+                return Some(u64::from(sge.length));
+            }
+            _ => {}
         }
         let mut total = 0u64;
         // The run `offset..offset + 16 * sges.len()` is inside the element (checked above) and

@@ -116,6 +116,29 @@ const OP_PROPS: [u8; 10] = [
     OP_RC | OP_UC | OP_DATA | OP_INLINE,
 ];
 
+/// The opcode value of `op` (`SendOpcode::of(op) as u32`) and its [`OP_PROPS`] entry, from
+/// one table load: each arm is a constant (opcode in the low byte, properties above), which
+/// the compiler turns into a lookup by `op`'s variant instead of two dependent lookups.
+#[inline(always)]
+fn opcode_props(op: &WrOp) -> (u32, u8) {
+    const fn e(o: SendOpcode) -> u16 {
+        (o as u16) | ((OP_PROPS[o as usize] as u16) << 8)
+    }
+    let v = match op {
+        WrOp::Send => const { e(SendOpcode::Send) },
+        WrOp::SendWithImm { .. } => const { e(SendOpcode::SendWithImm) },
+        WrOp::SendWithInv { .. } => const { e(SendOpcode::SendWithInv) },
+        WrOp::RdmaWrite { .. } => const { e(SendOpcode::RdmaWrite) },
+        WrOp::RdmaWriteWithImm { .. } => const { e(SendOpcode::RdmaWriteWithImm) },
+        WrOp::RdmaRead { .. } => const { e(SendOpcode::RdmaRead) },
+        WrOp::AtomicCmpAndSwp { .. } => const { e(SendOpcode::AtomicCmpAndSwp) },
+        WrOp::AtomicFetchAndAdd { .. } => const { e(SendOpcode::AtomicFetchAndAdd) },
+        WrOp::LocalInv { .. } => const { e(SendOpcode::LocalInv) },
+        WrOp::BindMw { .. } => const { e(SendOpcode::BindMw) },
+    };
+    (u32::from(v & 0xff), (v >> 8) as u8)
+}
+
 /// `qp_type`'s bit in [`OP_PROPS`].
 const fn qp_type_bit(qp_type: QpType) -> u8 {
     match qp_type {
@@ -305,8 +328,23 @@ pub struct SendQueue {
     caps: SendQueueCaps,
     /// `caps.qp_type`'s bit in [`OP_PROPS`], computed once.
     qp_bit: u8,
+    /// What [`SendQueue::post_fast`] takes: `qp_bit` on a connected QP with no `wr_*` batch
+    /// open, [`FAST_OFF`] otherwise (a UD QP, an open batch). Kept by [`SendQueue::set_batch`],
+    /// the one place `batch` changes.
+    fast: u8,
     batch: Option<Batch>,
 }
+
+/// [`SendQueue::fast`] when the fast path takes nothing: a bit no entry of [`OP_PROPS`] has, so
+/// `props & (FAST_OFF | OP_OPERANDS) == FAST_OFF` never holds.
+const FAST_OFF: u8 = 1 << 7;
+const _: () = {
+    let mut i = 0;
+    while i < OP_PROPS.len() {
+        assert!(OP_PROPS[i] & FAST_OFF == 0);
+        i += 1;
+    }
+};
 
 /// Length check: total fits the WQE's `u32` length.
 fn check_len(total: u64) -> Result<u32, PostError> {
@@ -339,7 +377,7 @@ fn write_header(
     flags: u32,
     op: &WrOp,
 ) -> Result<(), PostError> {
-    write_header_zeroed(slot, SQ_DATA_OFFSET, wr_id, opcode, flags, op)
+    write_header_zeroed(slot, SQ_DATA_OFFSET, wr_id, opcode as u32, flags, op)
 }
 
 /// [`write_header`] zeroing only the first `zero` bytes of the WQE: a caller that writes the
@@ -349,7 +387,7 @@ fn write_header_zeroed(
     slot: &mut SlotMut<'_>,
     zero: usize,
     wr_id: u64,
-    opcode: SendOpcode,
+    opcode: u32,
     flags: u32,
     op: &WrOp,
 ) -> Result<(), PostError> {
@@ -360,7 +398,7 @@ fn write_header_zeroed(
         }));
     }
     put_in(slot, SQ_WR_ID_OFFSET, &wr_id.to_ne_bytes())?;
-    put_in(slot, SQ_OPCODE_OFFSET, &(opcode as u32).to_ne_bytes())?;
+    put_in(slot, SQ_OPCODE_OFFSET, &opcode.to_ne_bytes())?;
     put_in(slot, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
     put_in(slot, SQ_STATE_OFFSET, &RXE_WQE_STATE_POSTED.to_ne_bytes())?;
     match *op {
@@ -527,12 +565,30 @@ impl SendQueue {
                 fits: fits_inline,
             });
         }
+        let qp_bit = qp_type_bit(caps.qp_type);
         Ok(SendQueue {
             p: Producer::new(queue)?,
             caps,
-            qp_bit: qp_type_bit(caps.qp_type),
+            qp_bit,
+            fast: Self::fast_bit(caps.qp_type, false),
             batch: None,
         })
+    }
+
+    /// [`SendQueue::fast`] for a QP of `qp_type`, with or without a batch open.
+    const fn fast_bit(qp_type: QpType, batch_open: bool) -> u8 {
+        match qp_type {
+            QpType::Ud => FAST_OFF,
+            _ if batch_open => FAST_OFF,
+            t => qp_type_bit(t),
+        }
+    }
+
+    /// Opens or closes a `wr_*` batch, keeping [`SendQueue::fast`] in step with it.
+    #[inline]
+    fn set_batch(&mut self, batch: Option<Batch>) {
+        self.fast = Self::fast_bit(self.caps.qp_type, batch.is_some());
+        self.batch = batch;
     }
 
     /// The limits this queue enforces.
@@ -799,7 +855,7 @@ impl SendQueue {
         // bounded by the one check that the element holds the fixed WQE.
         let mut slot = self.slot(self.p.prod)?;
         // `dma`, the rest of the fixed WQE, is written whole by `write_dma` below.
-        write_header_zeroed(&mut slot, SQ_DMA_OFFSET, wr_id, opcode, flags, op)?;
+        write_header_zeroed(&mut slot, SQ_DMA_OFFSET, wr_id, opcode as u32, flags, op)?;
         if let Some(dest) = ud {
             put_in(
                 &mut slot,
@@ -832,6 +888,64 @@ impl SendQueue {
         Ok(())
     }
 
+    /// [`Self::post_parts`] for the common work request, or nothing: posts a WR of SGEs (not
+    /// inline) on a connected QP (RC, UC) with no `wr_*` batch open, whose opcode that QP
+    /// takes and has no operand rule of its own (not an atomic, not a bind), with at most
+    /// `max_send_sge` SGEs (none for an opcode without data) of a total length that fits the
+    /// WQE's `u32`, into a slot already known free (the kernel's consumer index is not
+    /// reloaded here). Returns `true` if it posted the WR, exactly as `post_parts` would have
+    /// (the same WQE bytes, the producer index moved by one).
+    ///
+    /// Anything else returns `false` with nothing posted: the producer index has not moved,
+    /// so the kernel sees nothing (the free slot may hold some of the WR's bytes, as after a
+    /// refusal by `post_parts`). The caller then posts the WR with `post_parts`, which posts it
+    /// or refuses it with its error. A UD QP or an open batch declines every WR.
+    ///
+    /// Every check that bounds a write is made here too: the slot and the SGE run inside the
+    /// element, the producer index in the ring; the checks it leaves to `post_parts` are
+    /// refusals of WRs it does not take.
+    #[inline(always)]
+    pub fn post_fast(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[Sge]) -> bool {
+        let (opcode, props) = opcode_props(op);
+        // The opcode on this QP type, no operand rule; never on a UD QP or in a batch.
+        if props & (self.fast | OP_OPERANDS) != self.fast {
+            return false;
+        }
+        if sges.len() > self.caps.max_send_sge as usize
+            || (!sges.is_empty() && props & OP_DATA == 0)
+        {
+            return false;
+        }
+        if !self.p.has_room() {
+            return false;
+        }
+        // The slot at the private producer index is free and unpublished: the kernel does not
+        // look at it before `publish`. One bounds check for the fixed WQE and the SGE run
+        // (`sges` is a Rust slice, so its byte size cannot overflow the addition).
+        let mut slot = match self
+            .p
+            .q
+            .slot_mut(self.p.prod, SQ_DATA_OFFSET + core::mem::size_of_val(sges))
+        {
+            Some(slot) => slot,
+            None => return false,
+        };
+        let Some(total) = slot.write_sges(SQ_DATA_OFFSET, sges) else {
+            return false;
+        };
+        let Ok(length) = u32::try_from(total) else {
+            return false;
+        };
+        // Within the element (checked above), so neither write can be refused.
+        if write_header_zeroed(&mut slot, SQ_DMA_OFFSET, wr_id, opcode, flags.bits(), op).is_err()
+            || write_dma(&mut slot, length, sges.len() as u32).is_err()
+        {
+            return false;
+        }
+        self.p.advance();
+        true
+    }
+
     /// Makes every WQE written so far visible to the kernel with one `Release` store of
     /// `producer_index`; returns how many were published. During an open `wr_start` batch only
     /// the WQEs before the batch are published.
@@ -851,11 +965,11 @@ impl SendQueue {
         if self.batch.is_some() {
             return Err(PostError::BatchInProgress);
         }
-        self.batch = Some(Batch {
+        self.set_batch(Some(Batch {
             start: self.p.prod,
             err: None,
             cur: None,
-        });
+        }));
         Ok(())
     }
 
@@ -1131,7 +1245,7 @@ impl SendQueue {
             Some(e) => Err(e),
             None => self.finish_current(&b),
         };
-        self.batch = None;
+        self.set_batch(None);
         if let Err(e) = checked {
             self.p.prod = b.start;
             return Err(e);
@@ -1145,7 +1259,8 @@ impl SendQueue {
     /// the kernel. A no-op without an open batch.
     #[doc(alias = "ibv_wr_abort")]
     pub fn wr_abort(&mut self) {
-        if let Some(b) = self.batch.take() {
+        if let Some(b) = self.batch {
+            self.set_batch(None);
             self.p.prod = b.start;
         }
     }

@@ -128,3 +128,64 @@ fn a_full_cq_is_reported_not_overwritten() {
     // The first was consumed and completed, the second waits.
     assert_eq!(k.sq_indices(qp.qp_num()), Some((2, 1)));
 }
+
+/// A list whose WRs take both post paths (the common ones straight into the ring, inline data
+/// and refusals through the general path) posts every WR before the refused one, in order,
+/// names the refused one, and rings once for what it posted; a refused single WR moves
+/// nothing.
+#[test]
+fn a_list_mixing_both_post_paths_posts_up_to_the_refused_wr() {
+    let k = RxeStandin::new().unwrap();
+    let ctx = k.open().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mr = pd
+        .reg_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
+        .unwrap();
+    let mut cq = ctx.create_cq(16, None, 0).unwrap();
+    let cap = QpCap {
+        max_send_wr: 8,
+        max_recv_wr: 1,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 16,
+    };
+    let mut qp = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
+        .unwrap();
+    rts(&mut qp);
+    let qpn = qp.qp_num();
+    let sge = [mr.sge(0, 8).unwrap()];
+    let two = [sge[0], mr.sge(8, 4).unwrap()];
+    let op = WrOp::RdmaWrite {
+        remote_addr: mr.addr() + 2048,
+        rkey: mr.rkey(),
+    };
+    let e = qp
+        .post_send(&[
+            SendWr::new(1, op).sge(&sge).signaled(),
+            SendWr::new(2, op).inline(b"12345").signaled(),
+            SendWr::new(3, op).sge(&sge).signaled(),
+            SendWr::new(4, op).sge(&two).signaled(), // 2 SGEs on a QP of 1
+            SendWr::new(5, op).sge(&sge).signaled(),
+        ])
+        .unwrap_err();
+    assert_eq!(e.index, 3, "{e}");
+    assert_eq!(k.sq_indices(qpn), Some((3, 0)));
+    let e = qp
+        .post_send(&[SendWr::new(6, op).sge(&two).signaled()])
+        .unwrap_err();
+    assert_eq!(e.index, 0, "{e}");
+    assert_eq!(k.sq_indices(qpn), Some((3, 0)));
+    // After the refusals the queue takes the common path again.
+    qp.post_send(&[
+        SendWr::new(7, op).sge(&sge).signaled(),
+        SendWr::new(8, WrOp::Send).sge(&sge).signaled(),
+    ])
+    .unwrap();
+    assert_eq!(k.sq_indices(qpn), Some((5, 0)));
+    assert_eq!(k.complete_sends(qpn), Ok(5));
+    let mut wcs = [Wc::default(); 8];
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 5);
+    let got: Vec<(u64, u32)> = wcs[..5].iter().map(|w| (w.wr_id, w.byte_len)).collect();
+    assert_eq!(got, [(1, 8), (2, 5), (3, 8), (7, 8), (8, 8)]);
+}
