@@ -396,18 +396,39 @@ impl PollCursor<'_> {
     /// Moves to the next completion (`ibv_next_poll`); `false` when there is none, and the
     /// cursor then stays on the current one. Reloads the producer index (`Acquire`, validated)
     /// only when the completions known ready are used up; publishes nothing.
+    ///
+    /// Small enough to inline into every poll loop: when a next completion is already known
+    /// ready, a few loads and stores; the producer reload is [`Self::advance_reload`], out of
+    /// line.
     #[doc(alias = "ibv_next_poll")]
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, RingError> {
         // The current completion counts in ready_seen; a next one needs a second.
+        if self.cq.ready_seen < 2 {
+            return self.advance_reload();
+        }
+        self.step();
+        Ok(true)
+    }
+
+    /// [`Self::advance`] when the completions known ready are used up: reloads the producer
+    /// index (`Acquire`, validated as in [`CompletionQueue::refresh`]).
+    #[inline(never)]
+    fn advance_reload(&mut self) -> Result<bool, RingError> {
         if self.cq.refresh(2)? < 2 {
             return Ok(false);
         }
+        self.step();
+        Ok(true)
+    }
+
+    /// Moves to the next slot, which is known ready (`ready_seen >= 2`).
+    #[inline(always)]
+    fn step(&mut self) {
         // Consumed locally only: the slot is not handed back until the drop.
         self.cq.cons = self.cq.q.next(self.cq.cons);
         self.cq.ready_seen -= 1;
         self.off = self.cq.q.slot_offset(self.cq.cons);
-        Ok(true)
     }
 
     /// The current completion copied whole.
