@@ -842,7 +842,6 @@ impl PollCursor<'_> {
             // The checks of `complete_wr_id`, in its order; none changes anything when it
             // fails.
             Some(pools) => match q_type {
-                // (Sends first: the compiler tests in this order.)
                 EFA_IO_SEND_QUEUE => pools.send.map(|pool| {
                     pool.complete_send(req_id, || {
                         // SAFETY: word 2 of a consumed entry of >= 16 bytes.

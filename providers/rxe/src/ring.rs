@@ -370,6 +370,24 @@ impl Queue {
         })
     }
 
+    /// Slot `index & index_mask` for a consumer to read, if an element holds at least `MIN`
+    /// bytes (checked here, once): the returned [`SlotRef`] reads fields that end within
+    /// `MIN` with no check at all (a compile-time one on the offset), and moves to other
+    /// slots of the same queue without checking again. Same rule as [`Queue::read_slot`]:
+    /// only for slots the other side has published to us.
+    #[inline(always)]
+    pub(crate) fn slot_ref<const MIN: usize>(&self, index: u32) -> Option<SlotRef<'_, MIN>> {
+        if MIN > self.elem_size {
+            return None;
+        }
+        let mut s = SlotRef {
+            q: self,
+            ptr: self.base.as_ptr(),
+        };
+        s.move_to(index);
+        Some(s)
+    }
+
     /// Copies bytes of slot `index` at `offset` into `out`. Returns `false` (reading nothing) if
     /// the range does not fit in one element.
     ///
@@ -385,6 +403,50 @@ impl Queue {
         // release it; `out` is a Rust buffer that cannot overlap the mapping.
         unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         true
+    }
+}
+
+/// One element of a ring whose elements hold at least `MIN` bytes, for a consumer to read
+/// (made by [`Queue::slot_ref`], which checked the size once): the start of a slot of `q`,
+/// inside the mapping. It borrows the queue, so the mapping outlives it; reads go through
+/// the raw pointer (no reference into the mapping is formed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotRef<'q, const MIN: usize> {
+    q: &'q Queue,
+    /// The start of a slot: `base + RXE_QUEUE_BUF_DATA_OFFSET + (i << log2_elem_size)` for
+    /// some `i <= index_mask` (`move_to` is the only writer).
+    ptr: *const u8,
+}
+
+impl<'q, const MIN: usize> SlotRef<'q, MIN> {
+    /// The queue the slot belongs to.
+    #[inline(always)]
+    pub(crate) fn queue(&self) -> &'q Queue {
+        self.q
+    }
+
+    /// Moves to slot `index & index_mask` of the same queue (whose elements hold `MIN` bytes:
+    /// `slot_ref` checked it).
+    #[inline(always)]
+    pub(crate) fn move_to(&mut self, index: u32) {
+        let off = self.q.slot_offset(index);
+        // `from_raw` checked that the whole element array lies in the mapping, so this
+        // slot's `elem_size` bytes at `off` do.
+        debug_assert!(off + self.q.elem_size <= self.q.len);
+        self.ptr = self.q.base.as_ptr().wrapping_add(off);
+    }
+
+    /// The `U` at byte `OFF` of the slot; `OFF + size_of::<U>() <= MIN` is checked at compile
+    /// time, so no check runs.
+    #[inline(always)]
+    pub(crate) fn read<U: FromBytes, const OFF: usize>(&self) -> U {
+        const { assert!(OFF + core::mem::size_of::<U>() <= MIN) };
+        // SAFETY: `ptr` starts a slot inside the live mapping (`move_to`, `from_raw`; the
+        // borrow of `q` keeps the mapping alive), the slot holds at least `MIN` bytes
+        // (`slot_ref` checked `MIN <= elem_size`), and `OFF + size_of::<U>() <= MIN` (the
+        // assertion above), so the read lies inside the slot. It is unaligned and copies,
+        // forming no reference to kernel-shared memory; `U: FromBytes` accepts any bytes.
+        unsafe { core::ptr::read_unaligned(self.ptr.add(OFF).cast::<U>()) }
     }
 }
 
