@@ -398,11 +398,12 @@ impl CompletionQueue {
             cons,
             ready_seen,
         } = self;
+        let found = q.elem_size();
         let Some(slot) = q.slot_ref::<CQE_MIN_SIZE>(*cons) else {
             // Unreachable: `new` checked that an element holds a UverbsWc.
             return Err(RingError::ElemTooSmall {
                 need: CQE_MIN_SIZE,
-                found: q.elem_size(),
+                found,
             });
         };
         Ok(Some(PollCursor {

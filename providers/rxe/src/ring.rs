@@ -373,17 +373,16 @@ impl Queue {
     /// Slot `index & index_mask` for a consumer to read, if an element holds at least `MIN`
     /// bytes (checked here, once): the returned [`SlotRef`] reads fields that end within
     /// `MIN` with no check at all (a compile-time one on the offset), and moves to other
-    /// slots of the same queue without checking again. Same rule as [`Queue::read_slot`]:
-    /// only for slots the other side has published to us.
+    /// slots of the same queue without checking again. It borrows the queue mutably, as the
+    /// one consumer of the ring (so it can be moved to another thread with it). Same rule as
+    /// [`Queue::read_slot`]: only for slots the other side has published to us.
     #[inline(always)]
-    pub(crate) fn slot_ref<const MIN: usize>(&self, index: u32) -> Option<SlotRef<'_, MIN>> {
+    pub(crate) fn slot_ref<const MIN: usize>(&mut self, index: u32) -> Option<SlotRef<'_, MIN>> {
         if MIN > self.elem_size {
             return None;
         }
-        let mut s = SlotRef {
-            q: self,
-            ptr: self.base.as_ptr(),
-        };
+        let ptr = self.base.as_ptr();
+        let mut s = SlotRef { q: self, ptr };
         s.move_to(index);
         Some(s)
     }
@@ -408,20 +407,26 @@ impl Queue {
 
 /// One element of a ring whose elements hold at least `MIN` bytes, for a consumer to read
 /// (made by [`Queue::slot_ref`], which checked the size once): the start of a slot of `q`,
-/// inside the mapping. It borrows the queue, so the mapping outlives it; reads go through
-/// the raw pointer (no reference into the mapping is formed).
-#[derive(Clone, Copy, Debug)]
+/// inside the mapping. It borrows the queue (mutably: the ring's one consumer), so the
+/// mapping outlives it; reads go through the raw pointer (no reference into the mapping is
+/// formed).
+#[derive(Debug)]
 pub(crate) struct SlotRef<'q, const MIN: usize> {
-    q: &'q Queue,
+    q: &'q mut Queue,
     /// The start of a slot: `base + RXE_QUEUE_BUF_DATA_OFFSET + (i << log2_elem_size)` for
     /// some `i <= index_mask` (`move_to` is the only writer).
     ptr: *const u8,
 }
 
-impl<'q, const MIN: usize> SlotRef<'q, MIN> {
+// SAFETY: `ptr` points into the mapping of `q`, which the `SlotRef` borrows exclusively
+// (`&mut Queue`, and `Queue` is `Send`); moving the `SlotRef` to another thread moves that
+// exclusive access with it, as moving the `&mut Queue` would. Not `Sync`: like `Queue`.
+unsafe impl<const MIN: usize> Send for SlotRef<'_, MIN> {}
+
+impl<const MIN: usize> SlotRef<'_, MIN> {
     /// The queue the slot belongs to.
     #[inline(always)]
-    pub(crate) fn queue(&self) -> &'q Queue {
+    pub(crate) fn queue(&self) -> &Queue {
         self.q
     }
 
