@@ -265,8 +265,9 @@ impl EfaCursor<'_> {
     /// Out of line on purpose: every extended-poll loop of a program calls this one copy (as
     /// every C program calls libefa's `next_poll` through `ibv_cq_ex`), so what the count
     /// measures is what any caller gets, however many poll loops it has. It makes no call
-    /// and returns a byte, so it needs no callee-saved register and no stack. See
-    /// docs/performance.md, "Poll paths, session 7".
+    /// and returns a byte (no `Result` written through memory); its slow paths are
+    /// elsewhere, so it saves only the few callee-saved registers its common case uses.
+    /// See docs/performance.md, "Poll paths, session 7".
     #[inline(never)]
     fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.
