@@ -818,7 +818,9 @@ impl PollCursor<'_> {
     /// no CQE, `advance`'s `Ok(false)`. [`Step::Advance`]: call `advance`, whose result is
     /// then the one this call would have had (a CQE consumed here but not positioned on, for
     /// another QP or because a check failed — a failed check changes nothing — is kept in
-    /// the cursor, and `advance` runs its full checks on it first).
+    /// the cursor, and `advance` runs its full checks on it first). After
+    /// [`Step::Advance`] call `advance` before dropping the cursor: a pending CQE is
+    /// completed only there (dropped with the cursor, its request would stay outstanding).
     #[inline(always)]
     pub fn try_take<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Step {
         if !self.stay {
