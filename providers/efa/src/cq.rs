@@ -743,7 +743,7 @@ impl PollCursor<'_> {
     ///
     /// The common case inline: the cursor stays on one sub-CQ (every other one was found
     /// empty, or there is only one) and takes its next CQE; the round robin is
-    /// [`walk`](Self::walk), out of line.
+    /// `walk`, out of line.
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn advance<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Result<bool, EfaError> {

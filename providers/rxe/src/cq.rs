@@ -432,7 +432,7 @@ impl PollCursor<'_> {
     /// only when the completions known ready are used up; publishes nothing.
     ///
     /// Small enough to inline into every poll loop: when a next completion is already known
-    /// ready, a few loads and stores; the producer reload is [`Self::advance_reload`], out of
+    /// ready, a few loads and stores; the producer reload is `advance_reload`, out of
     /// line.
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
