@@ -378,9 +378,14 @@ pub struct PollCursor<'a> {
     /// The current slot (of the queue's ring, whose elements hold a `UverbsWc`: checked once,
     /// so the readers check nothing).
     slot: SlotRef<'a, CQE_MIN_SIZE>,
-    /// The queue's consumer index and ready count, borrowed apart from its ring.
-    cons: &'a mut u32,
-    ready_seen: &'a mut u32,
+    /// The consumer index (of the current slot) and the ready count while the cursor lives:
+    /// copies of the queue's, kept here so moving on reads and writes no pointer; the drop
+    /// writes them back to `cq_cons`/`cq_ready_seen` (the queue's own fields, borrowed apart
+    /// from its ring).
+    cons: u32,
+    ready_seen: u32,
+    cq_cons: &'a mut u32,
+    cq_ready_seen: &'a mut u32,
 }
 
 impl CompletionQueue {
@@ -408,8 +413,10 @@ impl CompletionQueue {
         };
         Ok(Some(PollCursor {
             slot,
-            cons,
-            ready_seen,
+            cons: *cons,
+            ready_seen: *ready_seen,
+            cq_cons: cons,
+            cq_ready_seen: ready_seen,
         }))
     }
 }
@@ -438,7 +445,7 @@ impl PollCursor<'_> {
     #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, RingError> {
         // The current completion counts in ready_seen; a next one needs a second.
-        if *self.ready_seen < 2 {
+        if self.ready_seen < 2 {
             return self.advance_reload();
         }
         self.step();
@@ -449,7 +456,7 @@ impl PollCursor<'_> {
     /// index (`Acquire`, validated as in [`CompletionQueue::refresh`]).
     #[inline(never)]
     fn advance_reload(&mut self) -> Result<bool, RingError> {
-        if refresh(self.slot.queue(), *self.cons, self.ready_seen, 2)? < 2 {
+        if refresh(self.slot.queue(), self.cons, &mut self.ready_seen, 2)? < 2 {
             return Ok(false);
         }
         self.step();
@@ -460,9 +467,9 @@ impl PollCursor<'_> {
     #[inline(always)]
     fn step(&mut self) {
         // Consumed locally only: the slot is not handed back until the drop.
-        *self.cons = self.slot.queue().next(*self.cons);
-        *self.ready_seen -= 1;
-        self.slot.move_to(*self.cons);
+        self.cons = self.slot.queue().next(self.cons);
+        self.ready_seen -= 1;
+        self.slot.move_to(self.cons);
     }
 
     /// The current completion copied whole.
@@ -530,10 +537,10 @@ impl Drop for PollCursor<'_> {
     #[inline]
     fn drop(&mut self) {
         let q = self.slot.queue();
-        *self.cons = q.next(*self.cons);
-        *self.ready_seen -= 1;
+        *self.cq_cons = q.next(self.cons);
+        *self.cq_ready_seen = self.ready_seen - 1;
         // Release (inside store_index): our field reads happen-before the kernel's acquire
         // load that sees the slots free and overwrites them.
-        q.store_index(IndexKind::Consumer, *self.cons);
+        q.store_index(IndexKind::Consumer, *self.cq_cons);
     }
 }
