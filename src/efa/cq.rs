@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bitflags::bitflags;
-use uverbs_efa::cq::{CompletionQueue, CqConfig, EFA_CQE_SIZE_EX};
+use uverbs_efa::cq::{CompletionQueue, CqConfig, Step, EFA_CQE_SIZE_EX};
 use uverbs_efa::table::{QpTable, TablePoller};
 use uverbs_efa::EfaError;
 use uverbs_uapi::cmds::{
@@ -246,9 +246,42 @@ pub(crate) struct EfaCursor<'a> {
 impl EfaCursor<'_> {
     /// `ibv_next_poll`: `Ok(false)` when there is nothing more (the cursor stays where it
     /// was). Completions of QPs that are gone are consumed, counted and skipped.
+    ///
+    /// [`step`](Self::step), out of line, does the common case; the rest is
+    /// [`advance_slow`](Self::advance_slow), out of line too.
     #[inline(always)]
     pub(crate) fn advance(&mut self) -> std::result::Result<bool, EfaError> {
-        // Ends (the epoch goes even) before `advance` returns.
+        match self.step() {
+            Step::Landed => Ok(true),
+            Step::Empty => Ok(false),
+            Step::Advance => self.advance_slow(),
+        }
+    }
+
+    /// The common case of [`advance`](Self::advance): the cursor's sub-CQ holds the next
+    /// CQE, of the QP found last, and it passes every check
+    /// ([`PollCursor::try_take`](uverbs_efa::cq::PollCursor::try_take)).
+    ///
+    /// Out of line on purpose: every extended-poll loop of a program calls this one copy (as
+    /// every C program calls libefa's `next_poll` through `ibv_cq_ex`), so what the count
+    /// measures is what any caller gets, however many poll loops it has. It makes no call
+    /// and returns a byte (no `Result` written through memory); its slow paths are
+    /// elsewhere, so it saves only the few callee-saved registers its common case uses.
+    /// See docs/performance.md, "Poll paths, session 7".
+    #[inline(never)]
+    fn step(&mut self) -> Step {
+        // Ends (the epoch goes even) before `step` returns.
+        let mut lookup = self.poller.begin();
+        self.cur.try_take(&mut lookup)
+    }
+
+    /// [`advance`](Self::advance) in full, after [`step`](Self::step) left it the work: the
+    /// round robin, a QP not found last (probed in the table), a CQE that fails a check
+    /// (`step` may have consumed it: the provider's cursor keeps it for this), completions
+    /// of QPs that are gone (consumed, counted and skipped).
+    #[inline(never)]
+    fn advance_slow(&mut self) -> std::result::Result<bool, EfaError> {
+        // Ends (the epoch goes even) before `advance_slow` returns.
         let mut lookup = self.poller.begin();
         loop {
             match self.cur.advance(&mut lookup) {

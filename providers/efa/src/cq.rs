@@ -101,6 +101,15 @@ pub struct QpPools<'a> {
 pub trait QpLookup {
     /// The pools of QP `qp_num`, or `None` if no such QP is attached (destroyed or unknown).
     fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>>;
+
+    /// [`find`](Self::find) where it is cheap (a lookup that keeps the QP found last: that
+    /// QP), `None` where it is not; a `None` here says nothing about the QP, the caller then
+    /// asks `find`. For [`PollCursor::try_take`], which leaves the rest to its caller's
+    /// slow path.
+    #[inline(always)]
+    fn find_cached(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
+        self.find(qp_num)
+    }
 }
 
 /// One entry of a slice-based [`QpLookup`].
@@ -632,6 +641,24 @@ pub struct PollCursor<'a> {
     stay: bool,
     /// Some CQE (good or bad) was consumed: the drop writes the doorbell.
     consumed: bool,
+    /// A CQE of sub-CQ `sub` that [`try_take`](Self::try_take) consumed but left to the
+    /// next [`advance`](Self::advance) (its entry and first word). While there is one,
+    /// `stay` is false (so both see it with one test); `advance` sets it again.
+    pending: Option<(*const u32, u32)>,
+}
+
+/// What [`PollCursor::try_take`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// No CQE anywhere (`advance`'s `Ok(false)`).
+    Empty = 0,
+    /// Positioned on the next completion (`advance`'s `Ok(true)`).
+    Landed = 1,
+    /// Not done: the cursor does not stay on one sub-CQ, or it consumed a CQE it left to the
+    /// full checks. Call [`PollCursor::advance`], which gives `advance`'s result as if
+    /// `try_take` had not been called.
+    Advance,
 }
 
 // SAFETY: `entry` points into the CQ buffer the `CompletionQueue` (which is `Send`) reads; the
@@ -662,6 +689,7 @@ impl CompletionQueue {
             empty: 0,
             sub: 0,
             consumed: false,
+            pending: None,
         }
     }
 
@@ -712,13 +740,45 @@ impl PollCursor<'_> {
     /// `Ok(false)` when there is none (the cursor stays where it was). A bad CQE is consumed
     /// and returned as the error; the cursor stays where it was, and the next `advance`
     /// carries on after it.
+    ///
+    /// The common case inline: the cursor stays on one sub-CQ (every other one was found
+    /// empty, or there is only one) and takes its next CQE; the round robin is
+    /// `walk`, out of line.
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn advance<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Result<bool, EfaError> {
+        if !self.stay {
+            // (Also when a CQE is pending.)
+            return self.walk(lookup);
+        }
+        // Every other sub-CQ was found empty: the round robin would come back here, and
+        // `next_poll_idx` already points past it.
+        let idx = self.sub;
+        match self.cq.take_entry(idx) {
+            Some((entry, w0)) => self.land(idx, entry, w0, lookup),
+            None => {
+                // `sub` was the only sub-CQ not found empty, and now it is empty too:
+                // nothing anywhere (what `walk` concludes in the same case), and the next
+                // call looks at every sub-CQ again.
+                self.empty = 0;
+                self.stay = self.cq.all_subs == 1;
+                Ok(false)
+            }
+        }
+    }
+
+    /// [`advance`](Self::advance) along the round robin: from `next_poll_idx`, skipping the
+    /// sub-CQs found empty, until a CQE or until every sub-CQ was found empty.
+    #[inline(never)]
+    fn walk<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Result<bool, EfaError> {
+        if let Some((entry, w0)) = self.pending.take() {
+            // Consumed by `try_take` from the sub-CQ the cursor stays on (it cleared `stay`
+            // to send us here); the round robin is where that left it.
+            self.stay = true;
+            return self.land(self.sub, entry, w0, lookup);
+        }
         loop {
             let idx = if self.stay {
-                // Every other sub-CQ is empty: the round robin would come back here, and
-                // `next_poll_idx` already points past it.
                 self.sub
             } else {
                 let subs = self.cq.cfg.num_sub_cqs;
@@ -746,14 +806,89 @@ impl PollCursor<'_> {
                 }
                 continue;
             };
-            self.consumed = true;
-            // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
-            let qpn = unsafe { read_word(entry, 1) } as u16;
-            self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, entry, lookup)?;
-            self.entry = entry;
-            self.sub = idx;
-            return Ok(true);
+            return self.land(idx, entry, w0, lookup);
         }
+    }
+
+    /// [`advance`](Self::advance)'s common case, for a caller that keeps the rest out of
+    /// line: on a cursor that stays on one sub-CQ (every other one was found empty, or there
+    /// is only one), takes the sub-CQ's next CQE, and if its QP is the one `lookup` finds
+    /// cheaply ([`QpLookup::find_cached`]) and its queue type, pool and req_id pass every
+    /// check of `advance`, positions the cursor on it ([`Step::Landed`]). [`Step::Empty`]:
+    /// no CQE, `advance`'s `Ok(false)`. [`Step::Advance`]: call `advance`, whose result is
+    /// then the one this call would have had (a CQE consumed here but not positioned on, for
+    /// another QP or because a check failed — a failed check changes nothing — is kept in
+    /// the cursor, and `advance` runs its full checks on it first). After
+    /// [`Step::Advance`] call `advance` before dropping the cursor: a pending CQE is
+    /// completed only there (dropped with the cursor, its request would stay outstanding).
+    #[inline(always)]
+    pub fn try_take<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Step {
+        if !self.stay {
+            // (Also when a CQE is pending.)
+            return Step::Advance;
+        }
+        let idx = self.sub;
+        let Some((entry, w0)) = self.cq.take_entry(idx) else {
+            // As in `advance`: nothing anywhere.
+            self.empty = 0;
+            self.stay = self.cq.all_subs == 1;
+            return Step::Empty;
+        };
+        self.consumed = true;
+        // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
+        let w1 = unsafe { read_word(entry, 1) };
+        let flags = (w0 >> 24) as u8;
+        let req_id = w0 as u16;
+        let q_type = field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags);
+        let done = match lookup.find_cached(w1 as u16) {
+            // The checks of `complete_wr_id`, in its order; none changes anything when it
+            // fails.
+            Some(pools) => match q_type {
+                EFA_IO_SEND_QUEUE => pools.send.map(|pool| {
+                    pool.complete_send(req_id, || {
+                        // SAFETY: word 2 of a consumed entry of >= 16 bytes.
+                        req_id_hi(w1, unsafe { read_word(entry, 2) })
+                    })
+                }),
+                EFA_IO_RECV_QUEUE if flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0 => {
+                    Some(Ok(0))
+                }
+                EFA_IO_RECV_QUEUE => pools.recv.map(|pool| pool.complete(req_id)),
+                _ => None,
+            },
+            None => None,
+        };
+        match done {
+            Some(Ok(wr_id)) => {
+                self.wr_id = wr_id;
+                self.entry = entry;
+                Step::Landed
+            }
+            _ => {
+                self.pending = Some((entry, w0));
+                self.stay = false;
+                Step::Advance
+            }
+        }
+    }
+
+    /// Positions the cursor on the CQE just taken from sub-CQ `idx` (first word `w0`):
+    /// checks it and completes its request ([`complete_wr_id`]).
+    #[inline(always)]
+    fn land<L: QpLookup + ?Sized>(
+        &mut self,
+        idx: u16,
+        entry: *const u32,
+        w0: u32,
+        lookup: &mut L,
+    ) -> Result<bool, EfaError> {
+        self.consumed = true;
+        // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
+        let qpn = unsafe { read_word(entry, 1) } as u16;
+        self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, entry, lookup)?;
+        self.entry = entry;
+        self.sub = idx;
+        Ok(true)
     }
 
     /// Word `i` of the current CQE.

@@ -567,7 +567,7 @@ impl WridCompleter {
 
     /// Completes the request named by a device-written `req_id`: checks generation, range and
     /// that it is posted, frees the id and returns its `wr_id`.
-    #[inline]
+    #[inline(always)]
     pub fn complete(&mut self, req_id: u16) -> Result<u64, ReqIdProblem> {
         let s = &*self.shared;
         let (id, slot, wr_id) = check(s, req_id)?;

@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::error::{IndexKind, RingError};
-use crate::ring::{ElemQueue, Queue};
+use crate::ring::{ElemQueue, Queue, SlotRef};
 
 /// Mirror of `struct ib_uverbs_wc` (`rdma/ib_user_verbs.h`), the first bytes of every rxe CQ
 /// element (kernel `struct rxe_cqe` is a union of it and the kernel's `ib_wc`).
@@ -169,18 +169,7 @@ impl CompletionQueue {
     /// ready. Out of range, or fewer entries than already seen, is an error.
     #[inline]
     fn take_producer(&mut self, prod: u32) -> Result<u32, RingError> {
-        let prod = self.q.check_index(IndexKind::Producer, prod)?;
-        let ready = self.q.distance(self.cons, prod);
-        if ready < self.ready_seen {
-            return Err(RingError::IndexOutsideWindow {
-                index: IndexKind::Producer,
-                value: prod,
-                last: self.cons.wrapping_add(self.ready_seen) & self.q.index_mask(),
-                ours: self.cons,
-            });
-        }
-        self.ready_seen = ready;
-        Ok(ready)
+        take_producer(&self.q, self.cons, &mut self.ready_seen, prod)
     }
 
     fn read_at(&self, index: u32) -> Result<Cqe, RingError> {
@@ -231,24 +220,7 @@ impl CompletionQueue {
     /// Small enough to inline into a caller's poll loop; [`CompletionQueue::take`] does the rest.
     #[inline(always)]
     pub fn refresh(&mut self, want: usize) -> Result<usize, RingError> {
-        if (self.ready_seen as usize) < want {
-            // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it
-            // wrote before it are visible to the slot reads in `take`.
-            let prod = self
-                .q
-                .load_index_raw(IndexKind::Producer, Ordering::Acquire);
-            // Where the producer was at the last load (already validated).
-            let seen = self.cons.wrapping_add(self.ready_seen) & self.q.index_mask();
-            if prod != seen {
-                self.take_producer_slow(prod)?;
-            }
-        }
-        Ok(want.min(self.ready_seen as usize))
-    }
-
-    #[inline(never)]
-    fn take_producer_slow(&mut self, prod: u32) -> Result<u32, RingError> {
-        self.take_producer(prod)
+        refresh(&self.q, self.cons, &mut self.ready_seen, want)
     }
 
     /// Takes up to `out.len()` of the completions already known ready (see
@@ -319,6 +291,52 @@ impl CompletionQueue {
     }
 }
 
+/// [`CompletionQueue::refresh`] on the queue's parts (the ring `q`, the consumer index `cons`
+/// and the ready count), for the cursor, which borrows them apart.
+#[inline(always)]
+fn refresh(q: &Queue, cons: u32, ready_seen: &mut u32, want: usize) -> Result<usize, RingError> {
+    if (*ready_seen as usize) < want {
+        // Acquire: pairs with the kernel's release store of producer_index, so the CQEs it
+        // wrote before it are visible to the slot reads in `take`.
+        let prod = q.load_index_raw(IndexKind::Producer, Ordering::Acquire);
+        // Where the producer was at the last load (already validated).
+        let seen = cons.wrapping_add(*ready_seen) & q.index_mask();
+        if prod != seen {
+            take_producer_slow(q, cons, ready_seen, prod)?;
+        }
+    }
+    Ok(want.min(*ready_seen as usize))
+}
+
+#[inline(never)]
+fn take_producer_slow(
+    q: &Queue,
+    cons: u32,
+    ready_seen: &mut u32,
+    prod: u32,
+) -> Result<u32, RingError> {
+    take_producer(q, cons, ready_seen, prod)
+}
+
+/// [`CompletionQueue::take_producer`] on the queue's parts: validates a producer index the
+/// kernel published and records how many entries it makes ready. Out of range, or fewer
+/// entries than already seen, is an error.
+#[inline]
+fn take_producer(q: &Queue, cons: u32, ready_seen: &mut u32, prod: u32) -> Result<u32, RingError> {
+    let prod = q.check_index(IndexKind::Producer, prod)?;
+    let ready = q.distance(cons, prod);
+    if ready < *ready_seen {
+        return Err(RingError::IndexOutsideWindow {
+            index: IndexKind::Producer,
+            value: prod,
+            last: cons.wrapping_add(*ready_seen) & q.index_mask(),
+            ours: cons,
+        });
+    }
+    *ready_seen = ready;
+    Ok(ready)
+}
+
 /// An open lazy poll of a [`CompletionQueue`] (rdma-core's rxe `cq_ex` path: `ibv_start_poll`,
 /// `ibv_next_poll`, `ibv_end_poll`), positioned on one ready completion.
 ///
@@ -330,9 +348,17 @@ impl CompletionQueue {
 #[doc(alias = "ibv_cq_ex")]
 #[derive(Debug)]
 pub struct PollCursor<'a> {
-    cq: &'a mut CompletionQueue,
-    /// Byte offset of the current slot in the mapping.
-    off: usize,
+    /// The current slot (of the queue's ring, whose elements hold a `UverbsWc`: checked once,
+    /// so the readers check nothing).
+    slot: SlotRef<'a, CQE_MIN_SIZE>,
+    /// The consumer index (of the current slot) and the ready count while the cursor lives:
+    /// copies of the queue's, kept here so moving on reads and writes no pointer; the drop
+    /// writes them back to `cq_cons`/`cq_ready_seen` (the queue's own fields, borrowed apart
+    /// from its ring).
+    cons: u32,
+    ready_seen: u32,
+    cq_cons: &'a mut u32,
+    cq_ready_seen: &'a mut u32,
 }
 
 impl CompletionQueue {
@@ -345,8 +371,20 @@ impl CompletionQueue {
         if self.refresh(1)? == 0 {
             return Ok(None);
         }
-        let off = self.q.slot_offset(self.cons);
-        Ok(Some(PollCursor { cq: self, off }))
+        let CompletionQueue {
+            q,
+            cons,
+            ready_seen,
+        } = self;
+        // An element holds a UverbsWc: `ElemQueue::new` checked it, once, in `new`.
+        let slot = q.slot_ref(*cons);
+        Ok(Some(PollCursor {
+            slot,
+            cons: *cons,
+            ready_seen: *ready_seen,
+            cq_cons: cons,
+            cq_ready_seen: ready_seen,
+        }))
     }
 }
 
@@ -355,12 +393,9 @@ macro_rules! cursor_field {
         $(#[$m])*
         #[inline(always)]
         pub fn $name(&self) -> $ty {
-            // `new` checked an element holds a UverbsWc and `off` is a slot's start, so the
-            // field is inside the mapping and `read_at` cannot refuse it.
-            self.cq
-                .q
-                .read_at(self.off + core::mem::offset_of!(UverbsWc, $name))
-                .unwrap_or_default()
+            // Inside the slot's `UverbsWc` (checked at compile time): no run-time check.
+            self.slot
+                .read::<$ty, { core::mem::offset_of!(UverbsWc, $name) }>()
         }
     };
 }
@@ -369,24 +404,44 @@ impl PollCursor<'_> {
     /// Moves to the next completion (`ibv_next_poll`); `false` when there is none, and the
     /// cursor then stays on the current one. Reloads the producer index (`Acquire`, validated)
     /// only when the completions known ready are used up; publishes nothing.
+    ///
+    /// Small enough to inline into every poll loop: when a next completion is already known
+    /// ready, a few loads and stores; the producer reload is `advance_reload`, out of
+    /// line.
     #[doc(alias = "ibv_next_poll")]
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, RingError> {
         // The current completion counts in ready_seen; a next one needs a second.
-        if self.cq.refresh(2)? < 2 {
+        if self.ready_seen < 2 {
+            return self.advance_reload();
+        }
+        self.step();
+        Ok(true)
+    }
+
+    /// [`Self::advance`] when the completions known ready are used up: reloads the producer
+    /// index (`Acquire`, validated as in [`CompletionQueue::refresh`]).
+    #[inline(never)]
+    fn advance_reload(&mut self) -> Result<bool, RingError> {
+        if refresh(self.slot.queue(), self.cons, &mut self.ready_seen, 2)? < 2 {
             return Ok(false);
         }
-        // Consumed locally only: the slot is not handed back until the drop.
-        self.cq.cons = self.cq.q.next(self.cq.cons);
-        self.cq.ready_seen -= 1;
-        self.off = self.cq.q.slot_offset(self.cq.cons);
+        self.step();
         Ok(true)
+    }
+
+    /// Moves to the next slot, which is known ready (`ready_seen >= 2`).
+    #[inline(always)]
+    fn step(&mut self) {
+        // Consumed locally only: the slot is not handed back until the drop.
+        self.cons = self.slot.queue().next(self.cons);
+        self.ready_seen -= 1;
+        self.slot.move_to(self.cons);
     }
 
     /// The current completion copied whole.
     pub fn cqe(&self) -> Cqe {
-        let wc = self.cq.q.read_at::<UverbsWc>(self.off).unwrap_or_default();
-        Cqe::from_wc(&wc)
+        Cqe::from_wc(&self.slot.read::<UverbsWc, 0>())
     }
 
     cursor_field!(
@@ -448,11 +503,11 @@ impl Drop for PollCursor<'_> {
     /// with one `Release` store of the consumer index.
     #[inline]
     fn drop(&mut self) {
-        let cq = &mut *self.cq;
-        cq.cons = cq.q.next(cq.cons);
-        cq.ready_seen -= 1;
+        let q = self.slot.queue();
+        *self.cq_cons = q.next(self.cons);
+        *self.cq_ready_seen = self.ready_seen - 1;
         // Release (inside store_index): our field reads happen-before the kernel's acquire
         // load that sees the slots free and overwrites them.
-        cq.q.store_index(IndexKind::Consumer, cq.cons);
+        q.store_index(IndexKind::Consumer, *self.cq_cons);
     }
 }

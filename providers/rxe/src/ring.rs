@@ -242,25 +242,10 @@ impl Queue {
         Ok(value)
     }
 
-    /// Byte offset in the mapping of slot `index & index_mask` (for [`Queue::read_at`]).
+    /// Byte offset in the mapping of slot `index & index_mask`.
     #[inline(always)]
     pub(crate) fn slot_offset(&self, index: u32) -> usize {
         RXE_QUEUE_BUF_DATA_OFFSET + (((index & self.index_mask) as usize) << self.log2_elem_size)
-    }
-
-    /// Reads a `U` at byte `off` of the mapping (one unaligned load, no reference into the
-    /// mapping); `None` if `off..off+size_of::<U>()` is not inside it. The bounds check makes
-    /// any `off` safe; which bytes are meaningful (a published slot, see [`Queue::read_slot`])
-    /// is the caller's protocol.
-    #[inline(always)]
-    pub(crate) fn read_at<U: FromBytes>(&self, off: usize) -> Option<U> {
-        if off.checked_add(core::mem::size_of::<U>())? > self.len {
-            return None;
-        }
-        // SAFETY: `off + size_of::<U>() <= len` (checked above), so the read lies inside the
-        // live mapping `from_raw` was given; it is unaligned and copies, forming no reference to
-        // kernel-shared memory; `U: FromBytes` accepts any bytes.
-        Some(unsafe { core::ptr::read_unaligned(self.base.as_ptr().add(off).cast::<U>()) })
     }
 
     /// Stores our own index with `Release`: every slot write (producer) or slot read (consumer)
@@ -373,6 +358,23 @@ impl<const MIN: usize> ElemQueue<MIN> {
         Ok(ElemQueue { q })
     }
 
+    /// Slot `index & index_mask` for the consumer to read: the returned [`SlotRef`] reads
+    /// fields that end within `MIN` with no check at all (a compile-time one on the offset;
+    /// `new` proved an element holds `MIN` bytes), and moves to other slots of the same queue
+    /// without checking again. It borrows the queue mutably, as the one consumer of the ring
+    /// (so it can be moved to another thread with it). Same rule as [`Queue::read_slot`]:
+    /// only for slots the other side has published to us.
+    #[inline(always)]
+    pub(crate) fn slot_ref(&mut self, index: u32) -> SlotRef<'_, MIN> {
+        let ptr = self.q.base.as_ptr();
+        let mut s = SlotRef {
+            q: &mut self.q,
+            ptr,
+        };
+        s.move_to(index);
+        s
+    }
+
     /// A `U` copied from the start of slot `index & index_mask`. `U` must fit in `MIN` bytes
     /// (checked at compile time). Same rule as [`Queue::read_slot`]: only for a slot the
     /// other side has published to us.
@@ -434,6 +436,57 @@ impl<const MIN: usize> core::ops::Deref for ElemQueue<MIN> {
     #[inline(always)]
     fn deref(&self) -> &Queue {
         &self.q
+    }
+}
+
+/// One element of a ring whose elements hold at least `MIN` bytes, for a consumer to read
+/// (made by [`ElemQueue::slot_ref`]; the size was checked once, by [`ElemQueue::new`]): the start of a slot of `q`,
+/// inside the mapping. It borrows the queue (mutably: the ring's one consumer), so the
+/// mapping outlives it; reads go through the raw pointer (no reference into the mapping is
+/// formed).
+#[derive(Debug)]
+pub(crate) struct SlotRef<'q, const MIN: usize> {
+    q: &'q mut Queue,
+    /// The start of a slot: `base + RXE_QUEUE_BUF_DATA_OFFSET + (i << log2_elem_size)` for
+    /// some `i <= index_mask` (`move_to` is the only writer).
+    ptr: *const u8,
+}
+
+// SAFETY: `ptr` points into the mapping of `q`, which the `SlotRef` borrows exclusively
+// (`&mut Queue`, and `Queue` is `Send`); moving the `SlotRef` to another thread moves that
+// exclusive access with it, as moving the `&mut Queue` would. Not `Sync`: like `Queue`.
+unsafe impl<const MIN: usize> Send for SlotRef<'_, MIN> {}
+
+impl<const MIN: usize> SlotRef<'_, MIN> {
+    /// The queue the slot belongs to.
+    #[inline(always)]
+    pub(crate) fn queue(&self) -> &Queue {
+        self.q
+    }
+
+    /// Moves to slot `index & index_mask` of the same queue (whose elements hold `MIN` bytes:
+    /// `ElemQueue::new` checked it).
+    #[inline(always)]
+    pub(crate) fn move_to(&mut self, index: u32) {
+        let off = self.q.slot_offset(index);
+        // `from_raw` checked that the whole element array lies in the mapping, so this
+        // slot's `elem_size` bytes at `off` do.
+        debug_assert!(off + self.q.elem_size <= self.q.len);
+        self.ptr = self.q.base.as_ptr().wrapping_add(off);
+    }
+
+    /// The `U` at byte `OFF` of the slot; `OFF + size_of::<U>() <= MIN` is checked at compile
+    /// time, so no check runs.
+    #[inline(always)]
+    pub(crate) fn read<U: FromBytes, const OFF: usize>(&self) -> U {
+        const { assert!(OFF + core::mem::size_of::<U>() <= MIN) };
+        // SAFETY: `ptr` starts a slot inside the live mapping (`move_to`, `from_raw`; the
+        // borrow of `q` keeps the mapping alive), the slot holds at least `MIN` bytes
+        // (`ElemQueue::new` checked `MIN <= elem_size`; only `ElemQueue::slot_ref` makes a
+        // `SlotRef`), and `OFF + size_of::<U>() <= MIN` (the
+        // assertion above), so the read lies inside the slot. It is unaligned and copies,
+        // forming no reference to kernel-shared memory; `U: FromBytes` accepts any bytes.
+        unsafe { core::ptr::read_unaligned(self.ptr.add(OFF).cast::<U>()) }
     }
 }
 
