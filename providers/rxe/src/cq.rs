@@ -413,18 +413,26 @@ impl PollCursor<'_> {
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, RingError> {
-        // Within the run: completions known ready, before the wrap.
-        if self.slot.step_in_run() {
+        if self.step_in_run() {
             return Ok(true);
         }
         self.advance_slow()
     }
 
-    /// [`Self::advance`] at the end of the run: at the wrap (the next slot is slot 0), or
+    /// The inline half of [`Self::advance`]: moves to the next completion if it is known
+    /// ready and before the wrap (`true`); otherwise (`false`) does nothing, and
+    /// [`Self::advance_slow`] does the rest. For a caller that maps the slow path's result
+    /// out of line.
+    #[inline(always)]
+    pub fn step_in_run(&mut self) -> bool {
+        self.slot.step_in_run()
+    }
+
+    /// [`Self::advance`] when [`Self::step_in_run`] returned `false`: at the wrap (the next slot is slot 0), or
     /// when the completions known ready are used up, reloads the producer index (`Acquire`,
     /// validated as in [`CompletionQueue::refresh`]).
     #[inline(never)]
-    fn advance_slow(&mut self) -> Result<bool, RingError> {
+    pub fn advance_slow(&mut self) -> Result<bool, RingError> {
         let cons = self.slot.index();
         // `slot.run()` is 0 here: the current one and those beyond the run.
         let mut ready_seen = 1 + self.beyond;
