@@ -120,7 +120,12 @@ impl PollCq<'_> {
     #[inline(always)]
     pub fn next_poll(&mut self) -> Result<bool> {
         match &mut self.inner {
-            Inner::Rxe { cur, shared } => cur.advance().map_err(|e| cq_ring_error(shared, e)),
+            Inner::Rxe { cur, shared } => {
+                if cur.step_in_run() {
+                    return Ok(true);
+                }
+                cur.advance_slow().map_err(|e| cq_ring_error(shared, e))
+            }
             Inner::Efa { cur, shared } => cur
                 .advance()
                 .map_err(|e| cursor_error(&|| shared.label(), &e)),

@@ -351,12 +351,12 @@ pub struct PollCursor<'a> {
     /// The current slot (of the queue's ring, whose elements hold a `UverbsWc`: checked once,
     /// so the readers check nothing).
     slot: SlotRef<'a, CQE_MIN_SIZE>,
-    /// The consumer index (of the current slot) and the ready count while the cursor lives:
-    /// copies of the queue's, kept here so moving on reads and writes no pointer; the drop
-    /// writes them back to `cq_cons`/`cq_ready_seen` (the queue's own fields, borrowed apart
-    /// from its ring).
-    cons: u32,
-    ready_seen: u32,
+    /// Completions known ready after the current one beyond the slot's run (`slot.run()`,
+    /// those before the wrap). While the cursor lives the consumer index is `slot.index()`
+    /// and the ready count `1 + slot.run() + beyond`, so moving on within the run touches the
+    /// run count and the pointer only; the drop writes them back to `cq_cons`/`cq_ready_seen`
+    /// (the queue's own fields, borrowed apart from its ring).
+    beyond: u32,
     cq_cons: &'a mut u32,
     cq_ready_seen: &'a mut u32,
 }
@@ -377,11 +377,13 @@ impl CompletionQueue {
             ready_seen,
         } = self;
         // An element holds a UverbsWc: `ElemQueue::new` checked it, once, in `new`.
-        let slot = q.slot_ref(*cons);
+        let mut slot = q.slot_ref(*cons);
+        // `refresh` returned non-zero: `ready_seen >= 1` counts the current slot.
+        let after = *ready_seen - 1;
+        let beyond = after - slot.set_run(after);
         Ok(Some(PollCursor {
             slot,
-            cons: *cons,
-            ready_seen: *ready_seen,
+            beyond,
             cq_cons: cons,
             cq_ready_seen: ready_seen,
         }))
@@ -406,37 +408,45 @@ impl PollCursor<'_> {
     /// only when the completions known ready are used up; publishes nothing.
     ///
     /// Small enough to inline into every poll loop: when a next completion is already known
-    /// ready, a few loads and stores; the producer reload is `advance_reload`, out of
+    /// ready before the wrap, a pointer add and a count; the rest is `advance_slow`, out of
     /// line.
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, RingError> {
-        // The current completion counts in ready_seen; a next one needs a second.
-        if self.ready_seen < 2 {
-            return self.advance_reload();
+        if self.step_in_run() {
+            return Ok(true);
         }
-        self.step();
-        Ok(true)
+        self.advance_slow()
     }
 
-    /// [`Self::advance`] when the completions known ready are used up: reloads the producer
-    /// index (`Acquire`, validated as in [`CompletionQueue::refresh`]).
+    /// The inline half of [`Self::advance`]: moves to the next completion if it is known
+    /// ready and before the wrap (`true`); otherwise (`false`) does nothing, and
+    /// [`Self::advance_slow`] does the rest. For a caller that maps the slow path's result
+    /// out of line.
+    #[inline(always)]
+    pub fn step_in_run(&mut self) -> bool {
+        self.slot.step_in_run()
+    }
+
+    /// [`Self::advance`] when [`Self::step_in_run`] returned `false`: at the wrap (the next slot is slot 0), or
+    /// when the completions known ready are used up, reloads the producer index (`Acquire`,
+    /// validated as in [`CompletionQueue::refresh`]).
     #[inline(never)]
-    fn advance_reload(&mut self) -> Result<bool, RingError> {
-        if refresh(self.slot.queue(), self.cons, &mut self.ready_seen, 2)? < 2 {
+    pub fn advance_slow(&mut self) -> Result<bool, RingError> {
+        let cons = self.slot.index();
+        // `slot.run()` is 0 here: the current one and those beyond the run.
+        let mut ready_seen = 1 + self.beyond;
+        refresh(self.slot.queue(), cons, &mut ready_seen, 2)?;
+        if ready_seen < 2 {
+            self.beyond = ready_seen - 1;
             return Ok(false);
         }
-        self.step();
-        Ok(true)
-    }
-
-    /// Moves to the next slot, which is known ready (`ready_seen >= 2`).
-    #[inline(always)]
-    fn step(&mut self) {
         // Consumed locally only: the slot is not handed back until the drop.
-        self.cons = self.slot.queue().next(self.cons);
-        self.ready_seen -= 1;
-        self.slot.move_to(self.cons);
+        let next = self.slot.queue().next(cons);
+        self.slot.move_to(next);
+        let after = ready_seen - 2;
+        self.beyond = after - self.slot.set_run(after);
+        Ok(true)
     }
 
     /// The current completion copied whole.
@@ -503,9 +513,11 @@ impl Drop for PollCursor<'_> {
     /// with one `Release` store of the consumer index.
     #[inline]
     fn drop(&mut self) {
+        let cons = self.slot.index();
         let q = self.slot.queue();
-        *self.cq_cons = q.next(self.cons);
-        *self.cq_ready_seen = self.ready_seen - 1;
+        *self.cq_cons = q.next(cons);
+        // The ready count less the current completion, now freed.
+        *self.cq_ready_seen = self.slot.run() + self.beyond;
         // Release (inside store_index): our field reads happen-before the kernel's acquire
         // load that sees the slots free and overwrites them.
         q.store_index(IndexKind::Consumer, *self.cq_cons);

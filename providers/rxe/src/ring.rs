@@ -367,9 +367,12 @@ impl<const MIN: usize> ElemQueue<MIN> {
     #[inline(always)]
     pub(crate) fn slot_ref(&mut self, index: u32) -> SlotRef<'_, MIN> {
         let ptr = self.q.base.as_ptr();
+        let elem_size = self.q.elem_size;
         let mut s = SlotRef {
             q: &mut self.q,
             ptr,
+            run: 0,
+            elem_size,
         };
         s.move_to(index);
         s
@@ -448,8 +451,15 @@ impl<const MIN: usize> core::ops::Deref for ElemQueue<MIN> {
 pub(crate) struct SlotRef<'q, const MIN: usize> {
     q: &'q mut Queue,
     /// The start of a slot: `base + RXE_QUEUE_BUF_DATA_OFFSET + (i << log2_elem_size)` for
-    /// some `i <= index_mask` (`move_to` is the only writer).
+    /// some `i <= index_mask` (written by `move_to`, and by `step_in_run` only while `run`
+    /// says slot `i + 1` exists).
     ptr: *const u8,
+    /// How many times `step_in_run` may still move on by one slot: at most
+    /// `index_mask - i` (so every step stays inside the element array, before the wrap),
+    /// and at most what the owner allowed in `set_run` (slots it knows published).
+    run: u32,
+    /// `elem_size`, copied so a step loads no pointer.
+    elem_size: usize,
 }
 
 // SAFETY: `ptr` points into the mapping of `q`, which the `SlotRef` borrows exclusively
@@ -473,6 +483,44 @@ impl<const MIN: usize> SlotRef<'_, MIN> {
         // slot's `elem_size` bytes at `off` do.
         debug_assert!(off + self.q.elem_size <= self.q.len);
         self.ptr = self.q.base.as_ptr().wrapping_add(off);
+        // No steps allowed until the owner says how many slots are ready (`set_run`).
+        self.run = 0;
+    }
+
+    /// The index (`<= index_mask`) of the current slot, from the pointer.
+    #[inline]
+    pub(crate) fn index(&self) -> u32 {
+        let first = self.q.base.as_ptr() as usize + RXE_QUEUE_BUF_DATA_OFFSET;
+        ((self.ptr as usize - first) >> self.q.log2_elem_size) as u32
+    }
+
+    /// Allows up to `ready_after` steps of [`Self::step_in_run`] (the owner knows that many
+    /// slots after the current one are published to it), capped at the slots left before
+    /// the wrap; returns the number allowed.
+    #[inline]
+    pub(crate) fn set_run(&mut self, ready_after: u32) -> u32 {
+        self.run = ready_after.min(self.q.index_mask - self.index());
+        self.run
+    }
+
+    /// Steps allowed left (see [`Self::set_run`]).
+    #[inline(always)]
+    pub(crate) fn run(&self) -> u32 {
+        self.run
+    }
+
+    /// Moves on to the next slot if a step is allowed (`true`), by adding the element size
+    /// to the pointer (no index, mask or shift); `false`, and stays, when none is.
+    #[inline(always)]
+    pub(crate) fn step_in_run(&mut self) -> bool {
+        if self.run == 0 {
+            return false;
+        }
+        self.run -= 1;
+        // `run <= index_mask - i` held before the step, so `i + 1 <= index_mask`: the new
+        // pointer starts slot `i + 1`, inside the element array.
+        self.ptr = self.ptr.wrapping_add(self.elem_size);
+        true
     }
 
     /// The `U` at byte `OFF` of the slot; `OFF + size_of::<U>() <= MIN` is checked at compile
@@ -480,7 +528,8 @@ impl<const MIN: usize> SlotRef<'_, MIN> {
     #[inline(always)]
     pub(crate) fn read<U: FromBytes, const OFF: usize>(&self) -> U {
         const { assert!(OFF + core::mem::size_of::<U>() <= MIN) };
-        // SAFETY: `ptr` starts a slot inside the live mapping (`move_to`, `from_raw`; the
+        // SAFETY: `ptr` starts a slot inside the live mapping (`move_to`, `step_in_run`,
+        // `from_raw`; the
         // borrow of `q` keeps the mapping alive), the slot holds at least `MIN` bytes
         // (`ElemQueue::new` checked `MIN <= elem_size`; only `ElemQueue::slot_ref` makes a
         // `SlotRef`), and `OFF + size_of::<U>() <= MIN` (the

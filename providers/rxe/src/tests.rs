@@ -1239,6 +1239,39 @@ fn cq_cursor_reads_fields_in_place_wraps_and_publishes_once() {
     assert_eq!(cur.wr_id(), 102);
 }
 
+#[test]
+fn cq_cursor_dropped_mid_run_hands_back_the_rest_at_every_wrap_position() {
+    // 4 slots: start the poll at each consumer index, so the 3 ready completions wrap at
+    // every place in the cursor's run; stop after the second, and the third must be the
+    // next one seen (ready count written back right), by a new cursor and by `poll`.
+    let m = FakeMapping::new(6, 2);
+    let mut cq = CompletionQueue::new(open(&m)).unwrap();
+    let mut next = 0u64;
+    for round in 0..8 {
+        for k in 0..3 {
+            assert!(m.kernel_produce(wc(next + k).as_bytes()));
+        }
+        let mut cur = cq.start_poll().unwrap().unwrap();
+        assert_eq!(cur.wr_id(), next);
+        assert!(cur.advance().unwrap());
+        assert_eq!(cur.wr_id(), next + 1);
+        drop(cur);
+        assert_eq!(m.consumer(), ((next + 2) % 4) as u32);
+        // Known ready without a reload: hide the producer index, the count must do.
+        let real = m.producer();
+        m.set_producer(1000);
+        if round % 2 == 0 {
+            let cur = cq.start_poll().unwrap().unwrap();
+            assert_eq!(cur.wr_id(), next + 2);
+        } else {
+            assert_eq!(cq.poll().unwrap().unwrap().wr_id, next + 2);
+        }
+        m.set_producer(real);
+        assert!(cq.start_poll().unwrap().is_none(), "nothing seen twice");
+        next += 3;
+    }
+}
+
 // ----- the ibv_wr_* API -----------------------------------------------------------------------
 
 #[test]
