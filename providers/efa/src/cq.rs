@@ -5,7 +5,9 @@
 //! A CQE is new when its phase bit equals the sub-CQ's expected phase, which starts at 1 and
 //! flips every time the sub-CQ's consumer index wraps. Sub-CQs are polled round-robin like
 //! rdma-core (`next_poll_idx` advances past every sub-CQ tried; within one poll a sub-CQ found
-//! empty is skipped for the rest of the call, see [`CompletionQueue::poll_each`]). After a poll that consumed
+//! empty is skipped for the rest of the call, see [`CompletionQueue::poll_each`]); a sub-CQ
+//! the lookup says holds no CQE ([`QpLookup::sub_cqs`]: no QP uses it, as libefa's `ref_cnt`)
+//! is passed over as if empty. After a poll that consumed
 //! entries, the CQ-wide consumer counter is written to the CQ doorbell when the kernel gave one.
 //!
 //! Everything read from a CQE is distrusted: the QP number is looked up through the core's
