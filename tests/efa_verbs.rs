@@ -1397,3 +1397,63 @@ fn efa_create_qp_makes_ud_and_refuses_what_efa_cannot_do() {
     );
     fab.assert_no_violations();
 }
+
+/// A CQ's polls look only at the sub-CQs its QPs use (libefa's `ref_cnt`): a CQE in a
+/// sub-CQ no QP of the CQ completes into is left there, and consumed (as stale: no such QP)
+/// once a QP that uses that sub-CQ exists.
+#[test]
+fn efa_poll_looks_only_at_sub_cqs_a_qp_uses() {
+    let fab = EfaFabric::new(31);
+    let mut a = host(
+        &fab,
+        ModelConfig::default(),
+        cap(8),
+        EfaQpFlags::empty(),
+        QpType::Srd,
+    );
+    assert_eq!(a.scq.efa_sub_cqs(), 2);
+    // The model puts a QP's CQEs in sub-CQ qpn % 2.
+    let other = (a.qp.qp_num() + 1) % 2;
+    let mut cqe = uverbs_efa::defs::EfaIoRxCdescEx::default();
+    cqe.base
+        .common
+        .set_q_type(uverbs_efa::defs::EFA_IO_SEND_QUEUE);
+    cqe.base.common.qp_num.set(0x7777);
+    fab.inject_cqe(&a.dev, a.scq.handle(), other as u16, cqe);
+    let mut w = [Wc::default(); 2];
+    assert_eq!(a.scq.poll(&mut w).unwrap(), 0);
+    assert_eq!(a.scq.poll(&mut w[..1]).unwrap(), 0);
+    assert!(a.scq.start_poll().unwrap().is_none());
+    assert_eq!(
+        a.scq.efa_stale_completions(),
+        0,
+        "sub-CQ {other} not looked at"
+    );
+    // A QP completing into that sub-CQ (its receives elsewhere): now it is.
+    let mut qps = Vec::new();
+    loop {
+        let q =
+            a.pd.efadv_create_qp_ex(
+                &QpInitAttr {
+                    sq_sig_all: true,
+                    send_ops_flags: SEND_OPS,
+                    ..QpInitAttr::new(QpType::Srd, &a.scq, &a.rcq, cap(8))
+                },
+                &EfaQpInitAttr {
+                    flags: EfaQpFlags::empty(),
+                    sl: 0,
+                    wr_flags: Default::default(),
+                },
+            )
+            .unwrap();
+        let hit = q.qp_num() % 2 == other;
+        qps.push(q);
+        if hit {
+            break;
+        }
+        assert!(qps.len() < 4, "the model gives QP numbers in sequence");
+    }
+    assert_eq!(a.scq.poll(&mut w).unwrap(), 0);
+    assert_eq!(a.scq.efa_stale_completions(), 1);
+    fab.assert_no_violations();
+}

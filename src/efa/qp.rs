@@ -11,7 +11,7 @@ use uverbs_efa::rq::{RecvQueue, RqConfig};
 use uverbs_efa::sq::{
     DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
 };
-use uverbs_efa::table::QpTable;
+use uverbs_efa::table::{sub_cq_bit, QpTable};
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID,
     EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV, EFA_QP_DRIVER_TYPE_SRD,
@@ -454,15 +454,22 @@ pub(crate) fn create_qp(
             format!("QP number already in use on the {which} CQ"),
         )
     };
+    // Where the kernel says this QP's CQEs land: each CQ's polls visit those sub-CQs (and
+    // no sub-CQ no QP of theirs uses, as libefa's `ref_cnt`).
+    let send_sub = sub_cq_bit(dresp.send_sub_cq_idx, scq.sub_cqs());
+    let recv_sub = sub_cq_bit(dresp.recv_sub_cq_idx, rcq.sub_cqs());
     if Arc::ptr_eq(&send_table, &recv_table) {
         send_table
-            .register(qpn16, Some(sc), Some(rc))
+            .register(qpn16, send_sub | recv_sub, Some(sc), Some(rc))
             .map_err(|_| in_use("send/receive"))?;
     } else {
         send_table
-            .register(qpn16, Some(sc), None)
+            .register(qpn16, send_sub, Some(sc), None)
             .map_err(|_| in_use("send"))?;
-        if recv_table.register(qpn16, None, Some(rc)).is_err() {
+        if recv_table
+            .register(qpn16, recv_sub, None, Some(rc))
+            .is_err()
+        {
             send_table.unregister(qpn16);
             return Err(in_use("receive"));
         }

@@ -5,7 +5,9 @@
 //! A CQE is new when its phase bit equals the sub-CQ's expected phase, which starts at 1 and
 //! flips every time the sub-CQ's consumer index wraps. Sub-CQs are polled round-robin like
 //! rdma-core (`next_poll_idx` advances past every sub-CQ tried; within one poll a sub-CQ found
-//! empty is skipped for the rest of the call, see [`CompletionQueue::poll_each`]). After a poll that consumed
+//! empty is skipped for the rest of the call, see [`CompletionQueue::poll_each`]); a sub-CQ
+//! the lookup says holds no CQE ([`QpLookup::sub_cqs`]: no QP uses it, as libefa's `ref_cnt`)
+//! is passed over as if empty. After a poll that consumed
 //! entries, the CQ-wide consumer counter is written to the CQ doorbell when the kernel gave one.
 //!
 //! Everything read from a CQE is distrusted: the QP number is looked up through the core's
@@ -109,6 +111,20 @@ pub trait QpLookup {
     #[inline(always)]
     fn find_cached(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
         self.find(qp_num)
+    }
+
+    /// The sub-CQs that may hold CQEs (bit `i`: sub-CQ `i`); a poll visits no other (as
+    /// libefa skips a sub-CQ whose `ref_cnt` is 0). Asked once per poll call, before the
+    /// first visit. Default: every sub-CQ.
+    #[inline(always)]
+    fn sub_cqs(&mut self) -> u64 {
+        u64::MAX
+    }
+
+    /// A poll found sub-CQ `idx` (one of [`sub_cqs`](Self::sub_cqs)) empty. Default: nothing.
+    #[inline(always)]
+    fn sub_cq_empty(&mut self, idx: u16) {
+        let _ = idx;
     }
 }
 
@@ -303,7 +319,8 @@ impl CompletionQueue {
         let subs = self.cfg.num_sub_cqs;
         // `new` refused more than 64 sub-CQs, so a bit per sub-CQ fits.
         let all = self.all_subs;
-        let mut empty = 0u64;
+        // A sub-CQ the lookup says holds no CQE is never visited: as if found empty.
+        let mut empty = all & !lookup.sub_cqs();
         let mut n = 0;
         let mut consumed = false;
         let mut error = None;
@@ -321,6 +338,7 @@ impl CompletionQueue {
             // the empty one). The last candidate goes straight to its run.
             if !last && !self.has_cqe(idx) {
                 empty |= bit;
+                lookup.sub_cq_empty(idx);
                 continue;
             }
             let limit = if last { max - n } else { 1 };
@@ -329,6 +347,7 @@ impl CompletionQueue {
             consumed |= r.taken != 0;
             if r.emptied {
                 empty |= bit;
+                lookup.sub_cq_empty(idx);
             }
             if r.error.is_some() {
                 error = r.error;
@@ -354,12 +373,21 @@ impl CompletionQueue {
         lookup: &mut L,
         mut put: F,
     ) -> Result<usize, PollError> {
-        let subs = self.cfg.num_sub_cqs;
-        let mut idx = self.next_poll_idx;
-        for _ in 0..subs {
-            let next = if idx + 1 >= subs { 0 } else { idx + 1 };
+        // The sub-CQs to look at, in round-robin order from `next_poll_idx`: the lowest bit
+        // at or above it, else the lowest. A sub-CQ the lookup says holds no CQE is passed
+        // over as if found empty (the round robin moves past it either way).
+        let mut left = self.all_subs & lookup.sub_cqs();
+        // `next_poll_idx` < `num_sub_cqs` <= 64.
+        let from = u64::MAX << (self.next_poll_idx & 63);
+        while left != 0 {
+            let on = left & from;
+            let idx = (if on != 0 { on } else { left }).trailing_zeros() as u16;
             if let Some((entry, w0)) = self.take_entry(idx) {
-                self.next_poll_idx = next;
+                self.next_poll_idx = if idx + 1 >= self.cfg.num_sub_cqs {
+                    0
+                } else {
+                    idx + 1
+                };
                 let r = process(&self.cfg, idx, w0, entry, lookup, &mut put);
                 self.update_doorbell(false);
                 return match r {
@@ -367,11 +395,11 @@ impl CompletionQueue {
                     Err(error) => Err(PollError { polled: 0, error }),
                 };
             }
-            idx = next;
+            lookup.sub_cq_empty(idx);
+            left &= !(1u64 << idx);
         }
         // Every sub-CQ was empty: the round robin went all the way round, back to where it
-        // started.
-        self.next_poll_idx = idx;
+        // started (`next_poll_idx` unchanged).
         Ok(0)
     }
 
@@ -760,6 +788,7 @@ impl PollCursor<'_> {
                 // `sub` was the only sub-CQ not found empty, and now it is empty too:
                 // nothing anywhere (what `walk` concludes in the same case), and the next
                 // call looks at every sub-CQ again.
+                lookup.sub_cq_empty(idx);
                 self.empty = 0;
                 self.stay = self.cq.all_subs == 1;
                 Ok(false)
@@ -777,6 +806,15 @@ impl PollCursor<'_> {
             self.stay = true;
             return self.land(self.sub, entry, w0, lookup);
         }
+        let all = self.cq.all_subs;
+        // Sub-CQs the lookup says hold no CQE: passed over as if found empty.
+        let skip = all & !lookup.sub_cqs();
+        if !self.stay && self.empty | skip == all {
+            // Nothing to visit.
+            self.empty = 0;
+            self.stay = all == 1;
+            return Ok(false);
+        }
         loop {
             let idx = if self.stay {
                 self.sub
@@ -785,10 +823,10 @@ impl PollCursor<'_> {
                 let idx = self.cq.next_poll_idx;
                 self.cq.next_poll_idx = if idx + 1 >= subs { 0 } else { idx + 1 };
                 let bit = 1u64 << (idx & 63);
-                if self.empty & bit != 0 {
+                if (self.empty | skip) & bit != 0 {
                     continue;
                 }
-                if self.empty | bit == self.cq.all_subs {
+                if self.empty | skip | bit == all {
                     // The only sub-CQ not found empty: stay on it from here on.
                     self.stay = true;
                     self.sub = idx;
@@ -796,9 +834,9 @@ impl PollCursor<'_> {
                 idx
             };
             let Some((entry, w0)) = self.cq.take_entry(idx) else {
-                let all = self.cq.all_subs;
+                lookup.sub_cq_empty(idx);
                 self.empty |= 1u64 << (idx & 63);
-                if self.empty == all {
+                if self.empty | skip == all {
                     // Nothing anywhere: the next call looks at every sub-CQ again.
                     self.empty = 0;
                     self.stay = all == 1;
@@ -829,7 +867,9 @@ impl PollCursor<'_> {
         }
         let idx = self.sub;
         let Some((entry, w0)) = self.cq.take_entry(idx) else {
-            // As in `advance`: nothing anywhere.
+            // As in `advance`: nothing anywhere. (Not reported to `sub_cq_empty`: kept out of
+            // this path, whose caller is a small function; the next `walk` that finds the
+            // sub-CQ empty reports it.)
             self.empty = 0;
             self.stay = self.cq.all_subs == 1;
             return Step::Empty;

@@ -1141,3 +1141,121 @@ fn try_take_then_advance_is_advance() {
         "{landed} {errors} {fell_back} {hits}"
     );
 }
+
+/// A slice lookup that visits only the sub-CQs of `mask` and records those found empty.
+struct Masked<'t, 'p> {
+    t: &'t mut [QpEntry<'p>],
+    mask: u64,
+    empty: Vec<u16>,
+}
+
+impl QpLookup for Masked<'_, '_> {
+    fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
+        self.t.find(qp_num)
+    }
+    fn sub_cqs(&mut self) -> u64 {
+        self.mask
+    }
+    fn sub_cq_empty(&mut self, idx: u16) {
+        self.empty.push(idx);
+    }
+}
+
+/// Every poll (`poll`, `poll_one_each`, the cursor) looks only at the sub-CQs the lookup
+/// names (`QpLookup::sub_cqs`, libefa's `ref_cnt`): with CQEs in sub-CQs 1 and 2 and sub-CQ
+/// 1 not named, it gives exactly what it gives when sub-CQ 1 is empty — the same
+/// completions in the same order, the same round-robin position, consumer counter and
+/// doorbell — and never consumes sub-CQ 1's CQEs. It reports the sub-CQs it found empty
+/// (only named ones). A lookup that names none makes a poll that looks at nothing.
+#[test]
+fn a_poll_visits_only_the_lookups_sub_cqs() {
+    for method in 0..3 {
+        let c = cfg(3, 4, 16, false);
+        let (mut ra, mut rb) = (rig(c, true), rig(c, true));
+        let (mut sp_a, mut sc_a) = WridPool::new(16, 0).unwrap();
+        let (mut sp_b, mut sc_b) = WridPool::new(16, 0).unwrap();
+        for i in 0..3 {
+            let (a, b) = (post(&mut sp_a, 10 + i), post(&mut sp_b, 10 + i));
+            assert_eq!(a, b);
+            let cqe = tx_cqe(a, 7, 0, EFA_IO_SEND, true);
+            ra.put(2, i as usize, &cqe);
+            rb.put(2, i as usize, &cqe);
+            // Sub-CQ 1 of `ra` only: a CQE of an unknown QP, which a visit would consume.
+            ra.put(1, i as usize, &tx_cqe(0, 9, 0, EFA_IO_SEND, true));
+        }
+        ra.cq.next_poll_idx = 1;
+        rb.cq.next_poll_idx = 1;
+        let mut ta = [QpEntry {
+            qp_num: 7,
+            send: Some(&mut sc_a),
+            recv: None,
+        }];
+        let mut tb = [QpEntry {
+            qp_num: 7,
+            send: Some(&mut sc_b),
+            recv: None,
+        }];
+        let mut la = Masked {
+            t: &mut ta[..],
+            mask: 0b101,
+            empty: Vec::new(),
+        };
+        let mut lb = Masked {
+            t: &mut tb[..],
+            mask: u64::MAX,
+            empty: Vec::new(),
+        };
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            match method {
+                0 => {
+                    let (mut wa, mut wb) = ([Wc::default(); 2], [Wc::default(); 2]);
+                    let (a, b) = (ra.cq.poll(&mut wa, &mut la), rb.cq.poll(&mut wb, &mut lb));
+                    assert_eq!(a, b);
+                    got_a.extend_from_slice(&wa[..a.unwrap()]);
+                    got_b.extend_from_slice(&wb[..b.unwrap()]);
+                }
+                1 => {
+                    let a = ra.cq.poll_one_each(&mut la, |w| got_a.push(*w));
+                    let b = rb.cq.poll_one_each(&mut lb, |w| got_b.push(*w));
+                    assert_eq!(a, b);
+                }
+                _ => {
+                    for (cq, l, got) in [
+                        (&mut ra.cq, &mut la, &mut got_a),
+                        (&mut rb.cq, &mut lb, &mut got_b),
+                    ] {
+                        let mut k = cq.poll_cursor();
+                        while k.advance(l).unwrap() {
+                            got.push(k.wc());
+                        }
+                    }
+                }
+            }
+            assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "method {method}");
+            assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+            assert_eq!(ra.db.word(), rb.db.word());
+        }
+        assert_eq!(got_a, got_b, "method {method}");
+        let ids: Vec<u64> = got_a.iter().map(|w| w.wr_id).collect();
+        assert_eq!(ids, [10, 11, 12], "method {method}");
+        assert_eq!(ra.cq.subs[1].consumed, 0, "sub-CQ 1 was never visited");
+        assert!(!la.empty.contains(&1), "method {method}: {:?}", la.empty);
+        assert!(la.empty.contains(&2), "method {method}: {:?}", la.empty);
+        assert!(lb.empty.contains(&1), "method {method}: {:?}", lb.empty);
+        // Nothing named: nothing looked at, the round robin where it was.
+        la.mask = 0;
+        la.empty.clear();
+        let at = ra.cq.next_poll_idx;
+        let mut w = [Wc::default(); 2];
+        assert_eq!(ra.cq.poll(&mut w, &mut la), Ok(0));
+        assert_eq!(
+            ra.cq.poll_one_each(&mut la, |_| panic!("a completion")),
+            Ok(0)
+        );
+        assert!(!ra.cq.poll_cursor().advance(&mut la).unwrap());
+        assert_eq!(ra.cq.next_poll_idx, at);
+        assert!(la.empty.is_empty());
+        assert_eq!(ra.cq.subs[1].consumed, 0);
+    }
+}

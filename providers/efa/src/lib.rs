@@ -28,7 +28,9 @@
 //! - CQ: mmap `q_mmap_key` (`q_mmap_size` bytes) read-only; sub-CQ `i` starts at
 //!   `i * cqe * entry_size`; doorbell (only with `EFA_CREATE_CQ_RESP_DB_OFF`) = page of
 //!   `db_mmap_key` + `db_off`. Send/receive completions of a QP land in sub-CQ
-//!   `send_sub_cq_idx`/`recv_sub_cq_idx`; polling visits all sub-CQs round-robin anyway.
+//!   `send_sub_cq_idx`/`recv_sub_cq_idx`; polling visits round-robin only the sub-CQs a QP
+//!   registered in the CQ's [`QpTable`] uses (libefa's `ref_cnt`), and those
+//!   of a QP unregistered since until a poll finds them empty ([`QpLookup::sub_cqs`]).
 //! - Request ids are always 16-bit pool ids (slot | generation). If the core creates QPs with
 //!   `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID` the device echoes the same low 16 bits, so it is
 //!   harmless but gains nothing; the `req_id_ex` words are written as zero and ignored.

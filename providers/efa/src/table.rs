@@ -39,6 +39,9 @@ use crate::{QpLookup, QpPools, WridCompleter};
 /// What one CQ keeps of one QP: the completing halves of the QP's queues that complete here.
 struct CqEntry {
     qpn: u16,
+    /// The sub-CQs this QP's queues complete into on this CQ (a bit per sub-CQ, see
+    /// [`QpTable::register`]).
+    subs: u64,
     send: UnsafeCell<Option<WridCompleter>>,
     recv: UnsafeCell<Option<WridCompleter>>,
 }
@@ -74,10 +77,24 @@ impl Slots {
     }
 }
 
-/// Control-path bookkeeping (under the mutex): live entries and used cells (live + tombs).
+/// Control-path bookkeeping (under the mutex): live entries and used cells (live + tombs),
+/// and per sub-CQ the registered QPs whose completions land there (`refs[i]` > 0 is bit `i`
+/// of [`QpTable::live_subs`]).
 struct Ctl {
     live: usize,
     used: usize,
+    refs: [u32; 64],
+}
+
+/// The bit of sub-CQ `idx` of a CQ of `num_sub_cqs` sub-CQs, as [`QpTable::register`] takes
+/// it: an index the CQ does not have (the device said so; it never should) gives every bit,
+/// so a poll then visits every sub-CQ, as if no sub-CQ were known unused.
+pub fn sub_cq_bit(idx: u16, num_sub_cqs: u16) -> u64 {
+    if idx < num_sub_cqs.min(64) {
+        1 << idx
+    } else {
+        u64::MAX
+    }
 }
 
 /// The QPs completing into one CQ, keyed by QP number. Memory is sized by use: 8 cells to
@@ -92,6 +109,15 @@ pub struct QpTable {
     /// table to be freed: an entry (`unregister`) or the cell array (`rebuild`). See the
     /// module docs. 64 bits: never wraps.
     generation: AtomicU64,
+    /// Sub-CQs some registered QP completes into (the union of the entries' `subs`), stored
+    /// under `ctl`. A poll visits only these and the ones its poller is draining: libefa's
+    /// `ref_cnt` (a sub-CQ no QP references holds no CQE).
+    live_subs: AtomicU64,
+    /// Sub-CQs of entries unregistered since the poller last looked (`fetch_or` under `ctl`
+    /// before the generation bump; the poller takes them when it sees the bump): they may
+    /// still hold CQEs of the QP that is gone, which the poller drains (consumes and counts
+    /// as stale) before it stops visiting them.
+    retired_subs: AtomicU64,
     /// Serialises register/unregister (control path only; poll never takes it).
     ctl: Mutex<Ctl>,
 }
@@ -113,11 +139,18 @@ impl QpTable {
             slots: AtomicPtr::new(Box::into_raw(Slots::new(MIN_SLOTS))),
             epoch: AtomicU64::new(0),
             generation: AtomicU64::new(0),
-            ctl: Mutex::new(Ctl { live: 0, used: 0 }),
+            live_subs: AtomicU64::new(0),
+            retired_subs: AtomicU64::new(0),
+            ctl: Mutex::new(Ctl {
+                live: 0,
+                used: 0,
+                refs: [0; 64],
+            }),
         });
         let poller = TablePoller {
             table: table.clone(),
             generation: 0,
+            draining: 0,
             last_qpn: NO_QP,
             last: ptr::null(),
         };
@@ -137,10 +170,13 @@ impl QpTable {
     }
 
     /// Registers QP `qpn` with the completing halves of its queues that complete into this
-    /// CQ. Fails (giving them back) if the number is taken: the device handed it out twice.
+    /// CQ, whose CQEs land in the sub-CQs of `subs` (a bit per sub-CQ, [`sub_cq_bit`] of the
+    /// kernel's `send_sub_cq_idx`/`recv_sub_cq_idx`): polls visit them from now on. Fails
+    /// (giving the halves back) if the number is taken: the device handed it out twice.
     pub fn register(
         &self,
         qpn: u16,
+        subs: u64,
         send: Option<WridCompleter>,
         recv: Option<WridCompleter>,
     ) -> Result<(), (Option<WridCompleter>, Option<WridCompleter>)> {
@@ -155,8 +191,20 @@ impl QpTable {
             self.rebuild(want);
             ctl.used = ctl.live;
         }
+        // Before the entry is published: a poll that finds it visits its sub-CQs (or, if it
+        // loaded the mask first, sees its CQEs at the next poll).
+        for (i, r) in ctl.refs.iter_mut().enumerate() {
+            *r += u32::from(subs >> i & 1 == 1);
+        }
+        // Relaxed: the mask only says where to look; nothing read through it is guarded by
+        // it (CQEs are read after their phase, entries through the table's cells).
+        self.live_subs.store(
+            self.live_subs.load(Ordering::Relaxed) | subs,
+            Ordering::Relaxed,
+        );
         let entry = Box::into_raw(Box::new(CqEntry {
             qpn,
+            subs,
             send: UnsafeCell::new(send),
             recv: UnsafeCell::new(recv),
         }));
@@ -194,6 +242,19 @@ impl QpTable {
         // publishes it to every poll that reads the bumped generation.
         let old = cur.cells[i].swap(tomb(), Ordering::Relaxed);
         ctl.live -= 1;
+        // SAFETY: `old` is a live entry (freed only below, by us, under `ctl`).
+        let subs = unsafe { (*old).subs };
+        let mut live = 0;
+        for (i, r) in ctl.refs.iter_mut().enumerate() {
+            *r -= u32::from(subs >> i & 1 == 1);
+            live |= u64::from(*r != 0) << i;
+        }
+        // The QP's sub-CQs may still hold its CQEs: the poller drains them. Published by
+        // the generation bump in `retire_and_wait` (a release the poller's load of the
+        // generation synchronizes with before it takes these bits), so a poll that begins
+        // after this returns visits them even if the live mask no longer has them.
+        self.retired_subs.fetch_or(subs, Ordering::Relaxed);
+        self.live_subs.store(live, Ordering::Relaxed);
         self.retire_and_wait();
         // SAFETY: `old` came from `Box::into_raw` in `register`; it is out of the table and
         // no poll can still hold it (epoch protocol), so we own it again.
@@ -263,6 +324,9 @@ pub struct TablePoller {
     generation: u64,
     /// QP number of `last` (`NO_QP`: nothing cached).
     last_qpn: u32,
+    /// Sub-CQs that may hold CQEs of unregistered QPs (taken from `retired_subs`), visited
+    /// until a poll finds them empty ([`Lookup::sub_cq_empty`]).
+    draining: u64,
     /// The entry of QP `last_qpn`, live while the table's generation is `generation`. May
     /// dangle between polls: it is only compared, or dereferenced inside a poll whose
     /// generation load returned `generation`.
@@ -294,6 +358,10 @@ impl TablePoller {
             // (freed meanwhile), so forget it and probe again.
             self.generation = g;
             self.last_qpn = NO_QP;
+            // Sub-CQs of the QPs unregistered since (their bump is what we just read, or
+            // one before it): visited until found empty. Relaxed: the generation load
+            // above synchronized with the bump that published them.
+            self.draining |= self.table.retired_subs.swap(0, Ordering::Relaxed);
         }
         Lookup { p: self, odd }
     }
@@ -387,6 +455,21 @@ impl Lookup<'_> {
 }
 
 impl QpLookup for Lookup<'_> {
+    /// The sub-CQs a registered QP completes into, and those being drained.
+    #[inline(always)]
+    fn sub_cqs(&mut self) -> u64 {
+        // Relaxed: see `live_subs`. A QP registered during this poll is not behind any CQE
+        // of this poll's; one registered before it (happens-before) is seen.
+        self.p.table.live_subs.load(Ordering::Relaxed) | self.p.draining
+    }
+
+    /// Sub-CQ `idx` held nothing when this poll looked: any CQE of a QP gone before the poll
+    /// began has been consumed, so it is no longer drained.
+    #[inline(always)]
+    fn sub_cq_empty(&mut self, idx: u16) {
+        self.p.draining &= !(1u64 << (idx & 63));
+    }
+
     #[inline]
     fn find(&mut self, qp_num: u16) -> Option<QpPools<'_>> {
         if u32::from(qp_num) != self.p.last_qpn && !self.probe(qp_num) {
@@ -434,15 +517,58 @@ mod tests {
         WridPool::new(4, 0).unwrap().1
     }
 
+    /// The sub-CQs a poll visits: those a registered QP uses (counted: a sub-CQ two QPs use
+    /// stays while one does), and those of an unregistered QP until a poll finds them empty.
+    #[test]
+    fn sub_cqs_follow_registrations_and_drain() {
+        let (t, mut p) = QpTable::new();
+        assert_eq!(p.begin().sub_cqs(), 0, "no QP: nothing to visit");
+        t.register(1, 0b01, None, None).unwrap();
+        t.register(2, 0b11, None, None).unwrap();
+        assert_eq!(p.begin().sub_cqs(), 0b11);
+        // A failed registration counts nothing.
+        assert!(t.register(2, 0b100, None, None).is_err());
+        assert_eq!(p.begin().sub_cqs(), 0b11);
+        t.unregister(2);
+        // Sub-CQ 1 is no QP's now, but may hold QP 2's CQEs: visited until found empty.
+        let mut l = p.begin();
+        assert_eq!(l.sub_cqs(), 0b11);
+        l.sub_cq_empty(0);
+        drop(l);
+        assert_eq!(
+            p.begin().sub_cqs(),
+            0b11,
+            "sub-CQ 0 is QP 1's; 1 not seen empty"
+        );
+        p.begin().sub_cq_empty(1);
+        assert_eq!(p.begin().sub_cqs(), 0b01);
+        t.unregister(1);
+        assert_eq!(p.begin().sub_cqs(), 0b01, "draining QP 1's");
+        p.begin().sub_cq_empty(0);
+        assert_eq!(p.begin().sub_cqs(), 0);
+        // Registered and gone between two polls: still drained.
+        t.register(3, 0b10, None, None).unwrap();
+        t.unregister(3);
+        assert_eq!(p.begin().sub_cqs(), 0b10);
+        assert_eq!(sub_cq_bit(1, 2), 0b10);
+        assert_eq!(sub_cq_bit(63, 64), 1 << 63);
+        assert_eq!(
+            sub_cq_bit(2, 2),
+            u64::MAX,
+            "no such sub-CQ: visit every one"
+        );
+        assert_eq!(sub_cq_bit(64, 64), u64::MAX);
+    }
+
     #[test]
     fn grows_by_use_and_finds_every_qp() {
         let (t, mut p) = QpTable::new();
         assert_eq!(t.cells(), MIN_SLOTS, "an empty CQ costs 8 pointers");
         for q in 0..100u16 {
-            t.register(q * 7, Some(completer()), None).unwrap();
+            t.register(q * 7, 1, Some(completer()), None).unwrap();
         }
         assert!(t.cells() <= 512, "{} cells for 100 QPs", t.cells());
-        assert!(t.register(7, None, None).is_err(), "duplicate QP number");
+        assert!(t.register(7, 1, None, None).is_err(), "duplicate QP number");
         let mut l = p.begin();
         for q in 0..100u16 {
             let p = l.find(q * 7).expect("registered");
@@ -458,7 +584,7 @@ mod tests {
         drop(l);
         // Tombstones are swept by the next growth: churn does not grow the table.
         for round in 0..50u16 {
-            t.register(round, None, None).unwrap();
+            t.register(round, 1, None, None).unwrap();
             t.unregister(round);
         }
         assert!(t.cells() <= 512);
@@ -472,7 +598,7 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
         let (t, mut p) = QpTable::new();
-        t.register(5, Some(completer()), None).unwrap();
+        t.register(5, 1, Some(completer()), None).unwrap();
         let mut l = p.begin();
         let cap = |l: &mut Lookup<'_>| l.find(5).and_then(|p| p.send.map(|c| c.capacity()));
         assert_eq!(cap(&mut l), Some(4));
@@ -491,7 +617,7 @@ mod tests {
             let (t, done) = (t.clone(), done.clone());
             std::thread::spawn(move || {
                 let (_, new) = WridPool::new(8, 1).unwrap();
-                let r = t.register(5, Some(new), None).is_ok();
+                let r = t.register(5, 1, Some(new), None).is_ok();
                 done.store(true, Ordering::SeqCst);
                 r
             })
@@ -537,7 +663,7 @@ mod tests {
         for round in 0..rounds {
             for q in 0..64u16 {
                 if (q + round) % 3 == 0 {
-                    let _ = t.register(q, Some(completer()), None);
+                    let _ = t.register(q, 1, Some(completer()), None);
                 } else {
                     t.unregister(q);
                 }
@@ -567,15 +693,15 @@ mod tests {
         let (mut old_pool, old) = WridPool::new(4, 1).unwrap();
         let (mut other_pool, other) = WridPool::new(4, 2).unwrap();
         let (mut new_pool, new) = WridPool::new(4, 3).unwrap();
-        t.register(5, Some(old), None).unwrap();
+        t.register(5, 1, Some(old), None).unwrap();
         let r = old_pool.alloc_posted(111).unwrap();
         let mut l = p.begin();
         assert_eq!(l.find(5).unwrap().send.unwrap().complete(r), Ok(111));
         drop(l);
         // QP 5's entry is cached. QP 5 goes (freeing its entry); QP 6 comes, then a new QP 5.
         t.unregister(5);
-        t.register(6, Some(other), None).unwrap();
-        t.register(5, Some(new), None).unwrap();
+        t.register(6, 1, Some(other), None).unwrap();
+        t.register(5, 1, Some(new), None).unwrap();
         let (r_other, r_new) = (
             other_pool.alloc_posted(666).unwrap(),
             new_pool.alloc_posted(222).unwrap(),
@@ -625,12 +751,12 @@ mod tests {
         for round in 0..rounds {
             for q in 0..QPS {
                 t.unregister(q);
-                t.register(q, own(q), None).unwrap();
+                t.register(q, 1, own(q), None).unwrap();
             }
             if round % 16 == 0 {
                 // A registration that grows the table (`rebuild` replaces the array).
                 let extra = QPS + round;
-                t.register(extra, own(0), None).unwrap();
+                t.register(extra, 1, own(0), None).unwrap();
                 t.unregister(extra);
             }
             // Now and then let the poller find something (so polls, most of them using an
