@@ -662,11 +662,11 @@ fn check_wr(wr: &SendWr<'_>, inner: &QpInner, pd_id: usize) -> Result<()> {
 }
 
 /// The generic send WR, read in place by the provider's send queue, with what the provider
-/// cannot check made here ([`check_wr`]'s conditions: an operation EFA has, a destination, an
-/// AH of the QP's PD, whose [`crate::wr::pd_id`] is the context): a WR that fails them is
+/// cannot check made here (`check_wr`'s conditions: an operation EFA has, a destination, an
+/// AH of the QP's PD, whose identity, `crate::wr::pd_id`, is the context): a WR that fails them is
 /// declined by both methods, so the queue never posts it.
 impl uverbs_efa::SendWrSource for SendWr<'_> {
-    /// The QP's [`crate::wr::pd_id`].
+    /// The identity of the QP's PD (`crate::wr::pd_id`).
     type Ctx = usize;
 
     #[inline(always)]
