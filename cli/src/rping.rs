@@ -28,6 +28,9 @@ const RPING_MIN_BUFSIZE: usize = 26;
 const INFO_LEN: usize = 16;
 /// How long one protocol step may take before we give up (rping waits forever).
 const STEP: Duration = Duration::from_secs(10);
+/// How long a disconnect waits for signs of a device removal before it counts as the peer's
+/// normal end (`Conn::after_disconnect`).
+const DISCONNECT_SETTLE: Duration = Duration::from_millis(500);
 
 /// Options of `uverbs rping` (rping's).
 #[derive(Debug, clap::Args)]
@@ -180,6 +183,27 @@ impl Conn {
         self.post(SendWr::send(2).sge(&sge).signaled())
     }
 
+    /// The peer left (a DISCONNECTED event, or our receives flushed). That may be the first
+    /// sign of a device removal: a peer on the same device learns of it, exits, and its
+    /// disconnect can reach us before rdma_cm's DEVICE_REMOVAL for our own id or the
+    /// context's removal flag. So look for either for `DISCONNECT_SETTLE` before calling it
+    /// the peer's normal end; a removal fails the run naming the device.
+    fn after_disconnect(&mut self) -> Result<Step, Failure> {
+        let until = Instant::now() + DISCONNECT_SETTLE;
+        loop {
+            if let Some(ctx) = self.id.context() {
+                crate::removal::check(ctx)?;
+            }
+            if let Some(CmEvent::DeviceRemoval) = self.id.try_get_cm_event()? {
+                return Err(cm_removed(&self.id));
+            }
+            if Instant::now() >= until {
+                return Ok(Step::Disconnected);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Waits for a receive (reposting it), an RDMA completion, or the peer's disconnect.
     /// SEND completions are skipped, as rping's CQ handler does.
     fn wait(&mut self) -> Result<Step, Failure> {
@@ -191,7 +215,7 @@ impl Conn {
                 let w = wc[0];
                 if w.status != WcStatus::SUCCESS {
                     if w.status == WcStatus::WR_FLUSH_ERR {
-                        return Ok(Step::Disconnected);
+                        return self.after_disconnect();
                     }
                     return Err(Failure(format!(
                         "cq completion failed status {}",
@@ -225,7 +249,7 @@ impl Conn {
                         println!("cma_event type {}", ev.name());
                     }
                     match ev {
-                        CmEvent::Disconnected => return Ok(Step::Disconnected),
+                        CmEvent::Disconnected => return self.after_disconnect(),
                         CmEvent::DeviceRemoval => return Err(cm_removed(&self.id)),
                         CmEvent::Established { .. } => {}
                         other => return Err(Failure(format!("unexpected event {other}"))),
