@@ -386,11 +386,10 @@ impl<const MIN: usize> ElemQueue<MIN> {
         const { assert!(core::mem::size_of::<U>() <= MIN) };
         let off = self.q.slot_offset(index);
         debug_assert!(off + core::mem::size_of::<U>() <= self.q.len);
-        // SAFETY: `off` starts slot `index & index_mask`, whose `elem_size` bytes lie in the
-        // live mapping (`from_raw` checked the whole element array against `len`), and
-        // `size_of::<U>() <= MIN <= elem_size` (the assertion above and `new`), so the read is
-        // in bounds; it is unaligned and copies, forming no reference to kernel-shared memory;
-        // `U: FromBytes` accepts any bytes.
+        // `off` starts slot `index & index_mask`, whose `elem_size` bytes lie in the live
+        // mapping (`from_raw` checked the whole element array against `len`).
+        // SAFETY: in bounds (`size_of::<U>() <= MIN <= elem_size`: the assertion and `new`);
+        // unaligned copy, no reference into kernel-shared memory; `U: FromBytes`.
         unsafe { core::ptr::read_unaligned(self.q.base.as_ptr().add(off).cast::<U>()) }
     }
 
@@ -419,13 +418,14 @@ impl<const MIN: usize> ElemQueue<MIN> {
                 .as_ptr()
                 .wrapping_add(RXE_QUEUE_BUF_DATA_OFFSET + slot * self.q.elem_size);
             for d in run {
-                // SAFETY: `p` starts slot `slot + k` with `slot + run.len() <= slots` (the
-                // first run stops at the wrap; the second, from slot 0, is
-                // `n - (slots - first) <= first` long); `from_raw` checked every slot lies in the mapping, and a `U`
-                // fits in a slot (`size_of::<U>() <= MIN <= elem_size`); the slot was published
-                // before our acquire and stays ours until we release it; `U: FromBytes`; the
-                // unaligned read copies, no reference.
-                *d = f(unsafe { core::ptr::read_unaligned(p.cast::<U>()) });
+                // `p` starts slot `slot + k` with `slot + run.len() <= slots` (the first run
+                // stops at the wrap; the second, from slot 0, is `n - (slots - first) <= first`
+                // long); `from_raw` checked every slot lies in the mapping; the slot was
+                // published before our acquire and stays ours until we release it.
+                // SAFETY: in bounds (above; `size_of::<U>() <= MIN <= elem_size`); unaligned
+                // copy, no reference; `U: FromBytes`.
+                let u = unsafe { core::ptr::read_unaligned(p.cast::<U>()) };
+                *d = f(u);
                 p = p.wrapping_add(self.q.elem_size);
             }
         }
@@ -528,13 +528,11 @@ impl<const MIN: usize> SlotRef<'_, MIN> {
     #[inline(always)]
     pub(crate) fn read<U: FromBytes, const OFF: usize>(&self) -> U {
         const { assert!(OFF + core::mem::size_of::<U>() <= MIN) };
-        // SAFETY: `ptr` starts a slot inside the live mapping (`move_to`, `step_in_run`,
-        // `from_raw`; the
-        // borrow of `q` keeps the mapping alive), the slot holds at least `MIN` bytes
-        // (`ElemQueue::new` checked `MIN <= elem_size`; only `ElemQueue::slot_ref` makes a
-        // `SlotRef`), and `OFF + size_of::<U>() <= MIN` (the
-        // assertion above), so the read lies inside the slot. It is unaligned and copies,
-        // forming no reference to kernel-shared memory; `U: FromBytes` accepts any bytes.
+        // `ptr` starts a slot inside the live mapping (`move_to`, `step_in_run`, `from_raw`;
+        // the borrow of `q` keeps it alive); the slot holds at least `MIN` bytes
+        // (`ElemQueue::new`; only `ElemQueue::slot_ref` makes a `SlotRef`).
+        // SAFETY: `OFF + size_of::<U>() <= MIN` (the assertion), so the read is inside the
+        // slot; unaligned copy, no reference into kernel-shared memory; `U: FromBytes`.
         unsafe { core::ptr::read_unaligned(self.ptr.add(OFF).cast::<U>()) }
     }
 }
