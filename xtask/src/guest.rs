@@ -13,6 +13,10 @@
 //! | `UVERBS-STEP-END <name> <status>`   | the step finished with that exit status          |
 //! | `UVERBS-EXIT <status>`              | the payload finished; the guest powers off       |
 //!
+//! A step that leaves the VM without an ACTIVE rxe0 (a device-removal test that failed before
+//! re-creating it) is followed, inside the step, by `UVERBS-RXE0-RESTORE` lines: the guest
+//! re-adds rxe0, so later steps still have their device (the step's own status is kept).
+//!
 //! An image is two concatenated cpio archives (the kernel unpacks both): a base image per
 //! kernel (everything above) and a small per-run payload (`/config.sh`, `/payload.sh`, test
 //! executables).
@@ -100,12 +104,43 @@ step() {
         "$@" 2>&1
     fi
     _rc=$?
+    ensure_rxe0 "$_name"
     _t1=$(cut -d. -f1 /proc/uptime)
     if [ "$_limit" -gt 0 ] && [ "$_rc" -eq 137 ] && [ $((_t1 - _t0)) -ge "$_limit" ]; then
         echo "UVERBS-STEP-TIMEOUT $_name $_limit"
     fi
     echo "UVERBS-STEP-END $_name $_rc"
     return $_rc
+}
+
+# ensure_rxe0 STEP: after a step, rxe0 is back if the step left the VM without it (a
+# device-removal test that failed before re-creating it): one failure must not turn every
+# later step into "no RDMA device". Waits (bounded) for a deletion still finishing, removes
+# a stray rxe1 (the removal tests' second device), re-adds rxe0 on the boot's netdev and waits
+# for an ACTIVE port, saying so on the console. Nothing happens while rxe0 is up.
+ensure_rxe0() {
+    grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && return 0
+    [ -n "$UVERBS_NETDEV" ] || return 0
+    echo "UVERBS-RXE0-RESTORE after $1: rxe0 is missing or not ACTIVE"
+    [ -e /sys/class/infiniband/rxe1 ] && /usr/bin/rdma link delete rxe1
+    _w=0
+    while [ -e /sys/class/infiniband/rxe0 ] && [ $_w -lt 150 ]; do
+        grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+        _w=$((_w + 1)); usleep 200000
+    done
+    if ! [ -e /sys/class/infiniband/rxe0 ]; then
+        /usr/bin/rdma link add rxe0 type rxe netdev "$UVERBS_NETDEV"
+    fi
+    _w=0
+    until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
+        _w=$((_w + 1))
+        if [ $_w -gt 100 ]; then
+            echo "UVERBS-RXE0-RESTORE failed: rxe0 not ACTIVE 20 s after re-adding it"
+            return 1
+        fi
+        usleep 200000
+    done
+    echo "UVERBS-RXE0-RESTORE done: rxe0 is ACTIVE again"
 }
 
 # roce_v2_ipv4_gid [DEV]: print the GID index of DEV's RoCE v2 IPv4-mapped GID.
@@ -232,7 +267,7 @@ until [ -e /dev/infiniband/uverbs0 ] && grep -q ACTIVE /sys/class/infiniband/rxe
 done
 # Only errors from here on, so kernel chatter does not split test output lines.
 echo 4 > /proc/sys/kernel/printk
-export UVERBS_TEST_VM=1 UVERBS_TEST_KERNEL="@KERNEL@" UVERBS_TEST_KERNEL_SERIES="@SERIES@" RUST_BACKTRACE=1
+export UVERBS_NETDEV=$netdev UVERBS_TEST_VM=1 UVERBS_TEST_KERNEL="@KERNEL@" UVERBS_TEST_KERNEL_SERIES="@SERIES@" RUST_BACKTRACE=1
 export LD_LIBRARY_PATH=/lib/@MULTIARCH@:/usr/lib/@MULTIARCH@
 . /lib/uverbs/lib.sh
 cd /tmp
