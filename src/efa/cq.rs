@@ -253,8 +253,7 @@ impl EfaCursor<'_> {
     pub(crate) fn advance(&mut self) -> std::result::Result<bool, EfaError> {
         match self.step() {
             Step::Landed => Ok(true),
-            Step::Empty => Ok(false),
-            Step::Advance => self.advance_slow(),
+            step => self.advance_slow(step),
         }
     }
 
@@ -269,7 +268,7 @@ impl EfaCursor<'_> {
     /// elsewhere, so it saves only the few callee-saved registers its common case uses.
     /// See docs/performance.md, "Poll paths, session 7".
     #[inline(never)]
-    fn step(&mut self) -> Step {
+    pub(crate) fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.
         let mut lookup = self.poller.begin();
         self.cur.try_take(&mut lookup)
@@ -280,7 +279,10 @@ impl EfaCursor<'_> {
     /// (`step` may have consumed it: the provider's cursor keeps it for this), completions
     /// of QPs that are gone (consumed, counted and skipped).
     #[inline(never)]
-    fn advance_slow(&mut self) -> std::result::Result<bool, EfaError> {
+    pub(crate) fn advance_slow(&mut self, step: Step) -> std::result::Result<bool, EfaError> {
+        if step == Step::Empty {
+            return Ok(false);
+        }
         // Ends (the epoch goes even) before `advance_slow` returns.
         let mut lookup = self.poller.begin();
         loop {
