@@ -34,6 +34,15 @@ use crate::wrid::WridCompleter;
 /// Bit 24 of a CQE's first word (little-endian): the phase.
 const PHASE_BIT: u32 = (EFA_IO_CDESC_COMMON_PHASE_MASK as u32) << 24;
 
+/// The queue type's bits of a CQE's first word, and their value for each queue.
+const Q_TYPE_BITS: u32 = (EFA_IO_CDESC_COMMON_Q_TYPE_MASK as u32) << 24;
+const SEND_QUEUE_BITS: u32 =
+    (EFA_IO_SEND_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
+const RECV_QUEUE_BITS: u32 =
+    (EFA_IO_RECV_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
+/// The unsolicited flag's bit of a CQE's first word.
+const UNSOLICITED_BIT: u32 = (EFA_IO_CDESC_COMMON_UNSOLICITED_MASK as u32) << 24;
+
 /// CQE size without the SGID/length_hi extension (`sizeof(struct efa_io_rx_cdesc)`).
 pub const EFA_CQE_SIZE: u32 = 16;
 /// CQE size with the extension (`sizeof(struct efa_io_rx_cdesc_ex)`); rdma-core always uses it.
@@ -923,25 +932,29 @@ impl PollCursor<'_> {
         self.next = entry.wrapping_byte_add(self.stride);
         // SAFETY: word 1 of an entry found complete above (entries are >= 16 bytes).
         let w1 = unsafe { read_word(entry, 1) };
-        let flags = (w0 >> 24) as u8;
         let req_id = w0 as u16;
-        let q_type = field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags);
+        // The queue type in place (bits 26:25 of word 0), compared with each type's bits:
+        // one mask and compare for a send.
+        let q_type = w0 & Q_TYPE_BITS;
         let done = match lookup.find_cached(w1 as u16) {
             // The checks of `complete_wr_id`, in its order; none changes anything when it
             // fails.
-            Some(pools) => match q_type {
-                EFA_IO_SEND_QUEUE => pools.send.map(|pool| {
-                    pool.complete_send(req_id, || {
-                        // SAFETY: word 2 of a consumed entry of >= 16 bytes.
-                        req_id_hi(w1, unsafe { read_word(entry, 2) })
+            Some(pools) => {
+                if q_type == SEND_QUEUE_BITS {
+                    pools.send.map(|pool| {
+                        pool.complete_send(req_id, || {
+                            // SAFETY: word 2 of a consumed entry of >= 16 bytes.
+                            req_id_hi(w1, unsafe { read_word(entry, 2) })
+                        })
                     })
-                }),
-                EFA_IO_RECV_QUEUE if flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0 => {
+                } else if q_type != RECV_QUEUE_BITS {
+                    None
+                } else if w0 & UNSOLICITED_BIT != 0 {
                     Some(Ok(0))
+                } else {
+                    pools.recv.map(|pool| pool.complete(req_id))
                 }
-                EFA_IO_RECV_QUEUE => pools.recv.map(|pool| pool.complete(req_id)),
-                _ => None,
-            },
+            }
             None => None,
         };
         match done {
