@@ -910,7 +910,9 @@ impl PollCursor<'_> {
             return Step::Advance;
         }
         // The device writes this word concurrently: an atomic load through a raw pointer.
-        // `entry` is a slot of the run: in bounds and aligned (`set_run`, `new`).
+        // `entry` != `end`, so it is a slot of the run: `set_run` made `next` a slot start
+        // of sub-CQ `sub` (in bounds and aligned as in `take_entry`) and `end` that
+        // sub-CQ's end, and `next` only moves one slot at a time while below `end`.
         // SAFETY: `entry` is an aligned word inside the live buffer (above).
         let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
         if w0 & PHASE_BIT != self.run_phase {
@@ -918,6 +920,8 @@ impl PollCursor<'_> {
             // empty too: nothing anywhere, and the next call looks at every sub-CQ again.
             // (Not reported to `sub_cq_empty`: kept out of this path, whose caller is a
             // small function; the next `walk` that finds the sub-CQ empty reports it.)
+            // With one sub-CQ the cursor stays, and so does its run (the next call looks
+            // at this slot again); otherwise the run ends with the stay.
             self.empty = 0;
             if self.cq.all_subs != 1 {
                 self.stay = false;

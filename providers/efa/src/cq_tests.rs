@@ -1220,7 +1220,11 @@ fn try_take_run_dropped_mid_run_is_advance() {
             assert_eq!(ra.cq.consumer_counter(), consumed as u16, "turn {turn}");
             assert_eq!(rb.cq.consumer_counter(), consumed as u16, "turn {turn}");
             for (sa, sb) in ra.cq.subs.iter().zip(rb.cq.subs.iter()) {
-                assert_eq!((sa.consumed, sa.phase), (sb.consumed, sb.phase), "turn {turn}");
+                assert_eq!(
+                    (sa.consumed, sa.phase),
+                    (sb.consumed, sb.phase),
+                    "turn {turn}"
+                );
             }
             assert_eq!(
                 ra.cq.db.as_ref().unwrap().log,
