@@ -274,10 +274,12 @@ impl EfaCursor<'_> {
         self.cur.try_take(&mut lookup)
     }
 
-    /// [`advance`](Self::advance) in full, after [`step`](Self::step) left it the work: the
-    /// round robin, a QP not found last (probed in the table), a CQE that fails a check
-    /// (`step` may have consumed it: the provider's cursor keeps it for this), completions
-    /// of QPs that are gone (consumed, counted and skipped).
+    /// [`advance`](Self::advance) after [`step`](Self::step) did not land (`step` is what
+    /// it returned): `Ok(false)` for [`Step::Empty`]; otherwise the whole `advance`, with the
+    /// work `step` left: the round robin, a QP not found last (probed in the table), a CQE
+    /// that fails a check (`step` may have consumed it: the provider's cursor keeps it for
+    /// this), completions of QPs that are gone (consumed, counted and skipped). Taking the
+    /// empty case too leaves the caller's inline part one test of the byte `step` returns.
     #[inline(never)]
     pub(crate) fn advance_slow(&mut self, step: Step) -> std::result::Result<bool, EfaError> {
         if step == Step::Empty {
