@@ -21,6 +21,7 @@ use crate::efa::{cursor_error, EfaCursor};
 use crate::error::{Errno, Error, Result};
 use crate::rxe::{cq_ring_error, wc_flags_from_kernel, wc_from_rxe};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
+use uverbs_efa::cq::Step;
 
 /// An open extended poll on a CQ, positioned on one completion.
 ///
@@ -126,9 +127,17 @@ impl PollCq<'_> {
                 }
                 cur.advance_slow().map_err(|e| cq_ring_error(shared, e))
             }
-            Inner::Efa { cur, shared } => cur
-                .advance()
-                .map_err(|e| cursor_error(&|| shared.label(), &e)),
+            Inner::Efa { cur, shared } => {
+                // As on rxe: the common step's `Ok(true)` returns from here, so the caller's
+                // loop goes from the step straight to its next reader, not through the slow
+                // path's `Result`.
+                let step = cur.step();
+                if step == Step::Landed {
+                    return Ok(true);
+                }
+                cur.advance_slow(step)
+                    .map_err(|e| cursor_error(&|| shared.label(), &e))
+            }
         }
     }
 

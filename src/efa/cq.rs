@@ -253,8 +253,7 @@ impl EfaCursor<'_> {
     pub(crate) fn advance(&mut self) -> std::result::Result<bool, EfaError> {
         match self.step() {
             Step::Landed => Ok(true),
-            Step::Empty => Ok(false),
-            Step::Advance => self.advance_slow(),
+            step => self.advance_slow(step),
         }
     }
 
@@ -269,18 +268,23 @@ impl EfaCursor<'_> {
     /// elsewhere, so it saves only the few callee-saved registers its common case uses.
     /// See docs/performance.md, "Poll paths, session 7".
     #[inline(never)]
-    fn step(&mut self) -> Step {
+    pub(crate) fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.
         let mut lookup = self.poller.begin();
         self.cur.try_take(&mut lookup)
     }
 
-    /// [`advance`](Self::advance) in full, after [`step`](Self::step) left it the work: the
-    /// round robin, a QP not found last (probed in the table), a CQE that fails a check
-    /// (`step` may have consumed it: the provider's cursor keeps it for this), completions
-    /// of QPs that are gone (consumed, counted and skipped).
+    /// [`advance`](Self::advance) after [`step`](Self::step) did not land (`step` is what
+    /// it returned): `Ok(false)` for [`Step::Empty`]; otherwise the whole `advance`, with the
+    /// work `step` left: the round robin, a QP not found last (probed in the table), a CQE
+    /// that fails a check (`step` may have consumed it: the provider's cursor keeps it for
+    /// this), completions of QPs that are gone (consumed, counted and skipped). Taking the
+    /// empty case too leaves the caller's inline part one test of the byte `step` returns.
     #[inline(never)]
-    fn advance_slow(&mut self) -> std::result::Result<bool, EfaError> {
+    pub(crate) fn advance_slow(&mut self, step: Step) -> std::result::Result<bool, EfaError> {
+        if step == Step::Empty {
+            return Ok(false);
+        }
         // Ends (the epoch goes even) before `advance_slow` returns.
         let mut lookup = self.poller.begin();
         loop {

@@ -31,6 +31,18 @@ use crate::status::{
 };
 use crate::wrid::WridCompleter;
 
+/// Bit 24 of a CQE's first word (little-endian): the phase.
+const PHASE_BIT: u32 = (EFA_IO_CDESC_COMMON_PHASE_MASK as u32) << 24;
+
+/// The queue type's bits of a CQE's first word, and their value for each queue.
+const Q_TYPE_BITS: u32 = (EFA_IO_CDESC_COMMON_Q_TYPE_MASK as u32) << 24;
+const SEND_QUEUE_BITS: u32 =
+    (EFA_IO_SEND_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
+const RECV_QUEUE_BITS: u32 =
+    (EFA_IO_RECV_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
+/// The unsolicited flag's bit of a CQE's first word.
+const UNSOLICITED_BIT: u32 = (EFA_IO_CDESC_COMMON_UNSOLICITED_MASK as u32) << 24;
+
 /// CQE size without the SGID/length_hi extension (`sizeof(struct efa_io_rx_cdesc)`).
 pub const EFA_CQE_SIZE: u32 = 16;
 /// CQE size with the extension (`sizeof(struct efa_io_rx_cdesc_ex)`); rdma-core always uses it.
@@ -671,8 +683,24 @@ pub struct PollCursor<'a> {
     consumed: bool,
     /// A CQE of sub-CQ `sub` that [`try_take`](Self::try_take) consumed but left to the
     /// next [`advance`](Self::advance) (its entry and first word). While there is one,
-    /// `stay` is false (so both see it with one test); `advance` sets it again.
+    /// `stay` is false; `advance` sets it again.
     pending: Option<(*const u32, u32)>,
+    /// [`try_take`](Self::try_take)'s run on sub-CQ `sub`: `next` is its next slot, `end`
+    /// the end of the sub-CQ's ring (the wrap). Live while `next != end`, which only
+    /// [`set_run`](Self::set_run) makes so (on a cursor that stays on `sub`, no CQE
+    /// pending); every slot from `next` up to `end` then carries the phase `run_phase`
+    /// (bit 24 of word 0 when new), and both are slot starts of that sub-CQ, `end - next`
+    /// a multiple of `stride`. Both null before the first run.
+    next: *mut u32,
+    end: *mut u32,
+    /// The slot `next` was at when the sub-CQ's consumer index and phase, and the CQ's
+    /// consumer counter, were last brought up to date ([`settle`](Self::settle)): the CQEs
+    /// from here to `next` were consumed by `try_take` and are not counted there yet.
+    settled: *mut u32,
+    /// Phase bit (bit 24 of word 0) of a new CQE in the run: `1 << 24` or 0.
+    run_phase: u32,
+    /// `entry_size` in bytes.
+    stride: usize,
 }
 
 /// What [`PollCursor::try_take`] did.
@@ -712,12 +740,17 @@ impl CompletionQueue {
         PollCursor {
             entry: self.buf.as_ptr().cast::<u32>(),
             stay: self.cfg.num_sub_cqs == 1,
+            stride: self.cfg.entry_size as usize,
             cq: self,
             wr_id: 0,
             empty: 0,
             sub: 0,
             consumed: false,
             pending: None,
+            next: core::ptr::null_mut(),
+            end: core::ptr::null_mut(),
+            settled: core::ptr::null_mut(),
+            run_phase: 0,
         }
     }
 
@@ -775,6 +808,10 @@ impl PollCursor<'_> {
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn advance<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Result<bool, EfaError> {
+        // What `try_take` consumed is counted in the sub-CQ and the CQ before anything reads
+        // them; its run ends (`land` starts a new one where the cursor stays).
+        self.settle();
+        self.end = self.next;
         if !self.stay {
             // (Also when a CQE is pending.)
             return self.walk(lookup);
@@ -850,52 +887,78 @@ impl PollCursor<'_> {
 
     /// [`advance`](Self::advance)'s common case, for a caller that keeps the rest out of
     /// line: on a cursor that stays on one sub-CQ (every other one was found empty, or there
-    /// is only one), takes the sub-CQ's next CQE, and if its QP is the one `lookup` finds
-    /// cheaply ([`QpLookup::find_cached`]) and its queue type, pool and req_id pass every
-    /// check of `advance`, positions the cursor on it ([`Step::Landed`]). [`Step::Empty`]:
-    /// no CQE, `advance`'s `Ok(false)`. [`Step::Advance`]: call `advance`, whose result is
-    /// then the one this call would have had (a CQE consumed here but not positioned on, for
-    /// another QP or because a check failed — a failed check changes nothing — is kept in
-    /// the cursor, and `advance` runs its full checks on it first). After
-    /// [`Step::Advance`] call `advance` before dropping the cursor: a pending CQE is
-    /// completed only there (dropped with the cursor, its request would stay outstanding).
+    /// is only one) and has a run there (`advance` starts one whenever it lands on that
+    /// sub-CQ), takes the run's next CQE, and if its QP is the one `lookup` finds cheaply
+    /// ([`QpLookup::find_cached`]) and its queue type, pool and req_id pass every check of
+    /// `advance`, positions the cursor on it ([`Step::Landed`]). [`Step::Empty`]: no CQE,
+    /// `advance`'s `Ok(false)`. [`Step::Advance`]: call `advance`, whose result is then the
+    /// one this call would have had (a CQE consumed here but not positioned on, for another
+    /// QP or because a check failed — a failed check changes nothing — is kept in the
+    /// cursor, and `advance` runs its full checks on it first). After [`Step::Advance`] call
+    /// `advance` before dropping the cursor: a pending CQE is completed only there (dropped
+    /// with the cursor, its request would stay outstanding).
+    ///
+    /// The run is the cursor's own: a pointer to the next slot, stepped by the entry size up
+    /// to the sub-CQ's wrap, and the phase its CQEs carry. What it consumes is added to the
+    /// sub-CQ's consumer index and the CQ's counter when `advance` runs or the cursor drops
+    /// (`settle`); nothing else reads them meanwhile (the cursor holds the queue's `&mut`).
     #[inline(always)]
     pub fn try_take<L: QpLookup + ?Sized>(&mut self, lookup: &mut L) -> Step {
-        if !self.stay {
-            // (Also when a CQE is pending.)
+        let entry = self.next;
+        if entry == self.end {
+            // No run: the round robin, a pending CQE, the wrap, or no `advance` yet.
             return Step::Advance;
         }
-        let idx = self.sub;
-        let Some((entry, w0)) = self.cq.take_entry(idx) else {
-            // As in `advance`: nothing anywhere. (Not reported to `sub_cq_empty`: kept out of
-            // this path, whose caller is a small function; the next `walk` that finds the
-            // sub-CQ empty reports it.)
+        // The device writes this word concurrently: an atomic load through a raw pointer.
+        // `entry` != `end`, so it is a slot of the run: `set_run` made `next` a slot start
+        // of sub-CQ `sub` (in bounds and aligned as in `take_entry`) and `end` that
+        // sub-CQ's end, and `next` only moves one slot at a time while below `end`.
+        // SAFETY: `entry` is an aligned word inside the live buffer (above).
+        let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
+        if w0 & PHASE_BIT != self.run_phase {
+            // As in `advance`: `sub` was the only sub-CQ not found empty, and now it is
+            // empty too: nothing anywhere, and the next call looks at every sub-CQ again.
+            // (Not reported to `sub_cq_empty`: kept out of this path, whose caller is a
+            // small function; the next `walk` that finds the sub-CQ empty reports it.)
+            // With one sub-CQ the cursor stays, and so does its run (the next call looks
+            // at this slot again); otherwise the run ends with the stay.
             self.empty = 0;
-            self.stay = self.cq.all_subs == 1;
+            if self.cq.all_subs != 1 {
+                self.stay = false;
+                self.end = entry;
+            }
             return Step::Empty;
-        };
-        self.consumed = true;
-        // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
+        }
+        // No other CQE field is read before the phase above said the entry is complete
+        // (rdma-core: `udma_from_device_barrier()`; see `run`).
+        mmio::dma_rmb();
+        // `entry` < `end`, both slot starts of the sub-CQ, so the next slot is at most `end`.
+        self.next = entry.wrapping_byte_add(self.stride);
+        // SAFETY: word 1 of an entry found complete above (entries are >= 16 bytes).
         let w1 = unsafe { read_word(entry, 1) };
-        let flags = (w0 >> 24) as u8;
         let req_id = w0 as u16;
-        let q_type = field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags);
+        // The queue type in place (bits 26:25 of word 0), compared with each type's bits:
+        // one mask and compare for a send.
+        let q_type = w0 & Q_TYPE_BITS;
         let done = match lookup.find_cached(w1 as u16) {
             // The checks of `complete_wr_id`, in its order; none changes anything when it
             // fails.
-            Some(pools) => match q_type {
-                EFA_IO_SEND_QUEUE => pools.send.map(|pool| {
-                    pool.complete_send(req_id, || {
-                        // SAFETY: word 2 of a consumed entry of >= 16 bytes.
-                        req_id_hi(w1, unsafe { read_word(entry, 2) })
+            Some(pools) => {
+                if q_type == SEND_QUEUE_BITS {
+                    pools.send.map(|pool| {
+                        pool.complete_send(req_id, || {
+                            // SAFETY: word 2 of a consumed entry of >= 16 bytes.
+                            req_id_hi(w1, unsafe { read_word(entry, 2) })
+                        })
                     })
-                }),
-                EFA_IO_RECV_QUEUE if flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0 => {
+                } else if q_type != RECV_QUEUE_BITS {
+                    None
+                } else if w0 & UNSOLICITED_BIT != 0 {
                     Some(Ok(0))
+                } else {
+                    pools.recv.map(|pool| pool.complete(req_id))
                 }
-                EFA_IO_RECV_QUEUE => pools.recv.map(|pool| pool.complete(req_id)),
-                _ => None,
-            },
+            }
             None => None,
         };
         match done {
@@ -905,11 +968,58 @@ impl PollCursor<'_> {
                 Step::Landed
             }
             _ => {
-                self.pending = Some((entry, w0));
+                // Consumed (counted by the next `settle`), left to `advance`; the run ends.
+                self.pending = Some((entry.cast_const(), w0));
                 self.stay = false;
+                self.end = self.next;
                 Step::Advance
             }
         }
+    }
+
+    /// Counts the CQEs `try_take`'s run consumed since the last call (from `settled` to
+    /// `next`) in sub-CQ `sub`'s consumer index and phase and in the CQ's consumer counter.
+    #[inline(always)]
+    fn settle(&mut self) {
+        if self.next == self.settled {
+            return;
+        }
+        // Both are slot starts of sub-CQ `sub`, `settled` <= `next` (`set_run`, `try_take`),
+        // at most the sub-CQ's depth apart (< 2^32 slots).
+        let taken = ((self.next as usize - self.settled as usize) >> self.cq.entry_shift) as u32;
+        self.settled = self.next;
+        self.consumed = true;
+        self.cq.cc = self.cq.cc.wrapping_add(taken as u16);
+        let mask = self.cq.mask;
+        if let Some(sub) = self.cq.subs.get_mut(usize::from(self.sub)) {
+            sub.consumed = sub.consumed.wrapping_add(taken);
+            // The run ends at the wrap: the phase flips when its last slot was taken.
+            if sub.consumed & mask == 0 {
+                sub.phase = !sub.phase;
+            }
+        }
+    }
+
+    /// Starts `try_take`'s run at sub-CQ `sub`'s next slot, up to its wrap. Called with
+    /// nothing left to settle and no CQE pending, on a cursor that stays on `sub`.
+    #[inline(always)]
+    fn set_run(&mut self) {
+        let cq = &*self.cq;
+        let Some(sub) = cq.subs.get(usize::from(self.sub)) else {
+            return;
+        };
+        // In bounds and aligned as in `take_entry`; `end` is one past the sub-CQ's last
+        // slot (the buffer holds every sub-CQ, `new`).
+        let base = cq.buf.as_ptr().wrapping_add(sub.base);
+        let next = base
+            .wrapping_add(((sub.consumed & cq.mask) as usize) << cq.entry_shift)
+            .cast::<u32>();
+        self.next = next;
+        self.settled = next;
+        self.end = base
+            .wrapping_add((cq.mask as usize + 1) << cq.entry_shift)
+            .cast::<u32>();
+        self.run_phase = if sub.phase { PHASE_BIT } else { 0 };
     }
 
     /// Positions the cursor on the CQE just taken from sub-CQ `idx` (first word `w0`):
@@ -923,6 +1033,10 @@ impl PollCursor<'_> {
         lookup: &mut L,
     ) -> Result<bool, EfaError> {
         self.consumed = true;
+        if self.stay {
+            // Staying on `idx` (== `sub`): `try_take` goes on from the slot after this one.
+            self.set_run();
+        }
         // SAFETY: word 1 of an entry `take_entry` found complete (entries are >= 16 B).
         let qpn = unsafe { read_word(entry, 1) } as u16;
         self.wr_id = complete_wr_id(&self.cq.cfg, idx, w0, qpn, entry, lookup)?;
@@ -1131,6 +1245,7 @@ impl Drop for PollCursor<'_> {
     /// `ibv_end_poll`: one doorbell write of the consumer counter, if anything was consumed.
     #[inline]
     fn drop(&mut self) {
+        self.settle();
         if self.consumed {
             self.cq.update_doorbell(false);
         }

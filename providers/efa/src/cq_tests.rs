@@ -1142,6 +1142,102 @@ fn try_take_then_advance_is_advance() {
     );
 }
 
+/// `try_take`'s run is settled into the queue whenever the cursor stops: two queues fed the
+/// same send CQEs (one sub-CQ or two, both entry sizes, many wraps), each drained in turns
+/// of a few completions by a cursor dropped mid-run — one through `advance` only, the other
+/// through `try_take` with `advance` as its fall-back — and now and then by a plain `poll`
+/// in between, give the same completions and leave the same consumer counter, doorbell
+/// values and sub-CQ positions after every turn. Leaving the run's CQEs out of the sub-CQ's
+/// consumer index or phase, or of the CQ's counter, fails it.
+#[test]
+fn try_take_run_dropped_mid_run_is_advance() {
+    let mut taken_cheaply = 0;
+    for (subs, entry_size) in [(1u16, 16u32), (1, 32), (2, 16), (2, 32)] {
+        const DEPTH: u32 = 8;
+        let c = cfg(subs, DEPTH, entry_size, false);
+        let (mut ra, mut rb) = (rig(c, true), rig(c, true));
+        let (mut pa, mut ca) = WridPool::new(64, 0).unwrap();
+        let (mut pb, mut cb) = WridPool::new(64, 0).unwrap();
+        let (mut produced, mut consumed) = (0u32, 0u32);
+        for turn in 0..40u32 {
+            // The device fills the free slots of sub-CQ 0 (sub-CQ 1, if any, stays empty).
+            while produced - consumed < DEPTH {
+                let wr_id = u64::from(produced) << 8 | u64::from(turn);
+                let (a, b) = (post(&mut pa, wr_id), post(&mut pb, wr_id));
+                assert_eq!(a, b);
+                let cqe = tx_cqe(a, 7, 0, EFA_IO_SEND, (produced / DEPTH) % 2 == 0);
+                let idx = (produced % DEPTH) as usize;
+                ra.put(0, idx, &cqe);
+                rb.put(0, idx, &cqe);
+                produced += 1;
+            }
+            let mut ta = [QpEntry {
+                qp_num: 7,
+                send: Some(&mut ca),
+                recv: None,
+            }];
+            let mut tb = [QpEntry {
+                qp_num: 7,
+                send: Some(&mut cb),
+                recv: None,
+            }];
+            let mut lb = LastOnly {
+                table: &mut tb[..],
+                last: None,
+                hits: 0,
+            };
+            // 1 to 7 completions, so turns stop at every position of the run and the wrap.
+            let want = 1 + turn * 3 % 7;
+            {
+                let mut cur_a = ra.cq.poll_cursor();
+                let mut cur_b = rb.cq.poll_cursor();
+                for step in 0..want {
+                    let a = cur_a.advance(&mut ta[..]);
+                    let b = match cur_b.try_take(&mut lb) {
+                        Step::Landed => {
+                            taken_cheaply += 1;
+                            Ok(true)
+                        }
+                        Step::Empty => Ok(false),
+                        Step::Advance => cur_b.advance(&mut lb),
+                    };
+                    assert_eq!(a, b, "turn {turn} step {step}");
+                    assert_eq!(a, Ok(true), "turn {turn} step {step}");
+                    assert_eq!(cur_a.wr_id(), cur_b.wr_id(), "turn {turn} step {step}");
+                    consumed += 1;
+                }
+            }
+            if turn % 3 == 2 {
+                // A plain poll in between starts where the cursors stopped.
+                let (mut wa, mut wb) = ([Wc::default(); 2], [Wc::default(); 2]);
+                let na = ra.cq.poll(&mut wa, &mut ta[..]).unwrap();
+                let nb = rb.cq.poll(&mut wb, &mut tb[..]).unwrap();
+                assert_eq!((na, wa), (nb, wb), "turn {turn}");
+                // (At least one CQE is left: the turn took at most 7 of the 8.)
+                assert_eq!(na as u32, (produced - consumed).min(2));
+                consumed += na as u32;
+            }
+            assert_eq!(ra.cq.consumer_counter(), consumed as u16, "turn {turn}");
+            assert_eq!(rb.cq.consumer_counter(), consumed as u16, "turn {turn}");
+            for (sa, sb) in ra.cq.subs.iter().zip(rb.cq.subs.iter()) {
+                assert_eq!(
+                    (sa.consumed, sa.phase),
+                    (sb.consumed, sb.phase),
+                    "turn {turn}"
+                );
+            }
+            assert_eq!(
+                ra.cq.db.as_ref().unwrap().log,
+                rb.cq.db.as_ref().unwrap().log,
+                "turn {turn}"
+            );
+        }
+        assert!(consumed > 4 * DEPTH, "{consumed}: several wraps");
+        assert_eq!(pa.outstanding(), pb.outstanding());
+    }
+    assert!(taken_cheaply > 100, "{taken_cheaply}");
+}
+
 /// A slice lookup that visits only the sub-CQs of `mask` and records those found empty.
 struct Masked<'t, 'p> {
     t: &'t mut [QpEntry<'p>],

@@ -575,11 +575,12 @@ impl WridCompleter {
         // our `wr_id` read) before the poster can pop and re-post the id. `slot` is the one
         // `check` found (no second bounds check).
         slot.posted.store(false, Ordering::Relaxed);
-        if let Some(cell) = s.free.get((self.tail & s.ring_mask) as usize) {
+        let tail = self.tail;
+        if let Some(cell) = s.free.get((tail & s.ring_mask) as usize) {
             // (`ring_mask` < the ring's length, so the cell always exists.)
             cell.store(id, Ordering::Relaxed);
         }
-        self.tail = self.tail.wrapping_add(1);
+        self.tail = tail.wrapping_add(1);
         // Release: publishes the free-ring cell written above, and our last reads of this id,
         // to the poster's Acquire load of `tail` (step 3).
         s.tail.store(self.tail, Ordering::Release);
