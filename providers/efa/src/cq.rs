@@ -192,6 +192,9 @@ pub struct CompletionQueue {
     cc: u16,
     /// Completion events acknowledged (mod 4 in the doorbell).
     cmd_sn: u8,
+    /// The doorbell's bits but the consumer index and arm: `cmd_sn`'s field, kept
+    /// ready by `note_event` (a doorbell write is then an OR).
+    db_sn_bits: u32,
 }
 
 // SAFETY: the CQ buffer and doorbell are a process-wide mapping `new`'s caller keeps alive for
@@ -268,6 +271,7 @@ impl CompletionQueue {
             all_subs: u64::MAX >> (64 - u32::from(cfg.num_sub_cqs)),
             cc: 0,
             cmd_sn: 0,
+            db_sn_bits: cq_doorbell_value(0, 0, false),
         })
     }
 
@@ -580,11 +584,16 @@ impl CompletionQueue {
     /// `ibv_get_cq_event`): the next doorbell write carries the new command sequence number.
     pub fn note_event(&mut self) {
         self.cmd_sn = self.cmd_sn.wrapping_add(1);
+        self.db_sn_bits = cq_doorbell_value(0, self.cmd_sn, false);
     }
 
     #[inline]
     fn update_doorbell(&mut self, arm: bool) {
-        let v = cq_doorbell_value(self.cc, self.cmd_sn, arm);
+        // `cq_doorbell_value(self.cc, self.cmd_sn, arm)`: the consumer index is the low 16
+        // bits, `db_sn_bits` holds the command sequence number's field.
+        let arm = if arm { EFA_IO_REGS_CQ_DB_ARM_MASK } else { 0 };
+        let v = u32::from(self.cc) | self.db_sn_bits | arm;
+        debug_assert_eq!(v, cq_doorbell_value(self.cc, self.cmd_sn, arm != 0));
         if let Some(db) = self.db.as_mut() {
             // The doorbell only reports how far we consumed; no host writes need ordering
             // before it (we wrote nothing the device reads), so no barrier: rdma-core's

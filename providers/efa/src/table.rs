@@ -152,7 +152,7 @@ impl QpTable {
             generation: 0,
             draining: 0,
             last_qpn: NO_QP,
-            last: ptr::null(),
+            last: NonNull::dangling(),
         };
         (table, poller)
     }
@@ -329,8 +329,9 @@ pub struct TablePoller {
     draining: u64,
     /// The entry of QP `last_qpn`, live while the table's generation is `generation`. May
     /// dangle between polls: it is only compared, or dereferenced inside a poll whose
-    /// generation load returned `generation`.
-    last: *const CqEntry,
+    /// generation load returned `generation`. (Dangling, never dereferenced, while
+    /// nothing is cached; non-null, so a lookup's pools need no null test.)
+    last: NonNull<CqEntry>,
 }
 
 // SAFETY: `last` is only dereferenced inside a poll, by the poller's owner through `&mut`,
@@ -443,9 +444,12 @@ impl Lookup<'_> {
             return false;
         };
         let e = s.cells[i].load(Ordering::Acquire);
-        if e.is_null() || e == tomb() {
+        if e == tomb() {
             return false;
         }
+        let Some(e) = NonNull::new(e) else {
+            return false;
+        };
         p.last = e;
         p.last_qpn = u32::from(qp_num);
         // `p.generation` is this poll's (set in `begin`): the pair is what the next polls
@@ -498,7 +502,7 @@ impl QpLookup for Lookup<'_> {
         // SAFETY: `last` is a live entry for this poll (above). Its completing halves are
         // touched only by the table's one poller, whose `&mut` we hold, and the returned
         // borrows are tied to `&mut self`, so no two `&mut` to them coexist.
-        let e = unsafe { &*p.last };
+        let e = unsafe { p.last.as_ref() };
         // SAFETY: as above; `send` and `recv` are distinct cells.
         let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
         Some(QpPools {
