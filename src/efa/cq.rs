@@ -195,7 +195,7 @@ impl EfaCqRing {
         shared: &CqShared,
         mut put: F,
     ) -> Result<usize> {
-        let mut lookup = self.poller.begin();
+        let mut lookup = self.poller.begin_short();
         match self.cq.poll_one_fast(&mut lookup, |c| put(&wc_from_efa(c))) {
             OneStep::Took => Ok(1),
             OneStep::Empty => Ok(0),
@@ -336,7 +336,7 @@ pub(crate) fn cursor_error(label: &dyn Fn() -> String, e: &EfaError) -> Error {
 #[inline(never)]
 fn poll_one_slow<F: FnMut(&EfaWc)>(
     cq: &mut CompletionQueue,
-    mut lookup: Lookup<'_>,
+    mut lookup: Lookup<'_, true>,
     t: Taken,
     stale: &mut u64,
     shared: &CqShared,

@@ -429,7 +429,11 @@ impl CompletionQueue {
         while left != 0 {
             let on = left & from;
             let idx = (if on != 0 { on } else { left }).trailing_zeros() as u16;
-            if let Some((entry, w0)) = self.take_entry(idx) {
+            // `left` (not 0) is a subset of `all_subs`, whose set bits are exactly
+            // 0..num_sub_cqs (`new`), so its lowest set bit indexes `subs`.
+            // SAFETY: `idx` < `num_sub_cqs` (above).
+            let taken = unsafe { self.take_entry_unchecked(idx) };
+            if let Some((entry, w0)) = taken {
                 self.next_poll_idx = if idx + 1 >= self.cfg.num_sub_cqs {
                     0
                 } else {
@@ -874,7 +878,23 @@ impl CompletionQueue {
     /// word (loaded `Acquire` and checked for the phase) and where it is.
     #[inline(always)]
     fn take_entry(&mut self, idx: u16) -> Option<(*const u32, u32)> {
-        let sub = self.subs.get_mut(usize::from(idx))?;
+        if usize::from(idx) >= self.subs.len() {
+            return None;
+        }
+        // SAFETY: `idx` < `subs.len()` (just checked).
+        unsafe { self.take_entry_unchecked(idx) }
+    }
+
+    /// [`take_entry`](Self::take_entry) of a sub-CQ index the caller knows exists.
+    ///
+    /// # Safety
+    ///
+    /// `idx < num_sub_cqs` (the length of `subs`).
+    #[inline(always)]
+    unsafe fn take_entry_unchecked(&mut self, idx: u16) -> Option<(*const u32, u32)> {
+        debug_assert!(usize::from(idx) < self.subs.len());
+        // SAFETY: `idx` < `subs.len()` (the caller's promise).
+        let sub = unsafe { self.subs.get_unchecked_mut(usize::from(idx)) };
         // In bounds and aligned: `sub.base` is a sub-CQ's start, the index is masked by
         // depth - 1, and `new` checked that the buffer holds every sub-CQ.
         let entry = self
