@@ -272,7 +272,7 @@ impl EfaCursor<'_> {
     #[inline(never)]
     fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.
-        let mut lookup = self.poller.begin();
+        let mut lookup = self.poller.begin_short();
         self.cur.try_take(&mut lookup)
     }
 
