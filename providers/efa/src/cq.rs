@@ -646,9 +646,16 @@ fn take_cached_send<L: QpLookup + ?Sized>(
     let w1 = unsafe { read_word(entry, 1) };
     let qpn = w1 as u16;
     let pool = lookup.find_cached(qpn)?.send?;
-    // SAFETY: word 2 of a consumed entry of >= 16 bytes.
-    let hi = || req_id_hi(w1, unsafe { read_word(entry, 2) });
-    let wr_id = pool.complete_send(w0 as u16, hi).ok()?;
+    let wr_id = if pool.is_64bit() {
+        // Word 2 is read before the checks (the entry is dead after it): fewer registers
+        // live across them.
+        // SAFETY: word 2 of a consumed entry of >= 16 bytes.
+        let hi = req_id_hi(w1, unsafe { read_word(entry, 2) });
+        pool.complete_send(w0 as u16, || hi)
+    } else {
+        pool.complete(w0 as u16)
+    }
+    .ok()?;
     let status = (w0 >> 16) as u8;
     Some(Wc {
         wr_id,
