@@ -610,6 +610,7 @@ impl CompletionQueue {
 
 /// What [`CompletionQueue::poll_one_fast`] did.
 #[derive(Debug)]
+#[must_use = "a `Slow` step holds a consumed CQE: finish it with `poll_one_finish`"]
 pub enum OneStep {
     /// No sub-CQ holds a CQE (`poll_one_each`'s `Ok(0)`).
     Empty,
