@@ -527,5 +527,5 @@ pub(crate) fn poll_efa_one(
     r: &mut crate::efa::EfaCqRing,
     wc: &mut Wc,
 ) -> Result<usize> {
-    r.poll_one_with(&|| shared.label(), |w| *wc = w.wc)
+    r.poll_one_with(shared, |w| *wc = w.wc)
 }

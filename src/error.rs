@@ -14,8 +14,16 @@ pub use rustix::io::Errno;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A failed verbs operation: which operation, on which object, and why.
+///
+/// One pointer wide (the facts live in a box made only when an error is), like
+/// `std::io::Error`: a `Result<usize>` is two words, returned in registers, so the data
+/// path (`poll`, `post_send`) pays nothing for its error type until it fails.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<Facts>);
+
+/// What an [`Error`] says.
+#[derive(Clone, PartialEq, Eq)]
+struct Facts {
     op: &'static str,
     object: Cow<'static, str>,
     errno: Option<Errno>,
@@ -39,30 +47,32 @@ pub enum ErrorKind {
 
 impl Error {
     /// An error reported by the kernel: `errno` is what the syscall returned.
+    #[cold]
     pub fn os(op: &'static str, object: impl Into<Cow<'static, str>>, errno: Errno) -> Self {
-        Error {
+        Error::new(
             op,
-            object: object.into(),
-            errno: Some(errno),
-            reason: Cow::Borrowed(""),
-            kind: ErrorKind::Other,
-        }
+            object.into(),
+            Some(errno),
+            Cow::Borrowed(""),
+            ErrorKind::Other,
+        )
     }
 
     /// An error found by our own checks, with the errno the kernel would have used.
+    #[cold]
     pub fn invalid(
         op: &'static str,
         object: impl Into<Cow<'static, str>>,
         errno: Errno,
         reason: impl Into<Cow<'static, str>>,
     ) -> Self {
-        Error {
+        Error::new(
             op,
-            object: object.into(),
-            errno: Some(errno),
-            reason: reason.into(),
-            kind: ErrorKind::Other,
-        }
+            object.into(),
+            Some(errno),
+            reason.into(),
+            ErrorKind::Other,
+        )
     }
 
     /// The device of the context was removed: `op` on `object` failed with `errno` (the
@@ -74,65 +84,85 @@ impl Error {
         device: &str,
         errno: Errno,
     ) -> Self {
-        Error {
+        Error::new(
             op,
-            object: object.into(),
-            errno: Some(errno),
-            reason: format!("device {device} was removed").into(),
-            kind: ErrorKind::DeviceRemoved,
-        }
+            object.into(),
+            Some(errno),
+            format!("device {device} was removed").into(),
+            ErrorKind::DeviceRemoved,
+        )
+    }
+
+    /// The one place the box is made (out of line: every constructor's caller is an error
+    /// path, which stays small in the data path's functions).
+    #[cold]
+    #[inline(never)]
+    fn new(
+        op: &'static str,
+        object: Cow<'static, str>,
+        errno: Option<Errno>,
+        reason: Cow<'static, str>,
+        kind: ErrorKind,
+    ) -> Self {
+        Error(Box::new(Facts {
+            op,
+            object,
+            errno,
+            reason,
+            kind,
+        }))
     }
 
     /// Adds an explanation of what we know about the failure (kept with the errno).
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.reason = reason.into();
+        self.0.reason = reason.into();
         self
     }
 
     /// The verbs operation that failed, e.g. `"create_cq"`.
     pub fn op(&self) -> &'static str {
-        self.op
+        self.0.op
     }
 
     /// The object the operation was applied to, e.g. `"device rxe0"`, `"qp 17"`.
     pub fn object(&self) -> &str {
-        &self.object
+        &self.0.object
     }
 
     /// The errno (from the kernel, or the one our check stands in for).
     pub fn errno(&self) -> Option<Errno> {
-        self.errno
+        self.0.errno
     }
 
     /// What we know about the cause beyond the errno (may be empty).
     pub fn reason(&self) -> &str {
-        &self.reason
+        &self.0.reason
     }
 
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// Whether the failure is that the context's device was removed
     /// ([`ErrorKind::DeviceRemoved`]).
     pub fn is_device_removed(&self) -> bool {
-        self.kind == ErrorKind::DeviceRemoved
+        self.0.kind == ErrorKind::DeviceRemoved
     }
 
     /// Whether this error carries `errno`.
     pub fn is(&self, errno: Errno) -> bool {
-        self.errno == Some(errno)
+        self.0.errno == Some(errno)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} on {} failed", self.op, self.object)?;
-        if !self.reason.is_empty() {
-            write!(f, ": {}", self.reason)?;
+        write!(f, "{} on {} failed", self.0.op, self.0.object)?;
+        if !self.0.reason.is_empty() {
+            write!(f, ": {}", self.0.reason)?;
         }
-        if let Some(e) = self.errno {
+        if let Some(e) = self.0.errno {
             write!(f, " ({}: {})", errno_name(e), e)?;
         }
         Ok(())
@@ -149,10 +179,10 @@ impl std::error::Error for Error {}
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
-        let kind = e
-            .errno
-            .map(|n| std::io::Error::from_raw_os_error(n.raw_os_error()).kind())
-            .unwrap_or(std::io::ErrorKind::Other);
+        let kind =
+            e.0.errno
+                .map(|n| std::io::Error::from_raw_os_error(n.raw_os_error()).kind())
+                .unwrap_or(std::io::ErrorKind::Other);
         std::io::Error::new(kind, e)
     }
 }
@@ -239,6 +269,29 @@ mod tests {
             Error::os("alloc_pd", "device rxe0", Errno::IO).kind(),
             ErrorKind::Other
         );
+    }
+
+    #[test]
+    fn a_result_of_a_count_is_two_words() {
+        // The data path's `Result<usize>` comes back in two registers (not through memory)
+        // only while `Error` is one pointer.
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<Result<usize>>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        let e = Error::invalid("poll_cq", "cq 3", Errno::IO, "bad").with_reason("worse");
+        assert_eq!(
+            (e.op(), e.object(), e.errno(), e.reason(), e.kind()),
+            (
+                "poll_cq",
+                "cq 3",
+                Some(Errno::IO),
+                "worse",
+                ErrorKind::Other
+            )
+        );
+        assert_eq!(e.clone(), e);
     }
 
     #[test]

@@ -114,6 +114,15 @@ fn efa_cq(ctx: &uverbs::Context) -> Cq {
 
 #[test]
 fn efa_post_send_post_recv_and_poll_allocate_nothing() {
+    /// Eight polls of one completion each: the completions they took.
+    fn one_by_one(mut poll: impl FnMut() -> uverbs::Result<usize>) -> uverbs::Result<usize> {
+        let mut n = 0;
+        for _ in 0..8 {
+            n += poll()?;
+        }
+        Ok(n)
+    }
+
     let fab = EfaFabric::new(1);
     let da = fab.add_device(ModelConfig::default());
     let db = fab.add_device(ModelConfig::default());
@@ -165,7 +174,9 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
     let mut wcs = [Wc::default(); 8];
     let mut efa_wcs = [uverbs::EfaWc::default(); 8];
     // Several rounds, so the rings wrap (64 deep, 8 per round, 20 rounds); odd rounds poll
-    // the receives through the EFA view (`poll_efa`, with the efadv extras).
+    // the receives through the EFA view (`poll_efa`, with the efadv extras); rounds 2 and 3
+    // of every 4 poll one completion per call (the one-CQE path: the sends take its inline
+    // fast path, the receives its out-of-line rest).
     let mut total = (0u64, 0u64, 0u64, 0u64);
     for round in 0..20 {
         let (r, n) = counted(|| qb.post_recv(&recvs));
@@ -175,12 +186,17 @@ fn efa_post_send_post_recv_and_poll_allocate_nothing() {
         r.unwrap_or_else(|e| panic!("round {round}: post_send: {e}"));
         total.1 += n;
         assert_eq!(fab.process(), 8, "round {round}: the model moved 8 sends");
+        let one = round % 4 >= 2;
         let ((s, r), n) = counted(|| {
-            let s = sa.poll(&mut wcs);
-            let r = if round % 2 == 0 {
-                rb.poll(&mut wcs)
-            } else {
-                rb.poll_efa(&mut efa_wcs)
+            let s = match one {
+                false => sa.poll(&mut wcs),
+                true => one_by_one(|| sa.poll(&mut wcs[..1])),
+            };
+            let r = match (one, round % 2 == 0) {
+                (false, true) => rb.poll(&mut wcs),
+                (false, false) => rb.poll_efa(&mut efa_wcs),
+                (true, true) => one_by_one(|| rb.poll(&mut wcs[..1])),
+                (true, false) => one_by_one(|| rb.poll_efa(&mut efa_wcs[..1])),
             };
             (s, r)
         });

@@ -7,8 +7,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bitflags::bitflags;
-use uverbs_efa::cq::{CompletionQueue, CqConfig, Step, EFA_CQE_SIZE_EX};
-use uverbs_efa::table::{QpTable, TablePoller};
+use uverbs_efa::cq::{CompletionQueue, CqConfig, OneStep, Step, Taken, EFA_CQE_SIZE_EX};
+use uverbs_efa::table::{Lookup, QpTable, TablePoller};
 use uverbs_efa::EfaError;
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_CQ_BUFFER_FD, UVERBS_ATTR_CREATE_CQ_BUFFER_LENGTH,
@@ -25,7 +25,7 @@ use zerocopy::IntoBytes;
 
 use crate::channel::{MapKind, Mapping};
 use crate::context::Context;
-use crate::cq::{Cq, CqInitAttr};
+use crate::cq::{Cq, CqInitAttr, CqShared};
 use crate::error::{Errno, Error, Result};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
@@ -185,21 +185,22 @@ impl EfaCqRing {
     }
 
     /// [`poll_with`](Self::poll_with) of at most one completion, through the provider's
-    /// one-CQE path (no run set-up); the same completion, skips and errors.
-    #[inline]
+    /// one-CQE path (no run set-up); the same completion, skips and errors. The common
+    /// case (a send completion of the QP found last) is the provider's `poll_one_fast`,
+    /// inline; any other CQE goes to [`poll_one_slow`], out of line, which carries on in
+    /// the same table poll. `shared` names the CQ in an error (read only then).
+    #[inline(always)]
     pub(crate) fn poll_one_with<F: FnMut(&EfaWc)>(
         &mut self,
-        label: &dyn Fn() -> String,
+        shared: &CqShared,
         mut put: F,
     ) -> Result<usize> {
-        let mut lookup = self.poller.begin();
-        loop {
-            match self.cq.poll_one_each(&mut lookup, |c| put(&wc_from_efa(c))) {
-                Ok(n) => return Ok(n),
-                // As in `poll_with`: a completion of a QP that is gone is consumed, counted
-                // and skipped, and the poll looks for the next one.
-                Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => self.stale += 1,
-                Err(e) => return Err(poll_error(label, 0, &e.error)),
+        let mut lookup = self.poller.begin_short();
+        match self.cq.poll_one_fast(&mut lookup, |c| put(&wc_from_efa(c))) {
+            OneStep::Took => Ok(1),
+            OneStep::Empty => Ok(0),
+            OneStep::Slow(t) => {
+                poll_one_slow(&mut self.cq, lookup, t, &mut self.stale, shared, put)
             }
         }
     }
@@ -270,7 +271,7 @@ impl EfaCursor<'_> {
     #[inline(never)]
     pub(crate) fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.
-        let mut lookup = self.poller.begin();
+        let mut lookup = self.poller.begin_short();
         self.cur.try_take(&mut lookup)
     }
 
@@ -331,6 +332,31 @@ pub(crate) fn cursor_error(label: &dyn Fn() -> String, e: &EfaError) -> Error {
     )
 }
 
+/// The rest of a one-completion poll whose CQE `poll_one_fast` left (`t`): the provider's
+/// full processing of it, then, while the CQEs found are of QPs that are gone (consumed,
+/// counted and skipped, as in `poll_with`), the next one, all in the table poll `lookup`
+/// (ended when it is dropped here).
+#[cold]
+#[inline(never)]
+fn poll_one_slow<F: FnMut(&EfaWc)>(
+    cq: &mut CompletionQueue,
+    mut lookup: Lookup<'_, true>,
+    t: Taken,
+    stale: &mut u64,
+    shared: &CqShared,
+    mut put: F,
+) -> Result<usize> {
+    let mut r = cq.poll_one_finish(t, &mut lookup, |c| put(&wc_from_efa(c)));
+    loop {
+        match r {
+            Ok(n) => return Ok(n),
+            Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => *stale += 1,
+            Err(e) => return Err(poll_error(&|| shared.label(), 0, &e.error)),
+        }
+        r = cq.poll_one_each(&mut lookup, |c| put(&wc_from_efa(c)));
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn poll_error(label: &dyn Fn() -> String, n: usize, e: &EfaError) -> Error {
@@ -350,7 +376,7 @@ impl Cq {
     pub fn poll_efa(&mut self, wcs: &mut [EfaWc]) -> Result<usize> {
         match self.efa_parts() {
             (shared, Some(r)) => match wcs {
-                [one] => r.poll_one_with(&|| shared.label(), |w| *one = *w),
+                [one] => r.poll_one_with(shared, |w| *one = *w),
                 _ => r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = *w),
             },
             (shared, None) => Err(Error::invalid(

@@ -204,6 +204,9 @@ pub struct CompletionQueue {
     cc: u16,
     /// Completion events acknowledged (mod 4 in the doorbell).
     cmd_sn: u8,
+    /// The doorbell's bits but the consumer index and arm: `cmd_sn`'s field, kept
+    /// ready by `note_event` (a doorbell write is then an OR).
+    db_sn_bits: u32,
 }
 
 // SAFETY: the CQ buffer and doorbell are a process-wide mapping `new`'s caller keeps alive for
@@ -280,6 +283,7 @@ impl CompletionQueue {
             all_subs: u64::MAX >> (64 - u32::from(cfg.num_sub_cqs)),
             cc: 0,
             cmd_sn: 0,
+            db_sn_bits: cq_doorbell_value(0, 0, false),
         })
     }
 
@@ -415,6 +419,87 @@ impl CompletionQueue {
         Ok(0)
     }
 
+    /// [`poll_one_each`](Self::poll_one_each)'s common case, small enough to inline in the
+    /// caller: the same round robin to the first sub-CQ holding a CQE, which it consumes;
+    /// if that is a send completion of the QP the lookup found last (`find_cached`) and its
+    /// req_id passes every check of `poll` (generation, range, posted; for 64-bit ids the
+    /// outstanding count), it completes it, hands it to `put` and writes the doorbell
+    /// ([`OneStep::Took`]). Any other CQE is left, consumed but unprocessed, to
+    /// [`poll_one_finish`](Self::poll_one_finish) ([`OneStep::Slow`]), which must be called
+    /// with the same lookup (the same table poll) before it is dropped: none of the checks
+    /// tried changes anything when it fails, so the finish gives what `poll_one_each` alone
+    /// gives, with the same round-robin position, consumer counter and doorbell.
+    #[inline(always)]
+    pub fn poll_one_fast<L: QpLookup + ?Sized, F: FnOnce(&Wc)>(
+        &mut self,
+        lookup: &mut L,
+        put: F,
+    ) -> OneStep {
+        // As in `poll_one_each`.
+        let mut left = self.all_subs & lookup.sub_cqs();
+        let from = u64::MAX << (self.next_poll_idx & 63);
+        while left != 0 {
+            let on = left & from;
+            let idx = (if on != 0 { on } else { left }).trailing_zeros() as u16;
+            // `left` (not 0) is a subset of `all_subs`, whose set bits are exactly
+            // 0..num_sub_cqs (`new`), so its lowest set bit indexes `subs`.
+            // SAFETY: `idx` < `num_sub_cqs` (above).
+            let taken = unsafe { self.take_entry_unchecked(idx) };
+            if let Some((entry, w0)) = taken {
+                self.next_poll_idx = if idx + 1 >= self.cfg.num_sub_cqs {
+                    0
+                } else {
+                    idx + 1
+                };
+                let Some(wc) = take_cached_send(w0, entry, lookup) else {
+                    return OneStep::Slow(Taken { idx, w0 });
+                };
+                put(&wc);
+                self.update_doorbell(false);
+                return OneStep::Took;
+            }
+            lookup.sub_cq_empty(idx);
+            left &= !(1u64 << idx);
+        }
+        OneStep::Empty
+    }
+
+    /// Finishes a [`poll_one_fast`](Self::poll_one_fast) that returned
+    /// [`OneStep::Slow`]: processes the CQE it took (queue type, QP lookup with a probe,
+    /// req_id checks; for a receive the whole completion) and writes the doorbell, as
+    /// `poll_one_each` does after its `take_entry`.
+    #[cold]
+    #[inline(never)]
+    pub fn poll_one_finish<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+        &mut self,
+        taken: Taken,
+        lookup: &mut L,
+        mut put: F,
+    ) -> Result<usize, PollError> {
+        let Taken { idx, w0 } = taken;
+        // The entry `poll_one_fast` took: the one before sub-CQ `idx`'s consumer index
+        // (found again rather than carried, so that no `Taken` holds a pointer: one of
+        // another queue, a misuse, then reads nothing outside this queue's buffer).
+        let Some(sub) = self.subs.get(usize::from(idx)) else {
+            return Ok(0);
+        };
+        // In bounds and aligned as in `take_entry`.
+        let entry = self
+            .buf
+            .as_ptr()
+            .wrapping_add(
+                sub.base
+                    + (((sub.consumed.wrapping_sub(1) & self.mask) as usize) << self.entry_shift),
+            )
+            .cast::<u32>();
+        let r = process(&self.cfg, idx, w0, entry, lookup, &mut put);
+        self.update_doorbell(false);
+        match r {
+            Ok(()) => Ok(1),
+            Err(error) => Err(PollError { polled: 0, error }),
+        }
+    }
+
     /// Whether sub-CQ `idx`'s next slot holds a CQE (its phase is the expected one). Only
     /// a hint: [`run`](Self::run) loads the word again, with Acquire, before reading more.
     #[inline(always)]
@@ -515,11 +600,16 @@ impl CompletionQueue {
     /// `ibv_get_cq_event`): the next doorbell write carries the new command sequence number.
     pub fn note_event(&mut self) {
         self.cmd_sn = self.cmd_sn.wrapping_add(1);
+        self.db_sn_bits = cq_doorbell_value(0, self.cmd_sn, false);
     }
 
     #[inline]
     fn update_doorbell(&mut self, arm: bool) {
-        let v = cq_doorbell_value(self.cc, self.cmd_sn, arm);
+        // `cq_doorbell_value(self.cc, self.cmd_sn, arm)`: the consumer index is the low 16
+        // bits, `db_sn_bits` holds the command sequence number's field.
+        let arm = if arm { EFA_IO_REGS_CQ_DB_ARM_MASK } else { 0 };
+        let v = u32::from(self.cc) | self.db_sn_bits | arm;
+        debug_assert_eq!(v, cq_doorbell_value(self.cc, self.cmd_sn, arm != 0));
         if let Some(db) = self.db.as_mut() {
             // The doorbell only reports how far we consumed; no host writes need ordering
             // before it (we wrote nothing the device reads), so no barrier: rdma-core's
@@ -528,6 +618,66 @@ impl CompletionQueue {
             db.ring(v);
         }
     }
+}
+
+/// What [`CompletionQueue::poll_one_fast`] did.
+#[derive(Debug)]
+#[must_use = "a `Slow` step holds a consumed CQE: finish it with `poll_one_finish`"]
+pub enum OneStep {
+    /// No sub-CQ holds a CQE (`poll_one_each`'s `Ok(0)`).
+    Empty,
+    /// One completion handed to `put`, the doorbell written (`Ok(1)`).
+    Took,
+    /// A CQE consumed and left to [`CompletionQueue::poll_one_finish`].
+    Slow(Taken),
+}
+
+/// A CQE [`CompletionQueue::poll_one_fast`] consumed but did not process: its sub-CQ and
+/// its first word. Only [`CompletionQueue::poll_one_finish`] takes it.
+#[derive(Debug)]
+pub struct Taken {
+    idx: u16,
+    w0: u32,
+}
+
+/// The completion of a consumed send CQE (first word `w0`, the rest at `entry`) of the QP
+/// the lookup found last (no probe), its req_id completed with every check of [`process`]
+/// (generation, range, posted; for 64-bit ids the outstanding count), or `None` when the CQE
+/// is anything else or a check fails. `None` changes nothing (a failed check completes
+/// nothing), so [`process`] on the same CQE then gives what it gives alone.
+#[inline(always)]
+fn take_cached_send<L: QpLookup + ?Sized>(
+    w0: u32,
+    entry: *const u32,
+    lookup: &mut L,
+) -> Option<Wc> {
+    let flags = (w0 >> 24) as u8;
+    if field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) != EFA_IO_SEND_QUEUE {
+        return None;
+    }
+    // SAFETY: word 1 of a consumed entry (entries are >= 16 bytes).
+    let w1 = unsafe { read_word(entry, 1) };
+    let qpn = w1 as u16;
+    let pool = lookup.find_cached(qpn)?.send?;
+    let wr_id = if pool.is_64bit() {
+        // Word 2 is read before the checks (the entry is dead after it): fewer registers
+        // live across them.
+        // SAFETY: word 2 of a consumed entry of >= 16 bytes.
+        let hi = req_id_hi(w1, unsafe { read_word(entry, 2) });
+        pool.complete_send(w0 as u16, || hi)
+    } else {
+        pool.complete(w0 as u16)
+    }
+    .ok()?;
+    let status = (w0 >> 16) as u8;
+    Some(Wc {
+        wr_id,
+        status: wc_status_from_efa(status),
+        vendor_err: u32::from(status),
+        opcode: send_wc_opcode(field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags)),
+        qp_num: u32::from(qpn),
+        ..Wc::default()
+    })
 }
 
 /// What [`CompletionQueue::run`] did.
@@ -769,7 +919,23 @@ impl CompletionQueue {
     /// word (loaded `Acquire` and checked for the phase) and where it is.
     #[inline(always)]
     fn take_entry(&mut self, idx: u16) -> Option<(*const u32, u32)> {
-        let sub = self.subs.get_mut(usize::from(idx))?;
+        if usize::from(idx) >= self.subs.len() {
+            return None;
+        }
+        // SAFETY: `idx` < `subs.len()` (just checked).
+        unsafe { self.take_entry_unchecked(idx) }
+    }
+
+    /// [`take_entry`](Self::take_entry) of a sub-CQ index the caller knows exists.
+    ///
+    /// # Safety
+    ///
+    /// `idx < num_sub_cqs` (the length of `subs`).
+    #[inline(always)]
+    unsafe fn take_entry_unchecked(&mut self, idx: u16) -> Option<(*const u32, u32)> {
+        debug_assert!(usize::from(idx) < self.subs.len());
+        // SAFETY: `idx` < `subs.len()` (the caller's promise).
+        let sub = unsafe { self.subs.get_unchecked_mut(usize::from(idx)) };
         // In bounds and aligned: `sub.base` is a sub-CQ's start, the index is masked by
         // depth - 1, and `new` checked that the buffer holds every sub-CQ.
         let entry = self

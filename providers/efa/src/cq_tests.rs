@@ -1238,6 +1238,189 @@ fn try_take_run_dropped_mid_run_is_advance() {
     assert!(taken_cheaply > 100, "{taken_cheaply}");
 }
 
+/// `poll_one_fast`, finished by `poll_one_finish` when it leaves the CQE, is
+/// `poll_one_each`: two queues fed the same CQEs — one sub-CQ or three, both entry sizes,
+/// wraps, QPs taking turns (so the cheap lookup misses), a QP with 64-bit request ids, a QP
+/// whose sends do not complete here, an unknown QP, req_ids of another generation, receives
+/// (unsolicited too), bad queue types, error statuses — one polled by `poll_one_each`, the
+/// other by the fast path, give the same result and completion call by call, and leave the
+/// same round robin, consumer counter, doorbell log and outstanding requests.
+#[test]
+fn poll_one_fast_then_finish_is_poll_one_each() {
+    let (mut took, mut finished, mut errors, mut empty) = (0, 0, 0, 0);
+    for (subs, entry_size) in [(1u16, 16u32), (1, 32), (3, 16), (3, 32)] {
+        const DEPTH: u32 = 4;
+        let c = cfg(subs, DEPTH, entry_size, false);
+        let (mut ra, mut rb) = (rig(c, true), rig(c, true));
+        // QP 7 (sends and receives), QP 8 (receives only), QP 10 (sends, 64-bit ids), on
+        // both sides: pools 0..4 for a, 4..8 for b.
+        let mut pools: Vec<_> = (0..8)
+            .map(|i| match i % 4 {
+                3 => WridPool::new_64bit(64).unwrap(),
+                _ => WridPool::new(64, 0).unwrap(),
+            })
+            .collect();
+        let mut produced = vec![0u32; usize::from(subs)];
+        let mut rng = Rng(0x51de_0ace_0f0e_beef ^ u64::from(entry_size) ^ u64::from(subs));
+        for round in 0..60u64 {
+            let mut written = 0;
+            for (sub, prod) in produced.iter_mut().enumerate() {
+                for _ in 0..rng.below(u64::from(DEPTH) + 1) {
+                    let recv = rng.below(2) == 0;
+                    let qp = match rng.below(3) {
+                        0 if recv => 8,
+                        0 => 10,
+                        _ => 7,
+                    };
+                    let kind = rng.below(12);
+                    let unsolicited = recv && kind == 2;
+                    let wr_id = round << 16 | rng.below(1 << 16);
+                    let (req_id, qp) = match kind {
+                        0 => (0, 9),                              // an unknown QP
+                        1 => (0x4000 | rng.below(64) as u16, qp), // another generation
+                        2 if recv => (rng.below(1 << 16) as u16, qp),
+                        3 if !recv => (0, 8), // QP 8's sends are elsewhere
+                        _ => {
+                            let i = match (recv, qp) {
+                                (false, 7) => 0,
+                                (true, 7) => 1,
+                                (true, _) => 2,
+                                (false, _) => 3,
+                            };
+                            let a = post(&mut pools[i].0, wr_id);
+                            assert_eq!(post(&mut pools[i + 4].0, wr_id), a);
+                            (a, qp)
+                        }
+                    };
+                    let mut bytes = any_cqe(
+                        req_id,
+                        qp,
+                        recv,
+                        if rng.below(4) == 0 { 3 } else { 0 },
+                        if rng.below(3) == 0 {
+                            EFA_IO_RDMA_WRITE
+                        } else {
+                            EFA_IO_SEND
+                        },
+                        rng.below(2) == 0,
+                        unsolicited,
+                        5,
+                        (*prod / DEPTH) % 2 == 0,
+                        rng.next() as u32,
+                    );
+                    if kind == 4 {
+                        // Queue type 0: neither queue.
+                        bytes[3] &= !EFA_IO_CDESC_COMMON_Q_TYPE_MASK;
+                    }
+                    let idx = (*prod % DEPTH) as usize;
+                    ra.put(sub, idx, &bytes[..entry_size as usize]);
+                    rb.put(sub, idx, &bytes[..entry_size as usize]);
+                    *prod += 1;
+                    written += 1;
+                }
+            }
+            let [(_, s7a), (_, r7a), (_, r8a), (_, s10a), (_, s7b), (_, r7b), (_, r8b), (_, s10b)] =
+                &mut pools[..]
+            else {
+                unreachable!()
+            };
+            let mut ta = [
+                QpEntry {
+                    qp_num: 7,
+                    send: Some(s7a),
+                    recv: Some(r7a),
+                },
+                QpEntry {
+                    qp_num: 8,
+                    send: None,
+                    recv: Some(r8a),
+                },
+                QpEntry {
+                    qp_num: 10,
+                    send: Some(s10a),
+                    recv: None,
+                },
+            ];
+            let mut tb = [
+                QpEntry {
+                    qp_num: 7,
+                    send: Some(s7b),
+                    recv: Some(r7b),
+                },
+                QpEntry {
+                    qp_num: 8,
+                    send: None,
+                    recv: Some(r8b),
+                },
+                QpEntry {
+                    qp_num: 10,
+                    send: Some(s10b),
+                    recv: None,
+                },
+            ];
+            let mut la = LastOnly {
+                table: &mut ta[..],
+                last: None,
+                hits: 0,
+            };
+            let mut lb = LastOnly {
+                table: &mut tb[..],
+                last: None,
+                hits: 0,
+            };
+            // One call more than there are CQEs: the last one (at least) finds nothing.
+            for call in 0..=written {
+                let mut wa = None;
+                let a = ra.cq.poll_one_each(&mut la, |w| {
+                    assert!(wa.is_none(), "at most one completion");
+                    wa = Some(*w);
+                });
+                let mut wb = None;
+                let b = match rb.cq.poll_one_fast(&mut lb, |w| wb = Some(*w)) {
+                    OneStep::Took => {
+                        took += 1;
+                        Ok(1)
+                    }
+                    OneStep::Empty => Ok(0),
+                    OneStep::Slow(t) => {
+                        assert_eq!(wb, None, "nothing handed out before the finish");
+                        finished += 1;
+                        rb.cq.poll_one_finish(t, &mut lb, |w| {
+                            assert!(wb.is_none(), "at most one completion");
+                            wb = Some(*w);
+                        })
+                    }
+                };
+                assert_eq!(a, b, "round {round} call {call}");
+                assert_eq!(wa, wb, "round {round} call {call}");
+                match a {
+                    Ok(0) => empty += 1,
+                    Ok(_) => {}
+                    Err(_) => errors += 1,
+                }
+                assert_eq!(la.last, lb.last, "the same QP found last");
+                assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
+                assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+            }
+            assert_eq!(
+                ra.cq.db.as_ref().unwrap().log,
+                rb.cq.db.as_ref().unwrap().log,
+                "the same doorbell values"
+            );
+        }
+        for i in 0..4 {
+            assert_eq!(pools[i].0.outstanding(), pools[i + 4].0.outstanding());
+        }
+        assert!(produced.iter().all(|&p| p > 3 * DEPTH), "{produced:?}");
+    }
+    // Every path was taken, many times (the generator is fixed; this guards against a
+    // change to it silently testing less).
+    assert!(
+        took > 80 && finished > 600 && errors > 200 && empty >= 240,
+        "{took} {finished} {errors} {empty}"
+    );
+}
+
 /// A slice lookup that visits only the sub-CQs of `mask` and records those found empty.
 struct Masked<'t, 'p> {
     t: &'t mut [QpEntry<'p>],

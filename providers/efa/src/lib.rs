@@ -52,7 +52,7 @@ pub mod status;
 pub mod table;
 pub mod wrid;
 
-pub use cq::{CompletionQueue, CqConfig, PollError, QpEntry, QpLookup, QpPools, Wc};
+pub use cq::{CompletionQueue, CqConfig, OneStep, PollError, QpEntry, QpLookup, QpPools, Wc};
 pub use error::{EfaError, QueueKind, ReqIdProblem};
 pub use rq::{RecvQueue, RqConfig};
 pub use sq::{

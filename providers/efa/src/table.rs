@@ -152,7 +152,7 @@ impl QpTable {
             generation: 0,
             draining: 0,
             last_qpn: NO_QP,
-            last: ptr::null(),
+            last: NonNull::dangling(),
         };
         (table, poller)
     }
@@ -329,8 +329,9 @@ pub struct TablePoller {
     draining: u64,
     /// The entry of QP `last_qpn`, live while the table's generation is `generation`. May
     /// dangle between polls: it is only compared, or dereferenced inside a poll whose
-    /// generation load returned `generation`.
-    last: *const CqEntry,
+    /// generation load returned `generation`. (Dangling, never dereferenced, while
+    /// nothing is cached; non-null, so a lookup's pools need no null test.)
+    last: NonNull<CqEntry>,
 }
 
 // SAFETY: `last` is only dereferenced inside a poll, by the poller's owner through `&mut`,
@@ -344,26 +345,52 @@ impl TablePoller {
     /// without waiting).
     #[inline(always)]
     pub fn begin(&mut self) -> Lookup<'_> {
+        let odd = self.begin_epoch();
+        Lookup { p: self, odd }
+    }
+
+    /// [`begin`](Self::begin) for a short poll (one CQE, one cursor step): the lookup does
+    /// not keep the odd epoch it stored but loads it again at its end (we are the epoch's
+    /// only writer, so the load reads that store): one register fewer across the poll, a
+    /// load more at its end. (A long poll's loop does better keeping it.)
+    #[inline(always)]
+    pub fn begin_short(&mut self) -> Lookup<'_, true> {
+        self.begin_epoch();
+        Lookup { p: self, odd: 0 }
+    }
+
+    /// Steps (d) and (e) of the module docs: the odd epoch stored.
+    #[inline(always)]
+    fn begin_epoch(&mut self) -> u64 {
+        let table = &*self.table;
         // Relaxed: we are the epoch's only writer, so this reads our own last store (a move
         // of the poller to another thread happens-after it).
-        let odd = self.table.epoch.load(Ordering::Relaxed).wrapping_add(1);
+        let odd = table.epoch.load(Ordering::Relaxed).wrapping_add(1);
         // SeqCst: step (d) of the module docs, in the total order S with the control path's
         // generation bump and epoch load. A store, not an RMW: we are the only writer.
-        self.table.epoch.store(odd, Ordering::SeqCst);
+        table.epoch.store(odd, Ordering::SeqCst);
         // SeqCst: step (e), after (d) in S (program order). Acquire too: reading a bump
         // makes what it published (the removal) visible to this poll.
-        let g = self.table.generation.load(Ordering::SeqCst);
+        let g = table.generation.load(Ordering::SeqCst);
         if g != self.generation {
-            // Something was taken out of the table since `last` was found: it may be `last`
-            // (freed meanwhile), so forget it and probe again.
-            self.generation = g;
-            self.last_qpn = NO_QP;
-            // Sub-CQs of the QPs unregistered since (their bump is what we just read, or
-            // one before it): visited until found empty. Relaxed: the generation load
-            // above synchronized with the bump that published them.
-            self.draining |= self.table.retired_subs.swap(0, Ordering::Relaxed);
+            self.resync(g);
         }
-        Lookup { p: self, odd }
+        odd
+    }
+
+    /// `begin` read generation `g`, not the one `last` was found in: something was taken
+    /// out of the table since, maybe `last` (freed meanwhile), so forget it (the next
+    /// lookup probes), and take the sub-CQs of the QPs unregistered since to drain them.
+    /// Out of line: only after a QP destroy or a table rebuild.
+    #[cold]
+    #[inline(always)]
+    fn resync(&mut self, g: u64) {
+        self.generation = g;
+        self.last_qpn = NO_QP;
+        // Sub-CQs of the QPs unregistered since (their bump is what `begin` read, or one
+        // before it): visited until found empty. Relaxed: the generation load in `begin`
+        // synchronized with the bump that published them.
+        self.draining |= self.table.retired_subs.swap(0, Ordering::Relaxed);
     }
 }
 
@@ -407,18 +434,26 @@ impl Drop for QpTable {
 
 /// The [`QpLookup`] a poll hands the provider: resolves QP numbers through the table (one
 /// at a time: it borrows the table's one [`TablePoller`] mutably).
-pub struct Lookup<'p> {
+///
+/// `RELOAD` (made by [`TablePoller::begin_short`]): the end loads the odd epoch again
+/// instead of keeping it (`odd` is then unused).
+pub struct Lookup<'p, const RELOAD: bool = false> {
     p: &'p mut TablePoller,
+    /// The odd epoch `begin` stored (without `RELOAD`).
     odd: u64,
 }
 
-impl Drop for Lookup<'_> {
+impl<const RELOAD: bool> Drop for Lookup<'_, RELOAD> {
     #[inline(always)]
     fn drop(&mut self) {
         let epoch = &self.p.table.epoch;
-        // Relaxed: we are the epoch's only writer, so this reads the odd value `begin`
-        // stored (loaded again rather than kept: one register fewer across the poll).
-        let odd = self.odd;
+        let odd = if RELOAD {
+            // Relaxed: we are the epoch's only writer, so this reads the odd value `begin`
+            // stored.
+            epoch.load(Ordering::Relaxed)
+        } else {
+            self.odd
+        };
         // Release: our reads of the array and entries happen-before a control path that
         // sees the epoch move on (its Acquire load) and frees them. A store, not an RMW: we
         // are the only writer.
@@ -426,7 +461,7 @@ impl Drop for Lookup<'_> {
     }
 }
 
-impl Lookup<'_> {
+impl<const RELOAD: bool> Lookup<'_, RELOAD> {
     /// Looks QP `qp_num` up in the table and caches its entry in the poller (`last`);
     /// `false` if it is not there. (Inline: out of line it cost `Cq::poll` of one CQE 13
     /// instructions, its loop keeping more in callee-saved registers around the call.)
@@ -443,9 +478,12 @@ impl Lookup<'_> {
             return false;
         };
         let e = s.cells[i].load(Ordering::Acquire);
-        if e.is_null() || e == tomb() {
+        if e == tomb() {
             return false;
         }
+        let Some(e) = NonNull::new(e) else {
+            return false;
+        };
         p.last = e;
         p.last_qpn = u32::from(qp_num);
         // `p.generation` is this poll's (set in `begin`): the pair is what the next polls
@@ -454,7 +492,7 @@ impl Lookup<'_> {
     }
 }
 
-impl QpLookup for Lookup<'_> {
+impl<const RELOAD: bool> QpLookup for Lookup<'_, RELOAD> {
     /// The sub-CQs a registered QP completes into, and those being drained.
     #[inline(always)]
     fn sub_cqs(&mut self) -> u64 {
@@ -498,7 +536,7 @@ impl QpLookup for Lookup<'_> {
         // SAFETY: `last` is a live entry for this poll (above). Its completing halves are
         // touched only by the table's one poller, whose `&mut` we hold, and the returned
         // borrows are tied to `&mut self`, so no two `&mut` to them coexist.
-        let e = unsafe { &*p.last };
+        let e = unsafe { p.last.as_ref() };
         // SAFETY: as above; `send` and `recv` are distinct cells.
         let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
         Some(QpPools {
@@ -635,6 +673,38 @@ mod tests {
         assert_eq!(cap(&mut l), registered.then_some(8));
     }
 
+    /// A short poll (`begin_short`: its end loads the odd epoch again instead of keeping
+    /// it) holds off an `unregister` of a QP it may use until it ends, as `begin`'s does,
+    /// and leaves the epoch even, two steps on.
+    #[test]
+    fn a_short_poll_holds_off_an_unregister_until_it_ends() {
+        let (t, mut p) = QpTable::new();
+        t.register(5, 1, Some(completer()), None).unwrap();
+        let before = t.epoch.load(Ordering::SeqCst);
+        let mut l = p.begin_short();
+        assert_eq!(
+            t.epoch.load(Ordering::SeqCst),
+            before + 1,
+            "odd while polling"
+        );
+        let cap = l.find(5).and_then(|p| p.send.map(|c| c.capacity()));
+        assert_eq!(cap, Some(4));
+        let remover = {
+            let t = t.clone();
+            std::thread::spawn(move || t.unregister(5))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!remover.is_finished(), "the unregister waits for the poll");
+        // The entry is still QP 5's, alive (Miri would see a use after free).
+        let cap = l.find_cached(5).and_then(|p| p.send.map(|c| c.capacity()));
+        assert_eq!(cap, Some(4));
+        drop(l);
+        remover.join().unwrap();
+        assert_eq!(t.epoch.load(Ordering::SeqCst), before + 2);
+        assert!(p.begin_short().find(5).is_none(), "gone after the poll");
+        assert_eq!(t.epoch.load(Ordering::SeqCst), before + 4);
+    }
+
     #[test]
     fn register_and_unregister_while_another_thread_polls() {
         use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -737,13 +807,20 @@ mod tests {
                 let mut polls = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let q = (polls / 8 % u64::from(QPS)) as u16;
-                    let mut l = p.begin();
-                    if let Some(pools) = l.find(q) {
-                        let cap = pools.send.map(|c| c.capacity());
+                    // Both kinds of poll, taking turns.
+                    let cap = if polls % 2 == 0 {
+                        p.begin()
+                            .find(q)
+                            .map(|pools| pools.send.map(|c| c.capacity()))
+                    } else {
+                        p.begin_short()
+                            .find(q)
+                            .map(|pools| pools.send.map(|c| c.capacity()))
+                    };
+                    if let Some(cap) = cap {
                         assert_eq!(cap, Some(u32::from(q) + 1), "QP {q} found another's entry");
                         found.fetch_add(1, Ordering::Relaxed);
                     }
-                    drop(l);
                     polls += 1;
                 }
             })

@@ -565,6 +565,12 @@ impl WridCompleter {
         self.shared.capacity
     }
 
+    /// Whether the pool was made by [`WridPool::new_64bit`] (the wr_id travels in the WQE).
+    #[inline(always)]
+    pub fn is_64bit(&self) -> bool {
+        self.wide
+    }
+
     /// Completes the request named by a device-written `req_id`: checks generation, range and
     /// that it is posted, frees the id and returns its `wr_id`.
     #[inline(always)]
