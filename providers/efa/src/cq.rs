@@ -447,28 +447,32 @@ impl CompletionQueue {
             r.emptied = true;
             return r;
         };
-        let start = sub.consumed;
-        let (mut consumed, mut phase) = (sub.consumed, sub.phase);
-        let (mask, shift) = (self.mask, self.entry_shift);
-        let base = self.buf.as_ptr().wrapping_add(sub.base);
+        let shift = self.entry_shift;
         let phase_bit = u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24;
-        // The output slots bound the run: no count of its own, no index into `out`. At
-        // most 2^32 - 1 of them, so the CQEs taken are `consumed - start` (mod 2^32).
-        let len = out.len().min(u32::MAX as usize);
-        let out = out.get_mut(..len).unwrap_or_default();
-        for slot in out.iter_mut() {
-            // In bounds and aligned: `base` is sub-CQ `idx` (< num_sub_cqs), the index is
-            // masked by depth - 1, and `new` checked that the buffer holds every sub-CQ.
-            let entry = base
-                .wrapping_add(((consumed & mask) as usize) << shift)
-                .cast::<u32>();
+        // The entry is stepped as a pointer: `entry` is always `base + k * step` for a
+        // k < depth (it starts at the consumer index's slot and goes back to `base` on
+        // reaching `end`, one past the last slot), so it is in bounds and aligned: `base` is
+        // sub-CQ `idx` (< num_sub_cqs), and `new` checked that the buffer holds every sub-CQ
+        // and is 4-byte aligned.
+        let base = self.buf.as_ptr().wrapping_add(sub.base);
+        let step = 1usize << shift;
+        let end = base.wrapping_add((self.mask as usize + 1) << shift);
+        let mut entry = base.wrapping_add(((sub.consumed & self.mask) as usize) << shift);
+        // The phase bit a new entry carries, in place in word 0.
+        let mut expect = if sub.phase { phase_bit } else { 0 };
+        // The output slots bound the run: no count of its own, no index into `out`.
+        let len = out.len();
+        let mut slots = out.iter_mut();
+        while let Some(slot) = slots.next() {
             // The device writes this word concurrently: an atomic load through a raw
             // pointer, never a reference to plain memory.
-            // SAFETY: `entry` is an aligned word inside the live buffer (above, `new`).
-            let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
+            // SAFETY: `entry` is an aligned word inside the live buffer (above).
+            let w0 = u32::from_le(
+                unsafe { AtomicU32::from_ptr(entry.cast::<u32>()) }.load(Ordering::Acquire),
+            );
             // Word 0 is req_id (bytes 0-1), status (2), flags (3), little-endian: the phase
             // is bit 24.
-            if (w0 & phase_bit != 0) != phase {
+            if w0 & phase_bit != expect {
                 r.emptied = true;
                 break;
             }
@@ -477,20 +481,23 @@ impl CompletionQueue {
             // (`dmb oshld` on aarch64, `lfence` on x86_64); ours is that after an Acquire load
             // (`ldar` / `mov`), so at least as strong (providers/efa/src/mmio.rs).
             mmio::dma_rmb();
-            consumed = consumed.wrapping_add(1);
-            if consumed & mask == 0 {
-                phase = !phase;
-            }
             let put = &mut |wc: &Wc| *slot = conv(wc);
-            if let Err(e) = process(&self.cfg, idx, w0, entry, lookup, put) {
+            let done = process(&self.cfg, idx, w0, entry.cast::<u32>(), lookup, put);
+            entry = entry.wrapping_add(step);
+            if entry == end {
+                entry = base;
+                expect ^= phase_bit;
+            }
+            if let Err(e) = done {
                 r.error = Some(e);
                 break;
             }
         }
-        // One CQE consumed per slot visited (the last maybe a bad one, whose slot is left).
-        r.taken = consumed.wrapping_sub(start) as usize;
-        sub.consumed = consumed;
-        sub.phase = phase;
+        // One CQE consumed per slot visited (the last maybe a bad one, whose slot is left),
+        // but for the one where the run found the sub-CQ empty.
+        r.taken = len - slots.len() - usize::from(r.emptied);
+        sub.consumed = sub.consumed.wrapping_add(r.taken as u32);
+        sub.phase = expect != 0;
         self.cc = self.cc.wrapping_add(r.taken as u16);
         r
     }
