@@ -567,8 +567,9 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
     let qpn = w1 as u16;
     let op_type = field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags);
     let fail = |why| Err(cqe_error(cfg, sub_cq, w0, w1, why));
-    match field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) {
-        EFA_IO_SEND_QUEUE => {
+    // The queue type in place in word 0 (flags bits 2:1 are word bits 26:25): no shift.
+    match w0 & Q_TYPE_IN_W0 {
+        SEND_Q_IN_W0 => {
             let Some(QpPools {
                 send: Some(pool), ..
             }) = lookup.find(qpn)
@@ -591,7 +592,7 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
                 ..Wc::default()
             });
         }
-        EFA_IO_RECV_QUEUE => {
+        RECV_Q_IN_W0 => {
             let Some(pools) = lookup.find(qpn) else {
                 return fail(Fail::UnknownQp);
             };
@@ -648,6 +649,15 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
     }
     Ok(())
 }
+
+/// The queue-type field of a CQE's flags, in place in its word 0 (flags are bits 31:24).
+const Q_TYPE_IN_W0: u32 = (EFA_IO_CDESC_COMMON_Q_TYPE_MASK as u32) << 24;
+/// `EFA_IO_SEND_QUEUE` in that field.
+const SEND_Q_IN_W0: u32 =
+    (EFA_IO_SEND_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
+/// `EFA_IO_RECV_QUEUE` in that field.
+const RECV_Q_IN_W0: u32 =
+    (EFA_IO_RECV_QUEUE as u32) << (24 + EFA_IO_CDESC_COMMON_Q_TYPE_MASK.trailing_zeros());
 
 /// Which check a CQE failed in [`process`].
 #[derive(Clone, Copy)]
