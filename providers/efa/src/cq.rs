@@ -484,13 +484,20 @@ impl CompletionQueue {
             let put = &mut |wc: &Wc| *slot = conv(wc);
             let done = process(&self.cfg, idx, w0, entry.cast::<u32>(), lookup, put);
             entry = entry.wrapping_add(step);
+            if let Err(e) = done {
+                // Consumed too: the phase flips if it was the sub-CQ's last slot.
+                if entry == end {
+                    expect ^= phase_bit;
+                }
+                r.error = Some(e);
+                break;
+            }
             if entry == end {
                 entry = base;
                 expect ^= phase_bit;
-            }
-            if let Err(e) = done {
-                r.error = Some(e);
-                break;
+                // Stored here too (the run's end stores it again): a store keeps the wrap a
+                // branch taken once per `depth` CQEs instead of two selects on every CQE.
+                sub.phase = expect != 0;
             }
         }
         // One CQE consumed per slot visited (the last maybe a bad one, whose slot is left),
