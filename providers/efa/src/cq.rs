@@ -27,7 +27,8 @@ use crate::defs::*;
 use crate::error::{EfaError, QueueKind, ReqIdProblem};
 use crate::mmio::{self, Doorbell};
 use crate::status::{
-    send_wc_opcode, wc_status_from_efa, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_WITH_IMM,
+    send_wc_opcode, send_wc_opcode_of_word0, wc_status_from_efa, wc_status_of_word0, IBV_WC_RECV,
+    IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_WITH_IMM,
 };
 use crate::wrid::WridCompleter;
 
@@ -592,9 +593,9 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
             };
             put(&Wc {
                 wr_id,
-                status: wc_status_from_efa(status),
+                status: wc_status_of_word0(w0),
                 vendor_err: u32::from(status),
-                opcode: send_wc_opcode(op_type),
+                opcode: send_wc_opcode_of_word0(w0),
                 qp_num: u32::from(qpn),
                 ..Wc::default()
             });
