@@ -152,7 +152,7 @@ impl QpTable {
             generation: 0,
             draining: 0,
             last_qpn: NO_QP,
-            last: ptr::null(),
+            last: NonNull::dangling(),
         };
         (table, poller)
     }
@@ -329,8 +329,10 @@ pub struct TablePoller {
     draining: u64,
     /// The entry of QP `last_qpn`, live while the table's generation is `generation`. May
     /// dangle between polls: it is only compared, or dereferenced inside a poll whose
-    /// generation load returned `generation`.
-    last: *const CqEntry,
+    /// generation load returned `generation`. Never null (`NonNull::dangling()` until the
+    /// first probe, with `last_qpn` `NO_QP`), which lets the compiler drop a null test per
+    /// CQE where the cached entry's pools are taken.
+    last: NonNull<CqEntry>,
 }
 
 // SAFETY: `last` is only dereferenced inside a poll, by the poller's owner through `&mut`,
@@ -443,7 +445,10 @@ impl Lookup<'_> {
             return false;
         };
         let e = s.cells[i].load(Ordering::Acquire);
-        if e.is_null() || e == tomb() {
+        let Some(e) = NonNull::new(e) else {
+            return false;
+        };
+        if e.as_ptr() == tomb() {
             return false;
         }
         p.last = e;
@@ -498,7 +503,7 @@ impl QpLookup for Lookup<'_> {
         // SAFETY: `last` is a live entry for this poll (above). Its completing halves are
         // touched only by the table's one poller, whose `&mut` we hold, and the returned
         // borrows are tied to `&mut self`, so no two `&mut` to them coexist.
-        let e = unsafe { &*p.last };
+        let e = unsafe { p.last.as_ref() };
         // SAFETY: as above; `send` and `recv` are distinct cells.
         let (send, recv) = unsafe { (&mut *e.send.get(), &mut *e.recv.get()) };
         Some(QpPools {
