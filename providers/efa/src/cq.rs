@@ -464,6 +464,9 @@ impl CompletionQueue {
         // The output slots bound the run: no count of its own, no index into `out`.
         let len = out.len();
         let mut slots = out.iter_mut();
+        // `while let`, not `for .. in slots.by_ref()`: the same loop, but LLVM allocated the
+        // `for` form's registers worse (poll16 84.5 -> 88.5 per CQE).
+        #[allow(clippy::while_let_on_iterator)]
         while let Some(slot) = slots.next() {
             // The device writes this word concurrently: an atomic load through a raw
             // pointer, never a reference to plain memory.
