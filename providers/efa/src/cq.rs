@@ -322,12 +322,15 @@ impl CompletionQueue {
         let mut consumed = false;
         let mut error = None;
         while n < max && empty != all {
-            let idx = self.next_poll_idx;
+            // The next sub-CQ not found empty in round-robin order from `next_poll_idx`: the
+            // lowest such bit at or above it, else the lowest. `next_poll_idx` moves past it,
+            // as stepping through the empty ones before it would have moved it.
+            let left = all & !empty;
+            // `next_poll_idx` < `num_sub_cqs` <= 64.
+            let on = left & (u64::MAX << (self.next_poll_idx & 63));
+            let idx = (if on != 0 { on } else { left }).trailing_zeros() as u16;
             self.next_poll_idx = if idx + 1 >= subs { 0 } else { idx + 1 };
             let bit = 1u64 << (idx & 63);
-            if empty & bit != 0 {
-                continue;
-            }
             let last = empty | bit == all;
             // While other sub-CQs may still hold CQEs, a look at the next slot's phase
             // before the run: an empty sub-CQ costs a load and a compare, not the run's
