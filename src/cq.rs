@@ -517,7 +517,7 @@ pub(crate) fn poll_efa(
     r: &mut crate::efa::EfaCqRing,
     wcs: &mut [Wc],
 ) -> Result<usize> {
-    r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = w.wc)
+    r.poll_with(wcs, &|| shared.label(), |w| w.wc)
 }
 
 /// [`poll_efa`] of one completion (`wcs.len() == 1`), out of line for the same reason.

@@ -157,29 +157,33 @@ fn core_wc(c: &uverbs_efa::Wc) -> Wc {
 }
 
 impl EfaCqRing {
-    /// Polls up to `max` completions, handing the `i`-th to `put(i, ..)`; skips (and counts)
-    /// completions of QPs that are gone. Each completion goes from the ring to `put` without
-    /// an intermediate buffer; once inlined, fields `put` ignores are never built.
+    /// Polls up to `out.len()` completions into `out`, each converted by `conv`; returns how
+    /// many were written (from the first slot). Skips (and counts) completions of QPs that
+    /// are gone. Each completion goes from the ring to its slot without an intermediate
+    /// buffer; once inlined, fields `conv` ignores are never built.
     #[inline]
-    pub(crate) fn poll_with<F: FnMut(usize, &EfaWc)>(
+    pub(crate) fn poll_with<T, F: FnMut(&EfaWc) -> T>(
         &mut self,
-        max: usize,
+        out: &mut [T],
         label: &dyn Fn() -> String,
-        mut put: F,
+        mut conv: F,
     ) -> Result<usize> {
         let mut n = 0;
         let mut lookup = self.poller.begin();
         loop {
-            let r = self.cq.poll_each(max - n, &mut lookup, |c| {
-                put(n, &wc_from_efa(c));
-                n += 1;
-            });
+            let rest = out.get_mut(n..).unwrap_or_default();
+            let r = self
+                .cq
+                .poll_into(rest, &mut lookup, |c| conv(&wc_from_efa(c)));
             match r {
-                Ok(_) => return Ok(n),
+                Ok(k) => return Ok(n + k),
                 // The device may still write completions for a QP destroyed since: consumed
                 // and skipped (counted), never used to index anything.
-                Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => self.stale += 1,
-                Err(e) => return Err(poll_error(label, n, &e.error)),
+                Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => {
+                    n += e.polled;
+                    self.stale += 1;
+                }
+                Err(e) => return Err(poll_error(label, n + e.polled, &e.error)),
             }
         }
     }
@@ -377,7 +381,7 @@ impl Cq {
         match self.efa_parts() {
             (shared, Some(r)) => match wcs {
                 [one] => r.poll_one_with(shared, |w| *one = *w),
-                _ => r.poll_with(wcs.len(), &|| shared.label(), |i, w| wcs[i] = *w),
+                _ => r.poll_with(wcs, &|| shared.label(), |w| *w),
             },
             (shared, None) => Err(Error::invalid(
                 "poll_cq",

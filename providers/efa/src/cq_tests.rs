@@ -853,7 +853,7 @@ fn cursor_doorbell_only_at_end_and_only_when_consumed() {
     assert_eq!(r.db.word(), 0x2000_0005);
 }
 
-/// `poll_one_each` is `poll_each` with `max` 1: two queues fed the very same CQEs (three
+/// `poll_one_each` is `poll_into` of one slot: two queues fed the very same CQEs (three
 /// sub-CQs, some rounds leaving some empty, wraps, sends and receives, CQEs of an unknown QP
 /// and with a bad req_id among them), one drained one completion at a time by `poll`, the
 /// other by `poll_one_each`, give the same results call by call (completions, errors and

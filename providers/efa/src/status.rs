@@ -88,6 +88,24 @@ pub fn wc_status_from_efa(status: u8) -> u32 {
     }
 }
 
+/// [`wc_status_from_efa`] of every byte: a whole table, so the poll loop maps a CQE's status
+/// byte with one load and no test.
+const STATUS_BY_BYTE: [u32; 256] = {
+    let mut t = [IBV_WC_GENERAL_ERR; 256];
+    let mut i = 0;
+    while i < STATUS.len() {
+        t[i] = STATUS[i];
+        i += 1;
+    }
+    t
+};
+
+/// [`wc_status_from_efa`] of the status byte of a CQE's word 0 (bits 23:16).
+#[inline(always)]
+pub fn wc_status_of_word0(w0: u32) -> u32 {
+    STATUS_BY_BYTE[usize::from((w0 >> 16) as u8)]
+}
+
 /// The `ibv_wc_opcode` of a send completion by its `op_type` (3 bits): RDMA write and read
 /// by name, everything else a send.
 ///
@@ -109,9 +127,44 @@ pub fn send_wc_opcode(op: u8) -> u32 {
     SEND_OPCODE[usize::from(op & 7)]
 }
 
+/// [`send_wc_opcode`] by the top four bits of a CQE's word 0 (its flags are bits 31:24:
+/// `op_type` bits 30:28, the unsolicited bit 31, which plays no part): one shift, one load.
+const SEND_OPCODE_BY_TOP4: [u32; 16] = {
+    let mut t = [IBV_WC_SEND; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = SEND_OPCODE[i & 7];
+        i += 1;
+    }
+    t
+};
+
+/// [`send_wc_opcode`] of the `op_type` of a CQE's word 0.
+#[inline(always)]
+pub fn send_wc_opcode_of_word0(w0: u32) -> u32 {
+    SEND_OPCODE_BY_TOP4[(w0 >> 28) as usize]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-0 forms give what the byte forms give, for every status byte and flags byte.
+    #[test]
+    fn word0_forms_match_the_byte_forms() {
+        for b in 0..=255u8 {
+            let w0 = 0x1234 | u32::from(b) << 16 | u32::from(!b) << 24;
+            assert_eq!(wc_status_of_word0(w0), wc_status_from_efa(b), "status {b}");
+            let flags = b;
+            let w0 = 0xabcd_ef01 & 0x00ff_ffff | u32::from(flags) << 24;
+            let op = field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags);
+            assert_eq!(
+                send_wc_opcode_of_word0(w0),
+                send_wc_opcode(op),
+                "flags {flags:#x}"
+            );
+        }
+    }
 
     #[test]
     fn status_mapping_matches_rdma_core() {

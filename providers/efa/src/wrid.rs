@@ -628,14 +628,24 @@ impl WridCompleter {
 
 /// Checks a device-written `req_id` against `s`: its generation, its range and that it is
 /// posted. Gives the id, its slot and its `wr_id`.
+///
+/// Generation and range are one comparison: `x = req_id ^ shifted_gen` is below
+/// `slots.len()` (= `capacity`) exactly when both pass. `shifted_gen` has no index bit set
+/// and `capacity <= idx_mask + 1`, so if the generation bits differ, `x` has a bit above
+/// `idx_mask` and is at least `capacity`; if they match, `x` is the index `req_id &
+/// idx_mask`, in range exactly when it is below `capacity`. The slice's own bounds check is
+/// that comparison; which of the two failed is sorted out on the error path
+/// (`check_matches_separate_generation_and_range_checks` compares every req_id with the
+/// separate checks).
 #[inline(always)]
 fn check(s: &Shared, req_id: u16) -> Result<(u16, &Slot, u64), ReqIdProblem> {
-    if req_id & !s.idx_mask != s.shifted_gen {
-        return Err(ReqIdProblem::StaleGeneration);
-    }
-    let id = req_id & s.idx_mask;
+    let id = req_id ^ s.shifted_gen;
     let Some(slot) = s.slots.get(usize::from(id)) else {
-        return Err(ReqIdProblem::OutOfRange);
+        return Err(if id & !s.idx_mask != 0 {
+            ReqIdProblem::StaleGeneration
+        } else {
+            ReqIdProblem::OutOfRange
+        });
     };
     // Acquire: pairs with `publish`'s Release store (step 2), so the `wr_id` read below
     // is the one written for this post.
@@ -682,6 +692,64 @@ mod tests {
         // any bit above the index bits is a generation mismatch (generation 0 here)
         assert_eq!(c.complete(0x8000), Err(ReqIdProblem::StaleGeneration));
         assert_eq!(c.complete(0xffff), Err(ReqIdProblem::StaleGeneration));
+    }
+
+    /// `check`'s one comparison gives what the generation test, then the range test, then
+    /// the posted test give, for every req_id and pools of several sizes and generations
+    /// (an id posted, the others not).
+    #[test]
+    fn check_matches_separate_generation_and_range_checks() {
+        for (cap, gen) in [
+            (1, 0),
+            (1, 5),
+            (3, 0),
+            (3, 0x3fff),
+            (4, 5),
+            (100, 77),
+            (4096, 9),
+        ]
+        .into_iter()
+        // The largest pools natively only: under Miri building their slots alone takes
+        // minutes.
+        .chain(
+            [(65535, 0), (65536, 0), (65536, 3), (40000, 1)]
+                .into_iter()
+                .filter(|_| !cfg!(miri)),
+        ) {
+            let (mut p, c) = WridPool::new(cap, gen).unwrap();
+            let posted = post(&mut p, 42);
+            let s = &*c.shared;
+            // Every req_id natively; under Miri (which checks the accesses, not the
+            // arithmetic) a stride and the edges.
+            let stride = if cfg!(miri) { 509 } else { 1 };
+            let last = s.shifted_gen | (cap - 1) as u16;
+            let edges = [
+                posted,
+                last,
+                last.wrapping_add(1),
+                s.shifted_gen | s.idx_mask,
+            ];
+            for req_id in (0..=u16::MAX).step_by(stride).chain(edges) {
+                let want = if req_id & !s.idx_mask != s.shifted_gen {
+                    Err(ReqIdProblem::StaleGeneration)
+                } else if u32::from(req_id & s.idx_mask) >= cap {
+                    Err(ReqIdProblem::OutOfRange)
+                } else if req_id != posted {
+                    Err(ReqIdProblem::NotOutstanding)
+                } else {
+                    Ok(42)
+                };
+                assert_eq!(
+                    c.lookup(req_id),
+                    want,
+                    "capacity {cap} gen {gen} req_id {req_id:#x}"
+                );
+            }
+        }
+        // A 64-bit pool has no slots: every id is out of range for `complete`.
+        let (_p, c) = WridPool::new_64bit(8).unwrap();
+        assert_eq!(c.lookup(0), Err(ReqIdProblem::OutOfRange));
+        assert_eq!(c.lookup(0xffff), Err(ReqIdProblem::OutOfRange));
     }
 
     #[test]
