@@ -42,6 +42,26 @@ fn cfg(num_sub_cqs: u16, depth: u32, entry_size: u32, with_sgid: bool) -> CqConf
 }
 
 impl Rig {
+    /// Two rigs fed the same CQEs stand at the same place: round-robin position and CQ-wide
+    /// consumer counter.
+    fn assert_same_position(&self, other: &Rig, what: &str) {
+        assert_eq!(self.cq.next_poll_idx, other.cq.next_poll_idx, "{what}");
+        assert_eq!(
+            self.cq.consumer_counter(),
+            other.cq.consumer_counter(),
+            "{what}"
+        );
+    }
+
+    /// ... and wrote the same doorbell values.
+    fn assert_same_doorbells(&self, other: &Rig, what: &str) {
+        assert_eq!(
+            self.cq.db.as_ref().unwrap().log,
+            other.cq.db.as_ref().unwrap().log,
+            "{what}"
+        );
+    }
+
     /// Device side: writes `bytes` as entry `idx` of sub-CQ `sub`.
     fn put(&self, sub: usize, idx: usize, bytes: &[u8]) {
         write_cqe(&self.buf, self.cq.config(), sub, idx, bytes);
@@ -603,13 +623,8 @@ fn cursor_gives_what_poll_gives() {
                 assert_eq!(Some(&cur.wc()), got.last());
             }
             assert_eq!(got, wcs[..n], "round {round} entry_size {entry_size}");
-            assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
-            assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
-            assert_eq!(
-                ra.cq.db.as_ref().unwrap().log,
-                rb.cq.db.as_ref().unwrap().log,
-                "one doorbell per non-empty poll, same values"
-            );
+            ra.assert_same_position(&rb, &format!("round {round}"));
+            ra.assert_same_doorbells(&rb, "one doorbell per non-empty poll, same values");
             total += n;
         }
         assert!(
@@ -952,14 +967,9 @@ fn poll_one_each_is_poll_of_one() {
                         assert_eq!(wb, None);
                     }
                 }
-                assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
-                assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+                ra.assert_same_position(&rb, &format!("round {round}"));
             }
-            assert_eq!(
-                ra.cq.db.as_ref().unwrap().log,
-                rb.cq.db.as_ref().unwrap().log,
-                "one doorbell per non-empty poll, same values"
-            );
+            ra.assert_same_doorbells(&rb, "one doorbell per non-empty poll, same values");
         }
         assert!(
             produced.iter().all(|&p| p > 3 * DEPTH),
@@ -1121,13 +1131,8 @@ fn try_take_then_advance_is_advance() {
                 }
             }
             hits += lb.hits;
-            assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
-            assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
-            assert_eq!(
-                ra.cq.db.as_ref().unwrap().log,
-                rb.cq.db.as_ref().unwrap().log,
-                "the same doorbell values"
-            );
+            ra.assert_same_position(&rb, &format!("round {round}"));
+            ra.assert_same_doorbells(&rb, "the same doorbell values");
         }
         for i in 0..3 {
             assert_eq!(pools[i].0.outstanding(), pools[i + 3].0.outstanding());
@@ -1226,11 +1231,7 @@ fn try_take_run_dropped_mid_run_is_advance() {
                     "turn {turn}"
                 );
             }
-            assert_eq!(
-                ra.cq.db.as_ref().unwrap().log,
-                rb.cq.db.as_ref().unwrap().log,
-                "turn {turn}"
-            );
+            ra.assert_same_doorbells(&rb, &format!("turn {turn}"));
         }
         assert!(consumed > 4 * DEPTH, "{consumed}: several wraps");
         assert_eq!(pa.outstanding(), pb.outstanding());
@@ -1399,14 +1400,9 @@ fn poll_one_fast_then_finish_is_poll_one_each() {
                     Err(_) => errors += 1,
                 }
                 assert_eq!(la.last, lb.last, "the same QP found last");
-                assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "round {round}");
-                assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+                ra.assert_same_position(&rb, &format!("round {round}"));
             }
-            assert_eq!(
-                ra.cq.db.as_ref().unwrap().log,
-                rb.cq.db.as_ref().unwrap().log,
-                "the same doorbell values"
-            );
+            ra.assert_same_doorbells(&rb, "the same doorbell values");
         }
         for i in 0..4 {
             assert_eq!(pools[i].0.outstanding(), pools[i + 4].0.outstanding());
@@ -1511,8 +1507,7 @@ fn a_poll_visits_only_the_lookups_sub_cqs() {
                     }
                 }
             }
-            assert_eq!(ra.cq.next_poll_idx, rb.cq.next_poll_idx, "method {method}");
-            assert_eq!(ra.cq.consumer_counter(), rb.cq.consumer_counter());
+            ra.assert_same_position(&rb, &format!("method {method}"));
             assert_eq!(ra.db.word(), rb.db.word());
         }
         assert_eq!(got_a, got_b, "method {method}");
