@@ -162,6 +162,32 @@ fn perf_perftest_defaults_signal_every_large_message() {
 
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_write_lat_completes_in_both_settings() {
+    // write-lat spins on memory the peer's RDMA WRITE fills, the server writing first (as
+    // perftest's): both roles finish the 50 round trips and report sane statistics, with our
+    // defaults and with perftest's.
+    for (i, extra) in [&["--json"][..], &["--json", "--perftest-defaults"][..]]
+        .into_iter()
+        .enumerate()
+    {
+        let (client, server) = run_test(18730 + i as u16, "write-lat", "64", extra);
+        for (who, out) in [("client", &client), ("server", &server)] {
+            let v: serde_json::Value = serde_json::from_str(out.trim())
+                .unwrap_or_else(|e| panic!("{who} output is not one JSON object ({e}):\n{out}"));
+            assert_eq!(v["test"], "write-lat", "{v}");
+            assert_eq!(v["iterations"], 50, "{v}");
+            let t = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+            assert!(t("t_min_usec") > 0.0, "{who}: {v}");
+            assert!(
+                t("t_min_usec") <= t("t_typical_usec") && t("t_typical_usec") <= t("t_max_usec"),
+                "{who}: min <= typical <= max: {v}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn perf_events_mode_sleeps_on_the_channel_and_completes() {
     // -e (perftest's --events): an empty poll arms the CQ and waits on the completion
     // channel. Each test shape waits on a different CQ: the bandwidth client on its send CQ

@@ -56,6 +56,8 @@ pub(super) fn run_send_lat(
 }
 
 /// `ib_write_lat`: ping-pong RDMA WRITEs; each side spins on the last byte of its buffer.
+/// As in perftest's `run_iter_lat_write`, the server writes first (in `ib_send_lat` the
+/// client sends first): the client, whose samples are reported, starts by waiting.
 pub(super) fn run_write_lat(
     side: &mut Side,
     set: &Settings,
@@ -77,7 +79,7 @@ pub(super) fn run_write_lat(
     let t0 = Instant::now();
     let (mut scnt, mut rcnt) = (0u32, 0u32);
     while scnt < set.iters || rcnt < set.iters {
-        if rcnt < set.iters && !(scnt < 1 && client) {
+        if rcnt < set.iters && (client || scnt >= 1) {
             rcnt += 1;
             let want = rcnt as u8;
             loop {
