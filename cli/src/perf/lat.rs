@@ -1,10 +1,9 @@
 //! The latency tests (`ib_{send,write,read}_lat`): one message in flight, a time stamp per
 //! iteration.
 
-use std::time::Instant;
-
 use uverbs::{RecvWr, SendWr, Wc, WrOp};
 
+use super::cycles::CycleClock;
 use super::fail;
 use super::options::Settings;
 use super::poll::{data_wr, poll_one};
@@ -23,7 +22,7 @@ pub(super) fn run_send_lat(
     let wr = [data_wr(set, WrOp::Send, &sge, &inline).signaled()];
     let mut stamps = vec![0u64; set.iters as usize];
     let mut wc = [Wc::default()];
-    let t0 = Instant::now();
+    let clock = CycleClock::start();
     let (mut scnt, mut rcnt) = (0u32, 0u32);
     while scnt < set.iters || rcnt < set.iters {
         if rcnt < set.iters && !(scnt < 1 && client) {
@@ -40,7 +39,7 @@ pub(super) fn run_send_lat(
                 .map_err(fail("Couldn't post receive"))?;
         }
         if scnt < set.iters {
-            stamps[scnt as usize] = t0.elapsed().as_nanos() as u64;
+            stamps[scnt as usize] = clock.stamp();
             side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
             scnt += 1;
             poll_one(
@@ -52,6 +51,7 @@ pub(super) fn run_send_lat(
             )?;
         }
     }
+    clock.into_nanos(&mut stamps);
     Ok(deltas(&stamps, 2))
 }
 
@@ -76,7 +76,7 @@ pub(super) fn run_write_lat(
     let mut stamps = vec![0u64; set.iters as usize];
     let mut wc = [Wc::default()];
     let mut last = [0u8];
-    let t0 = Instant::now();
+    let clock = CycleClock::start();
     let (mut scnt, mut rcnt) = (0u32, 0u32);
     while scnt < set.iters || rcnt < set.iters {
         if rcnt < set.iters && (client || scnt >= 1) {
@@ -96,7 +96,7 @@ pub(super) fn run_write_lat(
             }
         }
         if scnt < set.iters {
-            stamps[scnt as usize] = t0.elapsed().as_nanos() as u64;
+            stamps[scnt as usize] = clock.stamp();
             scnt += 1;
             let mark = [scnt as u8];
             // The byte the peer spins on: in the inline copy or in our MR.
@@ -115,6 +115,7 @@ pub(super) fn run_write_lat(
             )?;
         }
     }
+    clock.into_nanos(&mut stamps);
     Ok(deltas(&stamps, 2))
 }
 
@@ -136,9 +137,9 @@ pub(super) fn run_read_lat(
     .signaled()];
     let mut stamps = vec![0u64; set.iters as usize];
     let mut wc = [Wc::default()];
-    let t0 = Instant::now();
+    let clock = CycleClock::start();
     for s in stamps.iter_mut() {
-        *s = t0.elapsed().as_nanos() as u64;
+        *s = clock.stamp();
         side.qp.post_send(&wr).map_err(fail("Couldn't post send"))?;
         poll_one(
             &mut side.send_cq,
@@ -148,6 +149,7 @@ pub(super) fn run_read_lat(
             "RDMA read",
         )?;
     }
+    clock.into_nanos(&mut stamps);
     Ok(deltas(&stamps, 1))
 }
 

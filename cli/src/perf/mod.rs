@@ -19,10 +19,11 @@
 //!
 //! One module per concern: [`options`] (the command line and the resolved settings),
 //! [`side`] (the objects of one side, its address, connecting the QP), [`poll`] (what the loops
-//! share), [`lat`] and [`bw`] (the measured loops), [`report`] (statistics and output) and
-//! [`micro`]; the TCP exchange is the CLI's [`crate::exchange`].
+//! share), [`lat`] and [`bw`] (the measured loops), [`cycles`] (the latency loops' time
+//! stamps), [`report`] (statistics and output) and [`micro`]; the TCP exchange is the CLI's [`crate::exchange`].
 
 mod bw;
+mod cycles;
 mod lat;
 mod micro;
 mod options;
