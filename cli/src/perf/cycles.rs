@@ -9,7 +9,7 @@
 //! kernel queue the task and wake a worker. `Instant::now()` (musl's `clock_gettime` through
 //! the vDSO) was long enough under qemu to push most doorbells out of that window. In one VM
 //! boot, client pinned to one vCPU and rxe's work to the other, read-lat at perftest's
-//! settings went from 33.3 µs (median of 8) to 19.8 with these stamps, perftest's 20.0; with
+//! settings went from 33.4 µs (median of 8) to 19.8 with these stamps, perftest's 19.9; with
 //! the scheduler free to place both, the gap narrowed less (docs/performance.md, "VM
 //! results, session 9").
 //!
