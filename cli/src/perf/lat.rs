@@ -51,8 +51,7 @@ pub(super) fn run_send_lat(
             )?;
         }
     }
-    clock.into_nanos(&mut stamps);
-    Ok(deltas(&stamps, 2))
+    Ok(samples(clock, stamps, 2))
 }
 
 /// `ib_write_lat`: ping-pong RDMA WRITEs; each side spins on the last byte of its buffer.
@@ -115,8 +114,7 @@ pub(super) fn run_write_lat(
             )?;
         }
     }
-    clock.into_nanos(&mut stamps);
-    Ok(deltas(&stamps, 2))
+    Ok(samples(clock, stamps, 2))
 }
 
 /// `ib_read_lat`: one RDMA READ at a time; a sample is the whole round trip.
@@ -149,8 +147,13 @@ pub(super) fn run_read_lat(
             "RDMA read",
         )?;
     }
+    Ok(samples(clock, stamps, 1))
+}
+
+/// The loop's samples: its cycle-counter stamps in nanoseconds, then [`deltas`].
+fn samples(clock: CycleClock, mut stamps: Vec<u64>, div: u64) -> Vec<u64> {
     clock.into_nanos(&mut stamps);
-    Ok(deltas(&stamps, 1))
+    deltas(&stamps, div)
 }
 
 /// Differences of consecutive stamps, divided by `div`, in nanoseconds.
