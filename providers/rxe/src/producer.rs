@@ -70,10 +70,26 @@ impl Producer {
     }
 
     /// Whether the slot at `prod` is known free from the last consumer index seen (no reload:
-    /// `false` may mean the kernel has freed slots since; [`Self::reserve`] finds out).
+    /// `false` may mean the kernel has freed slots since; [`Self::make_room`] finds out).
     #[inline(always)]
     pub(crate) fn has_room(&self) -> bool {
         self.q.next(self.prod) != self.cons_seen
+    }
+
+    /// Whether the slot at `prod` is free, reloading the kernel's consumer index only when
+    /// the last one seen says the queue is full. That is rare on a deep queue and the rule on a
+    /// queue of depth 1 (a latency test): its one slot still looks taken by the previous WR,
+    /// which the kernel has long consumed. `false`: full, or the reloaded index is outside
+    /// its window (nothing changed; [`Self::reserve`] reports which).
+    #[inline(always)]
+    pub(crate) fn make_room(&mut self) -> bool {
+        self.has_room() || self.room_after_reload()
+    }
+
+    /// The reload of [`Self::make_room`], out of line so the inline check stays one compare.
+    #[inline(never)]
+    fn room_after_reload(&mut self) -> bool {
+        self.refresh_consumer().is_ok() && self.has_room()
     }
 
     #[cold]

@@ -892,9 +892,10 @@ impl SendQueue {
     /// inline) on a connected QP (RC, UC) with no `wr_*` batch open, whose opcode that QP
     /// takes and has no operand rule of its own (not an atomic, not a bind), with at most
     /// `max_send_sge` SGEs (none for an opcode without data) of a total length that fits the
-    /// WQE's `u32`, into a slot already known free (the kernel's consumer index is not
-    /// reloaded here). Returns `true` if it posted the WR, exactly as `post_parts` would have
-    /// (the same WQE bytes, the producer index moved by one).
+    /// WQE's `u32`, into a free slot (the kernel's consumer index is reloaded only when the
+    /// last one seen says the queue is full, as it does at every post on a queue of depth 1).
+    /// Returns `true` if it posted the WR, exactly as `post_parts` would have (the same WQE
+    /// bytes, the producer index moved by one).
     ///
     /// Anything else returns `false` with nothing posted: the producer index has not moved,
     /// so the kernel sees nothing (the free slot may hold some of the WR's bytes, as after a
@@ -916,7 +917,7 @@ impl SendQueue {
         {
             return false;
         }
-        if !self.p.has_room() {
+        if !self.p.make_room() {
             return false;
         }
         // The slot at the private producer index is free and unpublished: the kernel does not

@@ -864,6 +864,48 @@ fn full_queue_check_reloads_a_hostile_consumer() {
     );
 }
 
+/// A queue of depth 1 (a latency test's): every post after the first finds the last seen
+/// consumer index saying "full"; the fast path reloads it and takes the slot the kernel freed,
+/// round after round, through the wrap.
+#[test]
+fn post_fast_on_a_queue_of_depth_one_takes_every_post() {
+    let mut r = sq_rig(1, rc_caps()); // 2 slots, capacity 1
+    let list = [sge(0x1000, 8, 0x11)];
+    for n in 0..5u64 {
+        assert!(
+            r.sq.post_fast(n, &WrOp::Send, SendFlags::SIGNALED, &list),
+            "post {n}"
+        );
+        assert!(!r.sq.post_fast(99, &WrOp::Send, SendFlags::SIGNALED, &list));
+        r.sq.publish();
+        let (wqe, _) = take_wqe(&r.m).expect("the posted WQE");
+        assert_eq!(wqe.wr.wr_id, n);
+    }
+}
+
+/// The fast path's reload distrusts the kernel's index as `post_parts`' does: a consumer index
+/// outside its window is not taken as room; the fast path declines (nothing moved) and
+/// `post_parts` names the corruption.
+#[test]
+fn post_fast_reload_distrusts_a_hostile_consumer() {
+    let mut r = sq_rig(1, rc_caps()); // 2 slots, capacity 1
+    let list = [sge(0x1000, 8, 0x11)];
+    assert!(r.sq.post_fast(1, &WrOp::Send, SendFlags::empty(), &list));
+    r.sq.publish();
+    r.m.set_consumer(0xffff);
+    let index = r.sq.producer_index();
+    assert!(!r.sq.post_fast(2, &WrOp::Send, SendFlags::empty(), &list));
+    assert_eq!(r.sq.producer_index(), index, "declined, not moved");
+    assert_eq!(
+        r.sq.post(&SendWr::new(2, WrOp::Send)),
+        Err(PostError::Ring(RingError::IndexOutOfRange {
+            index: IndexKind::Consumer,
+            value: 0xffff,
+            index_mask: 1
+        }))
+    );
+}
+
 #[test]
 fn recv_queue_posts_wraps_and_validates() {
     let m = FakeMapping::new(7, 2); // 128-byte elements, 4 slots
@@ -1662,8 +1704,8 @@ fn post_fast_writes_what_post_parts_writes_or_declines() {
     assert_eq!(taken, 3 * ((6 * 5 + 1) + (5 * 5 + 1)));
 }
 
-/// The fast path takes a slot only when it is known free (no reload of the kernel's index:
-/// `post_parts` does that), and nothing while a `wr_*` batch is open.
+/// The fast path takes a free slot, reloading the kernel's index when the last one seen
+/// says full; it declines a queue that is full and nothing moves while a `wr_*` batch is open.
 #[test]
 fn post_fast_declines_a_full_queue_and_an_open_batch() {
     let mut r = sq_rig(3, rc_caps());
@@ -1683,21 +1725,19 @@ fn post_fast_declines_a_full_queue_and_an_open_batch() {
         ),
         Err(PostError::QueueFull { capacity: 7 })
     );
+    assert!(
+        !r.sq.post_fast(99, &WrOp::Send, SendFlags::empty(), &list),
+        "still full after the reload"
+    );
     r.sq.publish();
-    // The kernel frees three: the fast path does not see it until the index is reloaded.
+    // The kernel frees three: the fast path reloads its index and takes exactly those.
     for _ in 0..3 {
         assert!(r.m.kernel_consume().is_some());
     }
-    assert!(!r.sq.post_fast(7, &WrOp::Send, SendFlags::empty(), &list));
-    r.sq.post_parts(
-        7,
-        &WrOp::Send,
-        SendFlags::empty(),
-        Payload::Sge(&list),
-        None,
-    )
-    .unwrap();
-    assert!(r.sq.post_fast(8, &WrOp::Send, SendFlags::empty(), &list));
+    for n in 7..10 {
+        assert!(r.sq.post_fast(n, &WrOp::Send, SendFlags::empty(), &list));
+    }
+    assert!(!r.sq.post_fast(10, &WrOp::Send, SendFlags::empty(), &list));
     r.sq.publish();
     while r.m.kernel_consume().is_some() {}
     r.sq.outstanding().unwrap();
