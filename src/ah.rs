@@ -114,6 +114,7 @@ pub(crate) struct AhInner {
 
 /// `ibv_destroy_ah`: `IB_USER_VERBS_CMD_DESTROY_AH` (as rdma-core, for rxe and EFA alike).
 static DESTROY_AH: Destroy = Destroy {
+    name: "ah",
     op: "destroy_ah",
     cmd: DestroyCmd::Write {
         command: IB_USER_VERBS_CMD_DESTROY_AH,
@@ -122,7 +123,7 @@ static DESTROY_AH: Destroy = Destroy {
 
 impl AhInner {
     fn label(&self) -> String {
-        self.obj.label().to_owned()
+        self.obj.label()
     }
 }
 
@@ -266,12 +267,11 @@ impl Pd {
             }
         })?;
         let resp: IbUverbsCreateAhResp = cmd.response_as();
-        let label = format!("ah {} on {}", resp.ah_handle, ctx.label());
-        let obj = KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, label);
+        let obj = KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, resp.ah_handle);
         let ah_num = if efa {
             crate::efa::ah_num(&cmd)
         } else {
-            match crate::rxe::ah_num(&cmd, op, obj.label()) {
+            match crate::rxe::ah_num(&cmd, op, &obj.label()) {
                 Ok(n) => n,
                 Err(e) => {
                     // Destroy what the kernel made before refusing (a failure is reported).

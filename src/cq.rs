@@ -41,6 +41,7 @@ pub(crate) struct CqShared {
 
 /// `ibv_destroy_cq`: the `UVERBS_METHOD_CQ_DESTROY` ioctl, answering the two event counts.
 static DESTROY_CQ: Destroy = Destroy {
+    name: "cq",
     op: "destroy_cq",
     cmd: DestroyCmd::Ioctl {
         object: UVERBS_OBJECT_CQ,
@@ -53,7 +54,7 @@ static DESTROY_CQ: Destroy = Destroy {
 
 impl CqShared {
     pub(crate) fn label(&self) -> String {
-        self.obj.label().to_owned()
+        self.obj.label()
     }
 
     pub(crate) fn handle(&self) -> u32 {
@@ -247,10 +248,9 @@ impl Context {
         let r = self.ioctl_cmd(op, &|| self.label().to_string(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_CREATE_CQ_HANDLE).unwrap_or(0) as u32;
         r.map_err(|e| self.explain_cq_error(e, attr))?;
-        let label = format!("cq {handle} on {}", self.label());
         Ok((
             Arc::new(CqShared {
-                obj: KernelObject::new(self.clone(), handle, &DESTROY_CQ, label),
+                obj: KernelObject::new(self.clone(), handle, &DESTROY_CQ, handle),
                 ctx: self.clone(),
                 user_handle,
                 channel: attr.channel.cloned(),

@@ -103,6 +103,7 @@ pub struct Mr {
 
 /// `ibv_dereg_mr`: `IB_USER_VERBS_CMD_DEREG_MR`.
 static DEREG_MR: Destroy = Destroy {
+    name: "mr",
     op: "dereg_mr",
     cmd: DestroyCmd::Write {
         command: IB_USER_VERBS_CMD_DEREG_MR,
@@ -110,8 +111,7 @@ static DEREG_MR: Destroy = Destroy {
 };
 
 fn mr_object(pd: &Pd, handle: u32) -> KernelObject {
-    let label = format!("mr {handle} on {}", pd.context().label());
-    KernelObject::new(pd.context().clone(), handle, &DEREG_MR, label)
+    KernelObject::new(pd.context().clone(), handle, &DEREG_MR, handle)
 }
 
 impl std::fmt::Debug for Mr {
@@ -320,7 +320,7 @@ impl Mr {
     }
 
     fn label(&self) -> String {
-        self.obj.label().to_owned()
+        self.obj.label()
     }
 
     /// An SGE for `len` bytes at `offset`, checked to lie inside the MR.

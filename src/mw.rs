@@ -47,6 +47,7 @@ pub struct Mw {
 
 /// `ibv_dealloc_mw`: `IB_USER_VERBS_CMD_DEALLOC_MW`.
 static DEALLOC_MW: Destroy = Destroy {
+    name: "mw",
     op: "dealloc_mw",
     cmd: DestroyCmd::Write {
         command: IB_USER_VERBS_CMD_DEALLOC_MW,
@@ -81,9 +82,13 @@ impl Pd {
         self.context()
             .write_cmd("alloc_mw", &|| self.label(), &mut cmd)?;
         let r: IbUverbsAllocMwResp = cmd.response_as();
-        let label = format!("mw {} on {}", r.mw_handle, self.label());
         Ok(Mw {
-            obj: KernelObject::new(self.context().clone(), r.mw_handle, &DEALLOC_MW, label),
+            obj: KernelObject::new(
+                self.context().clone(),
+                r.mw_handle,
+                &DEALLOC_MW,
+                r.mw_handle,
+            ),
             _pd: self.clone(),
             rkey: r.rkey,
         })

@@ -12,12 +12,12 @@
 //!
 //! # Adopting it (QP, AH)
 //! 1. Describe the kernel command once, as a `const` [`Destroy`] next to the object, e.g. for
-//!    a QP: `Destroy { op: "destroy_qp", cmd: DestroyCmd::Ioctl { object: UVERBS_OBJECT_QP,
+//!    a QP: `Destroy { name: "qp", op: "destroy_qp", cmd: DestroyCmd::Ioctl { object: UVERBS_OBJECT_QP,
 //!    method: UVERBS_METHOD_QP_DESTROY, handle_attr: UVERBS_ATTR_DESTROY_QP_HANDLE,
 //!    resp_attr: Some(UVERBS_ATTR_DESTROY_QP_RESP), resp_len: 4 } }` and for an AH
 //!    `DestroyCmd::Write { command: IB_USER_VERBS_CMD_DESTROY_AH }`.
 //! 2. Right after the create command succeeds (before any `?`), wrap the handle:
-//!    `KernelObject::new(ctx.clone(), handle, &DESTROY_QP, label)`; from then on a later
+//!    `KernelObject::new(ctx.clone(), handle, &DESTROY_QP, qp_num)`; from then on a later
 //!    failure destroys it on drop. Remove the object's own `destroyed` flag and `Drop`.
 //! 3. The explicit `destroy(self)` calls [`KernelObject::destroy`] and on `Err` returns
 //!    `Err(DestroyError::new(self, e))`: the object, still alive, goes back to the caller.
@@ -58,6 +58,9 @@ pub(crate) enum DestroyCmd {
 /// A kind of kernel object's destroy: the verbs operation named in errors and the command.
 #[derive(Debug)]
 pub(crate) struct Destroy {
+    /// How errors name an object of this kind, before its number: `"cq"` in `"cq 3 on device
+    /// rxe0"`.
+    pub(crate) name: &'static str,
     /// The verbs operation, e.g. `"destroy_cq"`, `"dealloc_pd"`.
     pub(crate) op: &'static str,
     pub(crate) cmd: DestroyCmd,
@@ -73,26 +76,27 @@ pub(crate) struct KernelObject {
     ctx: Context,
     handle: u32,
     kind: &'static Destroy,
-    label: String,
+    /// The number errors name it by (the handle; a QP's number for a QP).
+    id: u32,
     /// Set once the kernel has destroyed the object; `Drop` then has nothing to do.
     destroyed: bool,
 }
 
 impl fmt::Debug for KernelObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.label)
+        f.write_str(&self.label())
     }
 }
 
 impl KernelObject {
-    /// Takes ownership of the kernel object `handle` just created on `ctx`; `label` is how
-    /// errors name it (`"cq 3 on device rxe0"`).
-    pub(crate) fn new(ctx: Context, handle: u32, kind: &'static Destroy, label: String) -> Self {
+    /// Takes ownership of the kernel object `handle` just created on `ctx`; errors name it by
+    /// `kind.name` and `id` (`"cq 3 on device rxe0"`).
+    pub(crate) fn new(ctx: Context, handle: u32, kind: &'static Destroy, id: u32) -> Self {
         KernelObject {
             ctx,
             handle,
             kind,
-            label,
+            id,
             destroyed: false,
         }
     }
@@ -107,9 +111,11 @@ impl KernelObject {
         &self.ctx
     }
 
-    /// How errors name the object.
-    pub(crate) fn label(&self) -> &str {
-        &self.label
+    /// How errors name the object: `"cq 3 on device rxe0"`. Made when an error needs it
+    /// (error paths only), so no object carries a string of its own.
+    #[cold]
+    pub(crate) fn label(&self) -> String {
+        format!("{} {} on {}", self.kind.name, self.id, self.ctx.label())
     }
 
     /// Destroys the kernel object now and returns the kernel's response words.
@@ -123,7 +129,7 @@ impl KernelObject {
                 self.destroyed = true;
                 Ok(resp)
             }
-            Err(e) => Err(Error::os(self.kind.op, self.label.clone(), e)),
+            Err(e) => Err(Error::os(self.kind.op, self.label(), e)),
         }
     }
 
@@ -141,7 +147,7 @@ impl KernelObject {
         match self.destroy_cmd() {
             Ok(_) => true,
             Err(e) => {
-                crate::report_drop_error(self.kind.op, &self.label, e);
+                crate::report_drop_error(self.kind.op, &self.label(), e);
                 false
             }
         }

@@ -16,6 +16,7 @@ pub(crate) struct PdInner {
 
 /// `ibv_dealloc_pd`: `IB_USER_VERBS_CMD_DEALLOC_PD`.
 static DEALLOC_PD: Destroy = Destroy {
+    name: "pd",
     op: "dealloc_pd",
     cmd: DestroyCmd::Write {
         command: IB_USER_VERBS_CMD_DEALLOC_PD,
@@ -59,10 +60,9 @@ impl Context {
         );
         self.write_cmd("alloc_pd", &|| self.label().to_string(), &mut cmd)?;
         let resp: IbUverbsAllocPdResp = cmd.response_as();
-        let label = format!("pd {} on {}", resp.pd_handle, self.label());
         Ok(Pd {
             inner: Arc::new(PdInner {
-                obj: KernelObject::new(self.clone(), resp.pd_handle, &DEALLOC_PD, label),
+                obj: KernelObject::new(self.clone(), resp.pd_handle, &DEALLOC_PD, resp.pd_handle),
             }),
         })
     }
@@ -89,7 +89,7 @@ impl Pd {
     }
 
     pub(crate) fn label(&self) -> String {
-        self.inner.obj.label().to_owned()
+        self.inner.obj.label()
     }
 
     /// Deallocates the PD now (`ibv_dealloc_pd`).

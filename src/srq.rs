@@ -103,6 +103,7 @@ pub(crate) struct SrqShared {
 
 /// `ibv_destroy_srq`: `IB_USER_VERBS_CMD_DESTROY_SRQ`, answering the async event count.
 static DESTROY_SRQ: Destroy = Destroy {
+    name: "srq",
     op: "destroy_srq",
     cmd: DestroyCmd::WriteWithResp {
         command: IB_USER_VERBS_CMD_DESTROY_SRQ,
@@ -112,7 +113,7 @@ static DESTROY_SRQ: Destroy = Destroy {
 
 impl SrqShared {
     fn label(&self) -> String {
-        self.obj.label().to_owned()
+        self.obj.label()
     }
 
     pub(crate) fn handle(&self) -> u32 {
@@ -289,9 +290,8 @@ impl Pd {
         })?;
         let resp: IbUverbsCreateSrqResp = cmd.response_as();
         let drv: RxeCreateSrqResp = cmd.driver_response_as();
-        let label = format!("srq {} on {}", resp.srq_handle, ctx.label());
         let shared = Arc::new(SrqShared {
-            obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, label),
+            obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, resp.srq_handle),
             pd: self.clone(),
             user_handle,
             events: Registration::new(user_handle, srq_context),

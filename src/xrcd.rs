@@ -22,6 +22,7 @@ pub(crate) struct XrcdInner {
 
 /// `ibv_close_xrcd`: `IB_USER_VERBS_CMD_CLOSE_XRCD`.
 static CLOSE_XRCD: Destroy = Destroy {
+    name: "xrcd",
     op: "close_xrcd",
     cmd: DestroyCmd::Write {
         command: IB_USER_VERBS_CMD_CLOSE_XRCD,
@@ -89,10 +90,14 @@ impl Context {
                 }
             })?;
         let resp: IbUverbsOpenXrcdResp = cmd.response_as();
-        let label = format!("xrcd {} on {}", resp.xrcd_handle, self.label());
         Ok(Xrcd {
             inner: Arc::new(XrcdInner {
-                obj: KernelObject::new(self.clone(), resp.xrcd_handle, &CLOSE_XRCD, label),
+                obj: KernelObject::new(
+                    self.clone(),
+                    resp.xrcd_handle,
+                    &CLOSE_XRCD,
+                    resp.xrcd_handle,
+                ),
             }),
         })
     }
@@ -112,7 +117,7 @@ impl Xrcd {
         let Some(inner) = Arc::get_mut(&mut self.inner) else {
             let e = Error::invalid(
                 "close_xrcd",
-                self.inner.obj.label().to_owned(),
+                self.inner.obj.label(),
                 Errno::BUSY,
                 "SRQs or QPs still use the domain",
             );

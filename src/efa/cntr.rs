@@ -53,6 +53,7 @@ use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::qp::Qp;
 
 static DESTROY_COMP_CNTR: Destroy = Destroy {
+    name: "comp_cntr",
     op: "destroy_comp_cntr",
     cmd: DestroyCmd::Ioctl {
         object: UVERBS_OBJECT_COMP_CNTR,
@@ -138,7 +139,7 @@ pub struct EfaCompCntr {
 
 impl std::fmt::Debug for EfaCompCntr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.obj.label())
+        f.write_str(&self.obj.label())
     }
 }
 
@@ -204,9 +205,8 @@ impl Context {
             cmd.out_data(UVERBS_ATTR_CREATE_COMP_CNTR_HANDLE)
                 .unwrap_or_default() as u32
         };
-        let label = format!("comp_cntr {handle} on {}", self.label());
         Ok(EfaCompCntr {
-            obj: KernelObject::new(self.clone(), handle, &DESTROY_COMP_CNTR, label),
+            obj: KernelObject::new(self.clone(), handle, &DESTROY_COMP_CNTR, handle),
             words: (comp_owned || err_owned).then_some(words),
             comp_owned,
             err_owned,
@@ -230,7 +230,7 @@ impl EfaCompCntr {
             (Some(w), true) => Ok(w[i].load(Ordering::Acquire)),
             _ => Err(Error::invalid(
                 op,
-                self.obj.label().to_string(),
+                self.obj.label(),
                 Errno::OPNOTSUPP,
                 "the counter word is in a dmabuf the library has no mapping of: read it \
                  through your own mapping",
@@ -260,7 +260,7 @@ impl EfaCompCntr {
             .const_u64(UVERBS_ATTR_MODIFY_COMP_CNTR_OP, u64::from(how))
             .u64_in(UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE, value);
         let ctx = self.obj.context();
-        ctx.ioctl_cmd(op, &|| self.obj.label().to_string(), &mut cmd)
+        ctx.ioctl_cmd(op, &|| self.obj.label(), &mut cmd)
     }
 
     /// Sets the completion count (`ibv_set_comp_cntr`): the kernel writes the word.
@@ -317,7 +317,7 @@ impl EfaCompCntr {
                 let e = if e.is(Errno::BUSY) {
                     Error::invalid(
                         "destroy_comp_cntr",
-                        self.obj.label().to_string(),
+                        self.obj.label(),
                         Errno::BUSY,
                         "a QP is still attached to the counter (the kernel keeps it until \
                          every attached QP is destroyed)",

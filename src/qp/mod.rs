@@ -56,6 +56,7 @@ pub(crate) struct QpInner {
 /// `ibv_destroy_qp` by ioctl (`UVERBS_METHOD_QP_DESTROY`, as rdma-core), answering the async
 /// event count.
 static DESTROY_QP: Destroy = Destroy {
+    name: "qp",
     op: "destroy_qp",
     cmd: DestroyCmd::Ioctl {
         object: UVERBS_OBJECT_QP,
@@ -68,6 +69,7 @@ static DESTROY_QP: Destroy = Destroy {
 
 /// `ibv_destroy_qp` by the legacy `write()` command (EFA, as libefa does).
 static DESTROY_QP_WRITE: Destroy = Destroy {
+    name: "qp",
     op: "destroy_qp",
     cmd: DestroyCmd::WriteWithResp {
         command: IB_USER_VERBS_CMD_DESTROY_QP,
@@ -92,14 +94,13 @@ impl QpInner {
     /// Takes ownership of the kernel QP just created: from here it is destroyed on drop.
     pub(crate) fn new(p: QpParts) -> Self {
         let ctx = p.pd.context().clone();
-        let label = format!("qp {} on {}", p.qp_num, ctx.label());
         let kind = if p.legacy_destroy {
             &DESTROY_QP_WRITE
         } else {
             &DESTROY_QP
         };
         QpInner {
-            obj: KernelObject::new(ctx, p.handle, kind, label),
+            obj: KernelObject::new(ctx, p.handle, kind, p.qp_num),
             pd: p.pd,
             _cqs: p.cqs,
             _srq: p.srq,
@@ -114,7 +115,7 @@ impl QpInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn label(&self) -> String {
-        self.obj.label().to_owned()
+        self.obj.label()
     }
 
     /// The kernel handle.
