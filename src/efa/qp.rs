@@ -135,12 +135,10 @@ const EMPTY_STAGED: Staged = Staged {
 /// `crate::efa` for how it shares wr_id bookkeeping with its CQs.
 pub(crate) struct EfaQpRing {
     // The queues own the posting halves of the wr_id pools; the completing halves live in
-    // the tables of the CQs (see `crate::efa`). Declared before `_maps`, so they are dropped
-    // before the memory they point into is unmapped.
+    // the tables of the CQs (see `crate::efa`). Declared before `cold` (its mappings), so
+    // they are dropped before the memory they point into is unmapped.
     sq: SendQueue,
     rq: RecvQueue,
-    send_table: Arc<QpTable>,
-    recv_table: Arc<QpTable>,
     qpn16: u16,
     /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
     /// so the id stays this PD's while the ring exists.
@@ -154,6 +152,16 @@ pub(crate) struct EfaQpRing {
     staging: Box<[Staged]>,
     /// Created with `EFADV_WR_EX_WITH_PROCESSING_HINTS`.
     hints_allowed: bool,
+    cold: Box<EfaQpCold>,
+}
+
+/// What an EFA QP keeps but never reads while posting: the CQ tables it is registered in
+/// (for [`EfaQpRing::unregister`]) and the mappings its queues point into. Out of line, so
+/// that a [`Qp`] (and a `Vec` of them) holds inline only what the data path reads: the EFA
+/// arm of the QP's ring is then no larger than the rxe arm.
+struct EfaQpCold {
+    send_table: Arc<QpTable>,
+    recv_table: Arc<QpTable>,
     _maps: [Mapping; 4],
 }
 
@@ -485,8 +493,6 @@ pub(crate) fn create_qp(
         ring: QpRing::Efa(EfaQpRing {
             sq,
             rq,
-            send_table,
-            recv_table,
             qpn16,
             pd_id: crate::wr::pd_id(pd),
             sig_all: if attr.sq_sig_all {
@@ -497,7 +503,11 @@ pub(crate) fn create_qp(
             rts: false,
             staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
             hints_allowed: efa.wr_flags.contains(EfaWrExFlags::WITH_PROCESSING_HINTS),
-            _maps: [llq, sq_db, rq_ring, rq_db],
+            cold: Box::new(EfaQpCold {
+                send_table,
+                recv_table,
+                _maps: [llq, sq_db, rq_ring, rq_db],
+            }),
         }),
         inner,
         qp_type: attr.qp_type,
@@ -753,9 +763,10 @@ impl uverbs_efa::PlainSource for Plain<'_, '_> {
 impl EfaQpRing {
     /// Takes the QP out of its CQs' tables (after the kernel QP is gone).
     pub(crate) fn unregister(&self) {
-        self.send_table.unregister(self.qpn16);
-        if !Arc::ptr_eq(&self.send_table, &self.recv_table) {
-            self.recv_table.unregister(self.qpn16);
+        let c = &self.cold;
+        c.send_table.unregister(self.qpn16);
+        if !Arc::ptr_eq(&c.send_table, &c.recv_table) {
+            c.recv_table.unregister(self.qpn16);
         }
     }
 
