@@ -302,4 +302,20 @@ mod tests {
     fn qp_is_send() {
         assert_send::<Qp>();
     }
+
+    /// Every `Qp` is as large as the larger ring arm: the EFA arm keeps what posting never
+    /// reads out of line so that it is no larger than the rxe arm, and a kernel object holds
+    /// no label of its own (the micro's heap per QP equals rdma-core's with these sizes).
+    #[test]
+    fn qp_carries_no_cold_bytes_inline() {
+        use std::mem::size_of;
+        assert!(
+            size_of::<crate::efa::EfaQpRing>() <= size_of::<crate::rxe::RxeRing>(),
+            "EFA arm {} B, rxe arm {} B",
+            size_of::<crate::efa::EfaQpRing>(),
+            size_of::<crate::rxe::RxeRing>()
+        );
+        assert!(size_of::<crate::object::KernelObject>() <= 32);
+        assert!(size_of::<Qp>() <= 416, "Qp is {} B", size_of::<Qp>());
+    }
 }
