@@ -1,12 +1,10 @@
 //! Address handles (`ibv_create_ah`, `ibv_destroy_ah`) and address vectors (`ibv_ah_attr`).
 //!
 //! An [`Ah`] is the kernel AH (`IB_USER_VERBS_CMD_CREATE_AH`) plus the number a UD send WQE
-//! carries. On EFA that is the device's AH number from the driver response
-//! (`efa_ibv_create_ah_resp.efa_address_handle`, what libefa's `efa_create_ah` keeps). On rxe
-//! it is the kernel's AH index (`rxe_create_ah_resp.ah_num`, non-zero on every kernel since
-//! 5.10, including both test kernels). Kernels older than that return 0 and expect a full
-//! `struct rxe_av` (with the destination MAC resolved from the neighbour table) in every WQE;
-//! uverbs refuses those kernels with `EOPNOTSUPP` rather than sending with a guessed MAC.
+//! carries, which the provider reads from the driver response (`DeviceOps::ah_num`): on EFA
+//! the device's AH number (`efa_ibv_create_ah_resp.efa_address_handle`, what libefa's
+//! `efa_create_ah` keeps), on rxe the kernel's AH index (`rxe_create_ah_resp.ah_num`,
+//! non-zero since kernel 5.10; older kernels are refused rather than sent a guessed MAC).
 //!
 //! `Ah` is a cheap clone of an `Arc`: a QP keeps a clone for every UD send still in its queue,
 //! so an AH can never be destroyed under a send that names it.
@@ -23,8 +21,8 @@ use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
 use crate::pd::Pd;
+use crate::provider::{dispatch, DeviceOps};
 use crate::query::Gid;
-use crate::ProviderInfo;
 
 /// The global route of an address vector (`struct ibv_global_route`): the GRH fields, which
 /// RoCE always uses.
@@ -107,8 +105,6 @@ pub(crate) struct AhInner {
     pub(crate) pd: Pd,
     /// The number send WQEs carry: rxe's AH index (non-zero), EFA's device AH number.
     pub(crate) ah_num: u32,
-    /// An EFA AH (`ah_num` is the device's AH number).
-    pub(crate) efa: bool,
     pub(crate) attr: AhAttr,
 }
 
@@ -122,7 +118,7 @@ static DESTROY_AH: Destroy = Destroy {
 };
 
 impl AhInner {
-    fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.obj.label()
     }
 }
@@ -200,22 +196,8 @@ impl Pd {
     pub fn create_ah(&self, attr: &AhAttr) -> Result<Ah> {
         let op = "create_ah";
         let ctx = self.context();
-        let efa = match ctx.provider() {
-            ProviderInfo::Rxe => false,
-            ProviderInfo::Efa(uctx) => {
-                crate::efa::check_create_ah(uctx, op, self.label())?;
-                true
-            }
-            #[allow(unreachable_patterns)]
-            _ => {
-                return Err(Error::invalid(
-                    op,
-                    self.label(),
-                    Errno::OPNOTSUPP,
-                    "address handles are implemented for rxe and EFA only",
-                ))
-            }
-        };
+        let provider = &ctx.inner.provider_ctx;
+        dispatch!(ProviderCtx, provider, p => p.check_create_ah(self, attr))?;
         if attr.port_num == 0 {
             return Err(Error::invalid(
                 op,
@@ -229,11 +211,11 @@ impl Pd {
                 op,
                 self.label(),
                 Errno::INVAL,
-                if efa {
-                    "EFA address handles need a GRH (is_global with the destination GID)"
-                } else {
-                    "RoCE address handles need a GRH (is_global with dgid and sgid_index)"
-                },
+                format!(
+                    "{} address handles need a GRH (is_global, with the destination GID and \
+                     the source GID index): RoCE and EFA route by GID",
+                    ctx.device().name()
+                ),
             ));
         }
         let req = IbUverbsCreateAh {
@@ -242,49 +224,34 @@ impl Pd {
             attr: attr.to_uverbs(),
             ..Default::default()
         };
-        // libefa's efa_create_ah and rdma-core's rxe: no driver command; the driver response
-        // carries the AH number send WQEs name.
-        let drv_len = if efa {
-            crate::efa::CREATE_AH_RESP_LEN
-        } else {
-            crate::rxe::CREATE_AH_RESP_LEN
-        };
+        // No driver request (libefa's efa_create_ah, rdma-core's rxe); the driver response
+        // carries the number send WQEs name.
         let mut cmd = legacy_cmd(
             IB_USER_VERBS_CMD_CREATE_AH,
             &req,
             &[],
             std::mem::size_of::<IbUverbsCreateAhResp>(),
-            drv_len,
+            dispatch!(ProviderCtx, provider, p => p.ah_udata_len()),
         );
-        ctx.write_cmd(op, &|| self.label(), &mut cmd).map_err(|e| {
-            if e.is(Errno::INVAL) || e.is(Errno::NOENT) || e.is(Errno::NODATA) {
-                e.with_reason(format!(
-                    "sgid_index {} on port {} is not a usable GID, or dgid {} has no route",
-                    attr.grh.sgid_index, attr.port_num, attr.grh.dgid
-                ))
-            } else {
-                e
-            }
-        })?;
+        ctx.write_cmd(op, &|| self.label(), &mut cmd)
+            .map_err(|e| explain_create_ah_error(e, attr))?;
         let resp: IbUverbsCreateAhResp = cmd.response_as();
         let obj = KernelObject::new(ctx.clone(), resp.ah_handle, &DESTROY_AH, resp.ah_handle);
-        let ah_num = if efa {
-            crate::efa::ah_num(&cmd)
-        } else {
-            match crate::rxe::ah_num(&cmd, op, &obj.label()) {
-                Ok(n) => n,
-                Err(e) => {
-                    // Destroy what the kernel made before refusing (a failure is reported).
-                    drop(obj);
-                    return Err(e);
-                }
+        let driver_resp = cmd.driver_response();
+        let ah_num = match dispatch!(ProviderCtx, provider, p => {
+            p.ah_num(driver_resp, op, &obj.label())
+        }) {
+            Ok(n) => n,
+            Err(e) => {
+                // Destroy what the kernel made before refusing (a failure is reported).
+                drop(obj);
+                return Err(e);
             }
         };
         let inner = AhInner {
             obj,
             pd: self.clone(),
             ah_num,
-            efa,
             attr: *attr,
         };
         Ok(Ah {
@@ -300,44 +267,9 @@ impl Ah {
     }
 
     /// The number work queue entries carry: rxe's AH index, or EFA's device AH number
-    /// (also [`Ah::efadv_query_ah`]).
+    /// (also `Ah::efadv_query_ah`).
     pub fn ah_num(&self) -> u32 {
         self.inner.ah_num
-    }
-
-    /// The device's AH number of an AH on an EFA device (`efadv_query_ah`'s `ahn`), which
-    /// EFA peers use to name this destination. Refused (`EOPNOTSUPP`) on other devices.
-    ///
-    /// ```
-    /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
-    /// # let ctx = fabric.add_device(Default::default()).open()?;
-    /// use uverbs::{AhAttr, Gid, GlobalRoute};
-    ///
-    /// let pd = ctx.alloc_pd()?;
-    /// // An EFA destination is named by its GID (here our own: a loopback AH).
-    /// let gid = ctx.query_gid(1, 0)?;
-    /// let attr = AhAttr {
-    ///     grh: GlobalRoute { dgid: gid, ..Default::default() },
-    ///     is_global: true,
-    ///     port_num: 1,
-    ///     ..Default::default()
-    /// };
-    /// let ah = pd.create_ah(&attr)?;
-    /// let ahn = ah.efadv_query_ah()?;
-    /// assert_eq!(u32::from(ahn), ah.ah_num());
-    /// # let _: Gid = gid;
-    /// # Ok::<(), uverbs::Error>(())
-    /// ```
-    pub fn efadv_query_ah(&self) -> Result<u16> {
-        if !self.inner.efa {
-            return Err(Error::invalid(
-                "efadv_query_ah",
-                self.inner.label(),
-                Errno::OPNOTSUPP,
-                "not an EFA device: efadv_query_ah is EFA's",
-            ));
-        }
-        Ok(self.inner.ah_num as u16)
     }
 
     /// The attributes the AH was created with.
@@ -374,5 +306,30 @@ impl Ah {
             Ok(_) => Ok(()),
             Err(e) => Err(DestroyError::new(self, e)),
         }
+    }
+}
+
+/// The reason for the kernel's refusal of a CREATE_AH, keeping its errno.
+fn explain_create_ah_error(e: Error, attr: &AhAttr) -> Error {
+    let (dgid, sgid_index, port) = (attr.grh.dgid, attr.grh.sgid_index, attr.port_num);
+    if e.is(Errno::INVAL) || e.is(Errno::NOENT) || e.is(Errno::NODATA) {
+        e.with_reason(format!(
+            "sgid_index {sgid_index} on port {port} is not a usable GID, or dgid {dgid} has no \
+             route"
+        ))
+    } else if e.is(Errno::TIMEDOUT) {
+        // The kernel resolves the destination's MAC (RoCE) before answering, and gives up
+        // when no neighbour answers: from an address that is not ready yet (a tentative
+        // IPv6 address, for seconds after its link comes up), or towards a peer that is not
+        // reachable.
+        e.with_reason(format!(
+            "the kernel could not resolve dgid {dgid} from sgid_index {sgid_index} on port \
+             {port} in time (the neighbour lookup timed out): check that the source GID's \
+             address is configured and no longer tentative (an IPv6 address is, for a few \
+             seconds after its link comes up: Context::gid_for_peer picks a ready one), and \
+             that the peer's address is reachable from that interface"
+        ))
+    } else {
+        e
     }
 }

@@ -12,31 +12,18 @@
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
-use uverbs_uapi::efa::{
-    EfaIbvAllocUcontextCmd, EfaIbvAllocUcontextResp, EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_MIN_SQ_WR,
-    EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_TX_BATCH,
-};
 use uverbs_uapi::write::{
     IbUverbsGetContext, IbUverbsGetContextResp, IB_USER_VERBS_CMD_GET_CONTEXT,
 };
 use zerocopy::IntoBytes;
 
 use crate::channel::{Channel, IoctlCmd, KernelChannel, WriteCmd};
-use crate::device::{Device, Driver};
+use crate::device::Device;
 use crate::error::{Errno, Error, Result};
+use crate::provider::{ProviderCtx, ProviderInfo};
 use crate::removal::{
     CheckedChannel, Identity, Registration, RemovalSource, RemovalWatch, Roots, State,
 };
-
-/// What the provider learned when the context was created.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ProviderInfo {
-    /// Soft-RoCE: no driver data at get-context time.
-    Rxe,
-    /// EFA: the driver's `efa_ibv_alloc_ucontext_resp`.
-    Efa(EfaIbvAllocUcontextResp),
-}
 
 pub(crate) struct ContextInner {
     /// The command channel; destroys after a disassociation count as done (`removal.rs`).
@@ -50,17 +37,8 @@ pub(crate) struct ContextInner {
     pub(crate) provider: ProviderInfo,
     /// `"device rxe0"`, for error messages.
     pub(crate) label: String,
-    /// What the provider's wiring keeps in the context (owned by `crate::efa` for EFA).
+    /// The provider's half of the context (`crate::provider::DeviceOps`).
     pub(crate) provider_ctx: ProviderCtx,
-}
-
-/// The provider's own state in a context, beyond what [`ProviderInfo`] shows: each variant's
-/// contents belong to that provider's wiring module.
-pub(crate) enum ProviderCtx {
-    /// rxe keeps nothing.
-    Rxe,
-    /// EFA: see [`crate::efa::EfaCtx`].
-    Efa(crate::efa::EfaCtx),
 }
 
 /// An open RDMA device (`struct ibv_context`). Cheap to clone; the device closes when the
@@ -113,17 +91,16 @@ impl Context {
     #[doc(alias = "ibv_open_device")]
     pub fn open(device: &Device) -> Result<Context> {
         let label = format!("device {}", device.name());
-        let Some(driver_id) = device.driver().driver_id() else {
-            return Err(Error::invalid(
+        // A driver uverbs does not drive is refused here, with the reason.
+        ProviderCtx::context_udata(device.driver(), &label)?;
+        let driver_id = device.driver().driver_id().ok_or_else(|| {
+            Error::invalid(
                 "open_device",
-                label,
+                label.clone(),
                 Errno::OPNOTSUPP,
-                format!(
-                    "driver {} is not supported by uverbs (rxe and efa are)",
-                    device.driver()
-                ),
-            ));
-        };
+                "no driver id",
+            )
+        })?;
         let channel = KernelChannel::open(device.dev_path(), driver_id).map_err(|e| {
             let why = match e {
                 Errno::NOENT => "the uverbs character device does not exist",
@@ -189,44 +166,14 @@ impl Context {
         };
         let label = format!("device {}", device.name());
         let op = "get_context";
-        let (mut cmd, efa) = match device.driver() {
-            Driver::Efa => {
-                let drv = EfaIbvAllocUcontextCmd {
-                    supported_caps: EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_TX_BATCH
-                        | EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_MIN_SQ_WR,
-                    ..Default::default()
-                };
-                let resp_len = std::mem::size_of::<EfaIbvAllocUcontextResp>();
-                (
-                    legacy_cmd(
-                        IB_USER_VERBS_CMD_GET_CONTEXT,
-                        &IbUverbsGetContext::default(),
-                        drv.as_bytes(),
-                        std::mem::size_of::<IbUverbsGetContextResp>(),
-                        resp_len,
-                    ),
-                    true,
-                )
-            }
-            Driver::Rxe => (
-                legacy_cmd(
-                    IB_USER_VERBS_CMD_GET_CONTEXT,
-                    &IbUverbsGetContext::default(),
-                    &[],
-                    std::mem::size_of::<IbUverbsGetContextResp>(),
-                    0,
-                ),
-                false,
-            ),
-            Driver::Unsupported(name) => {
-                return Err(Error::invalid(
-                    "open_device",
-                    label,
-                    Errno::OPNOTSUPP,
-                    format!("driver {name} is not supported"),
-                ))
-            }
-        };
+        let (driver_in, driver_resp_len) = ProviderCtx::context_udata(device.driver(), &label)?;
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_GET_CONTEXT,
+            &IbUverbsGetContext::default(),
+            &driver_in,
+            std::mem::size_of::<IbUverbsGetContextResp>(),
+            driver_resp_len,
+        );
         channel
             .write(&mut cmd)
             .map_err(|e| Error::os(op, label.clone(), e))?;
@@ -240,20 +187,8 @@ impl Context {
                 "kernel returned no async event fd",
             )
         })?;
-        let provider = if efa {
-            let r: EfaIbvAllocUcontextResp = cmd.driver_response_as();
-            if r.cmds_supp_udata_mask & uverbs_uapi::efa::EFA_USER_CMDS_SUPP_UDATA_CREATE_AH == 0 {
-                return Err(Error::invalid(
-                    op,
-                    label,
-                    Errno::OPNOTSUPP,
-                    "the EFA kernel driver does not return AH numbers (too old)",
-                ));
-            }
-            ProviderInfo::Efa(r)
-        } else {
-            ProviderInfo::Rxe
-        };
+        let provider_ctx =
+            ProviderCtx::from_context(device.driver(), cmd.driver_response(), op, &label)?;
         Ok(Context {
             inner: Arc::new(ContextInner {
                 channel: CheckedChannel::new(channel, state),
@@ -261,11 +196,10 @@ impl Context {
                 device,
                 async_fd,
                 num_comp_vectors: resp.num_comp_vectors,
-                provider_ctx: match provider {
-                    ProviderInfo::Efa(_) => ProviderCtx::Efa(crate::efa::EfaCtx::default()),
-                    ProviderInfo::Rxe => ProviderCtx::Rxe,
-                },
-                provider,
+                provider: crate::provider::dispatch!(ProviderCtx, &provider_ctx, p => {
+                    crate::provider::DeviceOps::info(p)
+                }),
+                provider_ctx,
                 label,
             }),
         })

@@ -3,10 +3,19 @@
 //!
 //! A CQ is two things with different owners: the kernel object ([`CqShared`], shared by the
 //! [`Cq`] and by every QP that completes into it, so the kernel never sees it destroyed under
-//! a QP) and the ring ([`Cq`] alone, which polls with `&mut self` and no locks).
+//! a QP) and the ring ([`Cq`] alone, which polls with `&mut self` and no locks). The ring is
+//! the provider's (`CqOps`, made by `DeviceOps::create_cq`); this file has the kernel half:
+//! the create, notify and resize commands a provider sends, and destroy.
 
 use std::sync::Arc;
 
+use crate::channel::{IoctlCmd, WriteCmd};
+use crate::context::{legacy_cmd, Context};
+use crate::error::{Errno, Error, Result};
+use crate::event::{next_user_handle, CompChannel};
+use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
+use crate::provider::{dispatch, CqOps, CqRing, DeviceOps};
+use crate::wc::Wc;
 use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, UVERBS_ATTR_CREATE_CQ_COMP_VECTOR,
     UVERBS_ATTR_CREATE_CQ_CQE, UVERBS_ATTR_CREATE_CQ_EVENT_FD, UVERBS_ATTR_CREATE_CQ_FLAGS,
@@ -14,19 +23,10 @@ use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_CQ_USER_HANDLE, UVERBS_ATTR_DESTROY_CQ_HANDLE, UVERBS_ATTR_DESTROY_CQ_RESP,
     UVERBS_METHOD_CQ_CREATE, UVERBS_METHOD_CQ_DESTROY, UVERBS_OBJECT_CQ,
 };
-use uverbs_uapi::rxe::{RxeCreateCqResp, RxeResizeCqResp};
 use uverbs_uapi::write::{
     IbUverbsDestroyCqResp, IbUverbsReqNotifyCq, IbUverbsResizeCq, IbUverbsResizeCqResp,
     IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, IB_USER_VERBS_CMD_RESIZE_CQ,
 };
-use zerocopy::IntoBytes;
-
-use crate::channel::{IoctlCmd, Mapping};
-use crate::context::{legacy_cmd, Context, ProviderInfo};
-use crate::error::{Errno, Error, Result};
-use crate::event::{next_user_handle, CompChannel};
-use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
-use crate::wc::Wc;
 
 /// The kernel CQ object, shared by the [`Cq`] and the QPs that complete into it.
 pub(crate) struct CqShared {
@@ -60,6 +60,53 @@ impl CqShared {
     pub(crate) fn handle(&self) -> u32 {
         self.obj.handle()
     }
+
+    /// The kernel's `REQ_NOTIFY_CQ` (for providers that arm through the kernel).
+    pub(crate) fn req_notify_command(&self, solicited_only: bool) -> Result<()> {
+        let req = IbUverbsReqNotifyCq {
+            cq_handle: self.handle(),
+            solicited_only: u32::from(solicited_only),
+        };
+        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
+        self.ctx
+            .write_cmd("req_notify_cq", &|| self.label(), &mut cmd)
+    }
+
+    /// The kernel's `RESIZE_CQ` to at least `cqe` entries, with a driver response of
+    /// `driver_resp_len` bytes: the entries the CQ now has, and the command holding the
+    /// driver response (where a provider's ring moved).
+    pub(crate) fn resize_command(
+        &self,
+        cqe: u32,
+        driver_resp_len: usize,
+    ) -> Result<(u32, WriteCmd)> {
+        let op = "resize_cq";
+        let req = IbUverbsResizeCq {
+            cq_handle: self.handle(),
+            cqe,
+            ..Default::default()
+        };
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_RESIZE_CQ,
+            &req,
+            &[],
+            std::mem::size_of::<IbUverbsResizeCqResp>(),
+            driver_resp_len,
+        );
+        self.ctx
+            .write_cmd(op, &|| self.label(), &mut cmd)
+            .map_err(|e| {
+                if e.is(Errno::INVAL) {
+                    e.with_reason(format!(
+                        "cqe {cqe} rejected: above max_cqe or below the completions now queued"
+                    ))
+                } else {
+                    e
+                }
+            })?;
+        let resp: IbUverbsResizeCqResp = cmd.response_as();
+        Ok((resp.cqe, cmd))
+    }
 }
 
 /// The CQs a QP completes into, each held once: a QP whose send and receive CQ are the same
@@ -77,17 +124,6 @@ impl QpCqs {
             _recv: recv.filter(|_| !same).map(|c| c.shared.clone()),
         }
     }
-}
-
-/// The provider's ring, dispatched by `match` (no indirect calls on poll).
-pub(crate) enum CqRing {
-    Rxe {
-        cq: uverbs_rxe::CompletionQueue,
-        // Keeps the ring mapped for as long as `cq` points into it; dropped after it.
-        _map: Mapping,
-    },
-    /// EFA: sub-CQs, the QP table for wr_id hand-off, and the mappings (see `crate::efa`).
-    Efa(Box<crate::efa::EfaCqRing>),
 }
 
 /// Options for [`Context::create_cq_ex`] (`struct ibv_cq_init_attr_ex`).
@@ -197,13 +233,7 @@ impl Context {
                 ));
             }
         }
-        match self.provider() {
-            ProviderInfo::Rxe => self.create_rxe_cq(attr),
-            // libefa's efa_create_cq: efadv's create with no EFA attributes.
-            ProviderInfo::Efa(_) => {
-                self.efadv_create_cq(attr, &crate::efa::EfaCqInitAttr::default())
-            }
-        }
+        dispatch!(ProviderCtx, &self.inner.provider_ctx, p => p.create_cq(self, attr))
     }
 
     /// Issues `UVERBS_METHOD_CQ_CREATE` with the given driver data and returns the kernel
@@ -276,19 +306,6 @@ impl Context {
         }
         e
     }
-
-    fn create_rxe_cq(&self, attr: &CqInitAttr<'_>) -> Result<Cq> {
-        let mut resp = RxeCreateCqResp::default();
-        let (shared, cqe) = self.create_cq_object(attr, &[], resp.as_mut_bytes())?;
-        let ring = crate::rxe::cq_ring(
-            self,
-            &shared,
-            resp.mi.offset,
-            u64::from(resp.mi.size),
-            "create_cq",
-        )?;
-        Ok(Cq { shared, ring, cqe })
-    }
 }
 
 impl Cq {
@@ -299,51 +316,13 @@ impl Cq {
     #[doc(alias = "ibv_poll_cq")]
     #[inline(always)]
     pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize> {
-        match &mut self.ring {
-            // One load of the kernel's index (none when enough are known ready) inline in the
-            // caller's loop; an empty poll ends here.
-            CqRing::Rxe { cq, .. } => match cq.refresh(wcs.len()) {
-                Ok(0) => Ok(0),
-                // One to take (one asked for, or one ready): inline, no call.
-                Ok(1) => Ok(match wcs.first_mut() {
-                    Some(wc) => crate::rxe::take_one(cq, wc),
-                    None => 0,
-                }),
-                Ok(_) => Ok(crate::rxe::take_cqes(cq, wcs)),
-                Err(e) => Err(crate::rxe::cq_ring_error(&self.shared, e)),
-            },
-            // One completion asked for: a path of its own (most of such a call is per-call
-            // cost, which the general walk's set-up would dominate).
-            CqRing::Efa(r) => match wcs {
-                [one] => poll_efa_one(&self.shared, r, one),
-                _ => poll_efa(&self.shared, r, wcs),
-            },
-        }
+        // rxe's poll inline in the caller's loop; EFA's out of line (a direct call).
+        dispatch!(CqRing, &mut self.ring, r => r.poll(&self.shared, wcs))
     }
 
-    /// Wraps an EFA ring made by `efadv_create_cq`.
-    pub(crate) fn from_efa(shared: Arc<CqShared>, ring: crate::efa::EfaCqRing, cqe: u32) -> Cq {
-        Cq {
-            shared,
-            ring: CqRing::Efa(Box::new(ring)),
-            cqe,
-        }
-    }
-
-    /// The EFA ring, if this is an EFA CQ.
-    pub(crate) fn efa_ring(&self) -> Option<&crate::efa::EfaCqRing> {
-        match &self.ring {
-            CqRing::Efa(r) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// The kernel object and the EFA ring (split borrows for labels while polling).
-    pub(crate) fn efa_parts(&mut self) -> (&CqShared, Option<&mut crate::efa::EfaCqRing>) {
-        match &mut self.ring {
-            CqRing::Efa(r) => (&self.shared, Some(r)),
-            _ => (&self.shared, None),
-        }
+    /// The CQ a provider made: the kernel object, the provider's ring, its entries.
+    pub(crate) fn assemble(shared: Arc<CqShared>, ring: CqRing, cqe: u32) -> Cq {
+        Cq { shared, ring, cqe }
     }
 
     /// Polls one completion.
@@ -360,20 +339,7 @@ impl Cq {
     /// then has nowhere to deliver the event; nothing waits for it).
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&mut self, solicited_only: bool) -> Result<()> {
-        let op = "req_notify_cq";
-        if let CqRing::Efa(r) = &mut self.ring {
-            // EFA arms through its CQ doorbell, not a kernel command (`efa_arm_cq`).
-            r.req_notify(solicited_only, self.shared.label())?;
-        } else {
-            let req = IbUverbsReqNotifyCq {
-                cq_handle: self.shared.handle(),
-                solicited_only: u32::from(solicited_only),
-            };
-            let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &req, &[], 0, 0);
-            self.shared
-                .ctx
-                .write_cmd(op, &|| self.shared.label(), &mut cmd)?;
-        }
+        dispatch!(CqRing, &mut self.ring, r => r.req_notify(&self.shared, solicited_only))?;
         if let Some(ch) = &self.shared.channel {
             ch.note_armed();
         }
@@ -381,64 +347,20 @@ impl Cq {
     }
 
     /// Resizes the CQ to at least `cqe` entries (`ibv_resize_cq`). Completions not yet polled
-    /// are kept by the kernel.
+    /// are kept by the kernel. Refused (`EOPNOTSUPP`) by providers whose CQs cannot be resized
+    /// (EFA).
     #[doc(alias = "ibv_resize_cq")]
     pub fn resize(&mut self, cqe: u32) -> Result<()> {
-        let op = "resize_cq";
         if cqe == 0 {
             return Err(Error::invalid(
-                op,
+                "resize_cq",
                 self.shared.label(),
                 Errno::INVAL,
                 "cqe is 0",
             ));
         }
-        match &self.ring {
-            CqRing::Rxe { .. } => {
-                let req = IbUverbsResizeCq {
-                    cq_handle: self.shared.handle(),
-                    cqe,
-                    ..Default::default()
-                };
-                let mut cmd = legacy_cmd(
-                    IB_USER_VERBS_CMD_RESIZE_CQ,
-                    &req,
-                    &[],
-                    std::mem::size_of::<IbUverbsResizeCqResp>(),
-                    std::mem::size_of::<RxeResizeCqResp>(),
-                );
-                self.shared
-                    .ctx
-                    .write_cmd(op, &|| self.shared.label(), &mut cmd)
-                    .map_err(|e| {
-                        if e.is(Errno::INVAL) {
-                            e.with_reason(format!(
-                                "cqe {cqe} rejected: above max_cqe or below the completions now queued"
-                            ))
-                        } else {
-                            e
-                        }
-                    })?;
-                let resp: IbUverbsResizeCqResp = cmd.response_as();
-                let drv: RxeResizeCqResp = cmd.driver_response_as();
-                // The kernel moved the queue to a new buffer; map it, then drop the old ring.
-                self.ring = crate::rxe::cq_ring(
-                    &self.shared.ctx,
-                    &self.shared,
-                    drv.mi.offset,
-                    u64::from(drv.mi.size),
-                    op,
-                )?;
-                self.cqe = resp.cqe;
-                Ok(())
-            }
-            CqRing::Efa(_) => Err(Error::invalid(
-                op,
-                self.shared.label(),
-                Errno::OPNOTSUPP,
-                "EFA CQs cannot be resized",
-            )),
-        }
+        self.cqe = dispatch!(CqRing, &mut self.ring, r => r.resize(&self.shared, cqe))?;
+        Ok(())
     }
 
     /// The number of entries the CQ holds (`ibv_cq.cqe`), at least what was asked for.
@@ -473,7 +395,6 @@ impl Cq {
         self.shared.channel.as_ref()
     }
 
-    #[allow(dead_code)] // used by QPs (rxe and EFA providers)
     pub(crate) fn shared(&self) -> &Arc<CqShared> {
         &self.shared
     }
@@ -507,25 +428,4 @@ impl Cq {
             Err(e) => Err(DestroyError::new(self, e)),
         }
     }
-}
-
-/// The EFA arm of [`Cq::poll`], kept out of line (a direct call, not an indirect one) so the
-/// rxe arm stays small enough to inline into the caller's loop.
-#[inline(never)]
-pub(crate) fn poll_efa(
-    shared: &CqShared,
-    r: &mut crate::efa::EfaCqRing,
-    wcs: &mut [Wc],
-) -> Result<usize> {
-    r.poll_with(wcs, &|| shared.label(), |w| w.wc)
-}
-
-/// [`poll_efa`] of one completion (`wcs.len() == 1`), out of line for the same reason.
-#[inline(never)]
-pub(crate) fn poll_efa_one(
-    shared: &CqShared,
-    r: &mut crate::efa::EfaCqRing,
-    wc: &mut Wc,
-) -> Result<usize> {
-    r.poll_one_with(shared, |w| *wc = w.wc)
 }

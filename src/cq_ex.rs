@@ -16,12 +16,10 @@
 //! its req_id (which yields `wr_id`, with every check of [`Cq::poll`]); the other readers read
 //! their words from the ring slot on demand, and `end_poll`/drop writes the CQ doorbell once.
 
-use crate::cq::{Cq, CqRing, CqShared};
-use crate::efa::{cursor_error, EfaCursor};
-use crate::error::{Errno, Error, Result};
-use crate::rxe::{cq_ring_error, wc_flags_from_kernel, wc_from_rxe};
+use crate::cq::{Cq, CqShared};
+use crate::error::Result;
+use crate::provider::{dispatch, CqOps, Cursor, CursorOps};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
-use uverbs_efa::cq::Step;
 
 /// An open extended poll on a CQ, positioned on one completion.
 ///
@@ -49,20 +47,8 @@ use uverbs_efa::cq::Step;
 /// ```
 #[doc(alias = "ibv_cq_ex")]
 pub struct PollCq<'a> {
-    inner: Inner<'a>,
-}
-
-enum Inner<'a> {
-    /// rxe: the ring slot itself, read field by field.
-    Rxe {
-        cur: uverbs_rxe::PollCursor<'a>,
-        shared: &'a CqShared,
-    },
-    /// EFA: the ring slot itself, read field by field.
-    Efa {
-        cur: EfaCursor<'a>,
-        shared: &'a CqShared,
-    },
+    /// The provider's cursor: the ring slot itself, read field by field.
+    pub(crate) cur: Cursor<'a>,
 }
 
 impl std::fmt::Debug for PollCq<'_> {
@@ -81,32 +67,20 @@ impl Cq {
     #[inline]
     pub fn start_poll(&mut self) -> Result<Option<PollCq<'_>>> {
         let shared = &*self.shared;
-        let inner = match &mut self.ring {
-            CqRing::Rxe { cq, .. } => match cq.start_poll() {
-                Ok(Some(cur)) => Inner::Rxe { cur, shared },
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(cq_ring_error(shared, e)),
-            },
-            CqRing::Efa(ring) => match ring.start_poll() {
-                Ok(Some(cur)) => Inner::Efa { cur, shared },
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(cursor_error(&|| shared.label(), &e)),
-            },
-        };
-        Ok(Some(PollCq { inner }))
+        let cur = dispatch!(CqRing, &mut self.ring, r => {
+            match r.start_poll(shared)? {
+                Some(c) => c.into(),
+                None => return Ok(None),
+            }
+        });
+        Ok(Some(PollCq { cur }))
     }
 }
 
-/// Reads one field of the current completion from whichever path the guard is on.
+/// Reads one field of the current completion through the provider's cursor.
 macro_rules! field {
-    ($self:ident, |$c:ident| $rxe:expr, |$e:ident| $efa:expr) => {
-        match &$self.inner {
-            Inner::Rxe { cur: $c, .. } => $rxe,
-            Inner::Efa { cur, .. } => {
-                let $e = &cur.cur;
-                $efa
-            }
-        }
+    ($self:ident, $read:ident) => {
+        dispatch!(Cursor, &$self.cur, c => c.$read())
     };
 }
 
@@ -120,31 +94,11 @@ impl PollCq<'_> {
     #[doc(alias = "ibv_next_poll")]
     #[inline(always)]
     pub fn next_poll(&mut self) -> Result<bool> {
-        match &mut self.inner {
-            Inner::Rxe { cur, shared } => {
-                if cur.step_in_run() {
-                    return Ok(true);
-                }
-                cur.advance_slow().map_err(|e| cq_ring_error(shared, e))
-            }
-            Inner::Efa { cur, shared } => {
-                // As on rxe: the common step's `Ok(true)` returns from here, so the caller's
-                // loop goes from the step straight to its next reader, not through the slow
-                // path's `Result`.
-                let step = cur.step();
-                if step == Step::Landed {
-                    return Ok(true);
-                }
-                cur.advance_slow(step)
-                    .map_err(|e| cursor_error(&|| shared.label(), &e))
-            }
-        }
+        dispatch!(Cursor, &mut self.cur, c => c.next())
     }
 
-    fn shared(&self) -> &CqShared {
-        match &self.inner {
-            Inner::Rxe { shared, .. } | Inner::Efa { shared, .. } => shared,
-        }
+    pub(crate) fn shared(&self) -> &CqShared {
+        dispatch!(Cursor, &self.cur, c => c.shared())
     }
 
     /// Ends the poll (`ibv_end_poll`); dropping the guard does the same.
@@ -154,34 +108,34 @@ impl PollCq<'_> {
     /// `wr_id` of the current completion (`ibv_cq_ex.wr_id`).
     #[inline]
     pub fn wr_id(&self) -> u64 {
-        field!(self, |c| c.wr_id(), |e| e.wr_id())
+        field!(self, wr_id)
     }
 
     /// Status of the current completion (`ibv_cq_ex.status`).
     #[inline]
     pub fn status(&self) -> WcStatus {
-        WcStatus(field!(self, |c| c.status(), |e| e.status()))
+        field!(self, status)
     }
 
     /// `ibv_wc_read_opcode`.
     #[doc(alias = "ibv_wc_read_opcode")]
     #[inline]
     pub fn read_opcode(&self) -> WcOpcode {
-        WcOpcode(field!(self, |c| c.opcode(), |e| e.opcode()))
+        field!(self, opcode)
     }
 
     /// `ibv_wc_read_vendor_err`.
     #[doc(alias = "ibv_wc_read_vendor_err")]
     #[inline]
     pub fn read_vendor_err(&self) -> u32 {
-        field!(self, |c| c.vendor_err(), |e| e.vendor_err())
+        field!(self, vendor_err)
     }
 
     /// `ibv_wc_read_byte_len`.
     #[doc(alias = "ibv_wc_read_byte_len")]
     #[inline]
     pub fn read_byte_len(&self) -> u32 {
-        field!(self, |c| c.byte_len(), |e| e.byte_len())
+        field!(self, byte_len)
     }
 
     /// `ibv_wc_read_imm_data` in host order on every provider, the same value as
@@ -191,7 +145,7 @@ impl PollCq<'_> {
     #[doc(alias = "ibv_wc_read_imm_data")]
     #[inline]
     pub fn read_imm_data(&self) -> u32 {
-        field!(self, |c| u32::from_be(c.ex()), |e| e.imm_data())
+        field!(self, imm_data)
     }
 
     /// `ibv_wc_read_invalidated_rkey`; meaningful when [`Self::read_wc_flags`] has
@@ -199,92 +153,60 @@ impl PollCq<'_> {
     #[doc(alias = "ibv_wc_read_invalidated_rkey")]
     #[inline]
     pub fn read_invalidated_rkey(&self) -> u32 {
-        field!(self, |c| c.ex(), |e| e.imm_data())
+        field!(self, invalidated_rkey)
     }
 
     /// `ibv_wc_read_qp_num`.
     #[doc(alias = "ibv_wc_read_qp_num")]
     #[inline]
     pub fn read_qp_num(&self) -> u32 {
-        field!(self, |c| c.qp_num(), |e| e.qp_num())
+        field!(self, qp_num)
     }
 
     /// `ibv_wc_read_src_qp`.
     #[doc(alias = "ibv_wc_read_src_qp")]
     #[inline]
     pub fn read_src_qp(&self) -> u32 {
-        field!(self, |c| c.src_qp(), |e| e.src_qp())
+        field!(self, src_qp)
     }
 
     /// `ibv_wc_read_wc_flags`.
     #[doc(alias = "ibv_wc_read_wc_flags")]
     #[inline]
     pub fn read_wc_flags(&self) -> WcFlags {
-        field!(self, |c| wc_flags_from_kernel(c.wc_flags()), |e| {
-            WcFlags::from_bits_truncate(e.wc_flags())
-        })
+        field!(self, wc_flags)
     }
 
     /// `ibv_wc_read_slid`.
     #[doc(alias = "ibv_wc_read_slid")]
     #[inline]
     pub fn read_slid(&self) -> u16 {
-        field!(self, |c| c.slid(), |e| e.slid())
+        field!(self, slid)
     }
 
     /// `ibv_wc_read_sl`.
     #[doc(alias = "ibv_wc_read_sl")]
     #[inline]
     pub fn read_sl(&self) -> u8 {
-        field!(self, |c| c.sl(), |_e| 0)
+        field!(self, sl)
     }
 
     /// `ibv_wc_read_dlid_path_bits`.
     #[doc(alias = "ibv_wc_read_dlid_path_bits")]
     #[inline]
     pub fn read_dlid_path_bits(&self) -> u8 {
-        field!(self, |c| c.dlid_path_bits(), |_e| 0)
+        field!(self, dlid_path_bits)
     }
 
     /// `ibv_wc_read_pkey_index` (not in libibverbs' list but in `ibv_wc`).
     #[inline]
     pub fn read_pkey_index(&self) -> u16 {
-        field!(self, |c| c.pkey_index(), |_e| 0)
+        field!(self, pkey_index)
     }
 
     /// The whole current completion as a [`Wc`].
     #[inline]
     pub fn wc(&self) -> Wc {
-        match &self.inner {
-            Inner::Rxe { cur, .. } => wc_from_rxe(&cur.cqe()),
-            Inner::Efa { cur, .. } => cur.wc(),
-        }
-    }
-
-    /// `efadv_wc_read_sgid`: the sender's GID, for a receive on an EFA CQ created with
-    /// `WITH_SGID` from a sender this side has no AH for; `ENOENT` otherwise (rdma-core
-    /// returns -ENOENT when the AH is known), `EOPNOTSUPP` on a non-EFA CQ.
-    #[doc(alias = "efadv_wc_read_sgid")]
-    pub fn read_sgid(&self) -> Result<[u8; 16]> {
-        match &self.inner {
-            Inner::Efa { cur, shared } => cur.read_sgid(&|| shared.label()),
-            Inner::Rxe { shared, .. } => Err(Error::invalid(
-                "efadv_wc_read_sgid",
-                shared.label(),
-                Errno::OPNOTSUPP,
-                "not an EFA CQ",
-            )),
-        }
-    }
-
-    /// `efadv_wc_is_unsolicited`: an RDMA write with immediate that consumed no receive WR
-    /// (its `wr_id` is 0); always `false` on a non-EFA CQ.
-    #[doc(alias = "efadv_wc_is_unsolicited")]
-    #[inline]
-    pub fn is_unsolicited(&self) -> bool {
-        match &self.inner {
-            Inner::Efa { cur, .. } => cur.cur.is_unsolicited(),
-            Inner::Rxe { .. } => false,
-        }
+        field!(self, wc)
     }
 }

@@ -2,51 +2,17 @@
 //!
 //! Each uverbs character device appears as `/sys/class/infiniband_verbs/uverbsN` with the name
 //! of its RDMA device (`ibdev`) and an ABI version; the RDMA device itself is described under
-//! `/sys/class/infiniband/<ibdev>` (node GUID, node type, ports). The driver is found from the
-//! parent device's driver (EFA is a PCI device bound to `efa`); soft-RoCE devices have no
-//! parent device and are recognised by their `parent` netdev attribute or their name, as
-//! rdma-core's rxe provider matches them. Devices of other drivers are listed as unsupported.
+//! `/sys/class/infiniband/<ibdev>` (node GUID, node type, ports). Which provider drives it is
+//! [`Driver::of_sysfs`]'s to say; devices of other drivers are listed as unsupported.
 //!
 //! Nothing here fails because RDMA is absent: no sysfs class directory means no devices.
 
-use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Errno, Error, Result};
-
-/// The device families uverbs drives.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Driver {
-    /// Soft-RoCE (`rdma_rxe`).
-    Rxe,
-    /// AWS Elastic Fabric Adapter.
-    Efa,
-    /// Another driver (named by its kernel driver or device name); listed, not opened.
-    Unsupported(String),
-}
-
-impl Driver {
-    /// The kernel's `enum rdma_driver_id` value placed in every ioctl header.
-    pub fn driver_id(&self) -> Option<u32> {
-        match self {
-            Driver::Rxe => Some(uverbs_uapi::ioctl::RDMA_DRIVER_RXE),
-            Driver::Efa => Some(uverbs_uapi::ioctl::RDMA_DRIVER_EFA),
-            Driver::Unsupported(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for Driver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Driver::Rxe => f.write_str("rxe"),
-            Driver::Efa => f.write_str("efa"),
-            Driver::Unsupported(n) => write!(f, "{n} (unsupported)"),
-        }
-    }
-}
+pub use crate::provider::Driver;
 
 /// The node type of an RDMA device (`enum ibv_node_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,7 +232,7 @@ pub fn devices_in(sys: &Path, dev_dir: &Path) -> Result<Vec<Device>> {
             .and_then(|s| parse_node_type(&s))
             .map(NodeType::from_raw)
             .unwrap_or(NodeType::Unknown(0));
-        let driver = classify_driver(&name, &ibdev_path);
+        let driver = Driver::of_sysfs(&name, &ibdev_path);
         out.push(Device {
             dev_path: dev_dir.join(&uverbs_name),
             name,
@@ -286,22 +252,6 @@ fn natural_key(s: &str) -> (String, u64) {
     let digits = s.trim_start_matches(|c: char| !c.is_ascii_digit());
     let prefix = &s[..s.len() - digits.len()];
     (prefix.to_string(), digits.parse().unwrap_or(u64::MAX))
-}
-
-fn classify_driver(name: &str, ibdev_path: &Path) -> Driver {
-    if let Ok(target) = fs::read_link(ibdev_path.join("device/driver")) {
-        if let Some(drv) = target.file_name().map(|n| n.to_string_lossy().into_owned()) {
-            return match drv.as_str() {
-                "efa" => Driver::Efa,
-                _ => Driver::Unsupported(drv),
-            };
-        }
-    }
-    // rxe devices have no parent device; they show the netdev they run on as `parent`.
-    if name.starts_with("rxe") || ibdev_path.join("parent").exists() && name.contains("rxe") {
-        return Driver::Rxe;
-    }
-    Driver::Unsupported(name.to_string())
 }
 
 /// Parses sysfs `node_guid`, `xxxx:xxxx:xxxx:xxxx`.

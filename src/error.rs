@@ -2,11 +2,15 @@
 //!
 //! A verbs call can fail in the kernel (an errno), in our own checks before anything reaches the
 //! kernel or the device (a reason and usually an errno that matches what the kernel would say),
-//! or because the kernel or device wrote something we refuse to trust. All three carry the same
-//! three facts so that a log line is enough to find the cause.
+//! in a provider's checks (its typed reason, [`ProviderError`], is the error's source), or
+//! because the kernel or device wrote something we refuse to trust. All carry the same three
+//! facts (the call, the object once, the reason) so that a log line is enough to find the
+//! cause.
 
 use std::borrow::Cow;
 use std::fmt;
+
+use crate::provider::ProviderError;
 
 pub use rustix::io::Errno;
 
@@ -29,6 +33,8 @@ struct Facts {
     errno: Option<Errno>,
     reason: Cow<'static, str>,
     kind: ErrorKind,
+    /// The provider's typed reason, when a provider refused (its text is `reason`).
+    source: Option<ProviderError>,
 }
 
 /// What kind of failure an [`Error`] is, for the cases a program handles differently from
@@ -75,6 +81,26 @@ impl Error {
         )
     }
 
+    /// A provider refused `op` on `object`: its errno, its reason as the text, and the typed
+    /// reason as the [`source`](std::error::Error::source) ([`Error::provider_error`]).
+    #[cold]
+    pub fn provider(
+        op: &'static str,
+        object: impl Into<Cow<'static, str>>,
+        e: impl Into<ProviderError>,
+    ) -> Self {
+        let e = e.into();
+        let mut err = Error::new(
+            op,
+            object.into(),
+            Some(e.errno()),
+            e.to_string().into(),
+            ErrorKind::Other,
+        );
+        err.0.source = Some(e);
+        err
+    }
+
     /// The device of the context was removed: `op` on `object` failed with `errno` (the
     /// kernel's `EIO`, or `ENODEV` when uverbs found out itself). The reason says
     /// "device NAME was removed".
@@ -110,6 +136,7 @@ impl Error {
             errno,
             reason,
             kind,
+            source: None,
         }))
     }
 
@@ -154,6 +181,12 @@ impl Error {
     pub fn is(&self, errno: Errno) -> bool {
         self.0.errno == Some(errno)
     }
+
+    /// The provider's typed reason, when a provider refused (also the error's
+    /// [`source`](std::error::Error::source)).
+    pub fn provider_error(&self) -> Option<&ProviderError> {
+        self.0.source.as_ref()
+    }
 }
 
 impl fmt::Display for Error {
@@ -175,7 +208,16 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {}
+/// The text says everything (the call, the object and the reason, the provider's included);
+/// the source is the provider's typed reason, for a program that tells reasons apart.
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {

@@ -107,6 +107,7 @@ mod mr;
 mod mw;
 mod object;
 mod pd;
+mod provider;
 mod qp;
 mod query;
 pub mod raw;
@@ -120,11 +121,11 @@ mod wr;
 mod xrcd;
 
 pub use ah::{Ah, AhAttr, GlobalRoute};
-pub use context::{Context, ProviderInfo};
+pub use context::Context;
 pub use cq::{Cq, CqDestroyed, CqInitAttr};
 pub use cq_ex::PollCq;
 pub use device::{
-    device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, Driver, NodeType,
+    device_by_name, devices, devices_in, format_guid, format_guid_colon, Device, NodeType,
 };
 pub use efa::{
     CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr, EfaCqAttr, EfaCqExtMem,
@@ -138,6 +139,7 @@ pub use mr::{AccessFlags, Mr, MrBuffer, Sge};
 pub use mw::{Mw, MwType};
 pub use object::DestroyError;
 pub use pd::Pd;
+pub use provider::{Driver, ProviderError, ProviderInfo};
 pub use qp::{
     Qp, QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
     WrBatch,

@@ -9,6 +9,7 @@ use uverbs_uapi::write::{
 use crate::context::{legacy_cmd, Context};
 use crate::error::{Errno, Error, Result};
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
+use crate::provider::{dispatch, DeviceOps};
 
 pub(crate) struct PdInner {
     obj: KernelObject,
@@ -68,12 +69,7 @@ impl Context {
     }
 
     fn pd_driver_resp_len(&self) -> usize {
-        match self.provider() {
-            crate::ProviderInfo::Efa(_) => {
-                std::mem::size_of::<uverbs_uapi::efa::EfaIbvAllocPdResp>()
-            }
-            _ => 0,
-        }
+        dispatch!(ProviderCtx, &self.inner.provider_ctx, p => p.pd_udata_len())
     }
 }
 

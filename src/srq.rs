@@ -4,19 +4,9 @@
 //! Like a CQ, an SRQ is split: the kernel object ([`SrqShared`], held by the [`Srq`] and by
 //! every QP that receives from it, so the kernel never sees it destroyed under a QP) and the
 //! ring ([`Srq`] alone, which posts with `&mut self` and no lock). The ring is the provider's
-//! (`SrqRing`; rxe's is in `crate::rxe`); this file has the kernel half.
+//! ([`SrqOps`], created by [`DeviceOps::create_srq`]); this file has the kernel half.
 
 use std::sync::Arc;
-
-use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp};
-use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
-use uverbs_uapi::write::{
-    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrqResp,
-    IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp, IB_USER_VERBS_CMD_CREATE_SRQ,
-    IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_MODIFY_SRQ,
-    IB_USER_VERBS_CMD_QUERY_SRQ,
-};
-use zerocopy::IntoBytes;
 
 use crate::channel::WriteCmd;
 use crate::context::legacy_cmd;
@@ -25,10 +15,15 @@ use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
-use crate::rxe::RxeSrqRing;
+use crate::provider::{dispatch, DeviceOps, SrqOps, SrqRing};
 use crate::wr::{PostError, RecvWr};
 use crate::xrcd::Xrcd;
-use crate::ProviderInfo;
+use uverbs_uapi::verbs::{IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_TM, IB_UVERBS_SRQT_XRC};
+use uverbs_uapi::write::{
+    IbUverbsCreateSrq, IbUverbsCreateSrqResp, IbUverbsCreateXsrq, IbUverbsDestroySrqResp,
+    IbUverbsModifySrq, IbUverbsQuerySrq, IbUverbsQuerySrqResp, IB_USER_VERBS_CMD_CREATE_SRQ,
+    IB_USER_VERBS_CMD_CREATE_XSRQ, IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_QUERY_SRQ,
+};
 
 /// Sizes and limit of an SRQ (`struct ibv_srq_attr`).
 #[doc(alias = "ibv_srq_attr")]
@@ -154,9 +149,42 @@ pub struct Srq {
     srq_num: u32,
 }
 
-/// The provider's ring of an SRQ, dispatched by `match` (rxe only: EFA has no SRQ).
-enum SrqRing {
-    Rxe(RxeSrqRing),
+/// The generic part of a create-SRQ command, for [`DeviceOps::create_srq`]: the provider
+/// refuses what it lacks, or sends it ([`Pd::create_srq_object`]) with its driver data.
+pub(crate) struct SrqRequest<'a> {
+    /// The type asked for.
+    pub(crate) srq_type: SrqType,
+    cmd: SrqCommand,
+    user_handle: u64,
+    attr: &'a SrqAttr,
+    srq_context: u64,
+    xrcd: Option<Xrcd>,
+    cq: Option<Arc<CqShared>>,
+}
+
+/// The two create commands: `ibv_create_srq`'s and `ibv_create_srq_ex`'s.
+enum SrqCommand {
+    Basic(IbUverbsCreateSrq),
+    Ex(IbUverbsCreateXsrq),
+}
+
+/// The SRQ the kernel made for a [`SrqRequest`], before its ring: the kernel object (destroyed
+/// again on drop if a later step fails) and the sizes the kernel answered.
+pub(crate) struct SrqObject {
+    shared: Arc<SrqShared>,
+    resp: IbUverbsCreateSrqResp,
+}
+
+impl SrqObject {
+    /// How errors name the SRQ.
+    pub(crate) fn label(&self) -> String {
+        self.shared.label()
+    }
+
+    /// SGEs per receive the kernel made room for.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.resp.max_sge
+    }
 }
 
 impl std::fmt::Debug for Srq {
@@ -185,14 +213,15 @@ impl Pd {
             srq_limit: attr.srq_limit,
             ..Default::default()
         };
-        let cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_CREATE_SRQ,
-            &req,
-            &[],
-            std::mem::size_of::<IbUverbsCreateSrqResp>(),
-            std::mem::size_of::<RxeCreateSrqResp>(),
-        );
-        self.finish_create_srq(cmd, req.user_handle, attr, 0, None, None)
+        self.create_srq_request(SrqRequest {
+            srq_type: SrqType::Basic,
+            user_handle: req.user_handle,
+            cmd: SrqCommand::Basic(req),
+            attr,
+            srq_context: 0,
+            xrcd: None,
+            cq: None,
+        })
     }
 
     /// Creates an SRQ of any type (`ibv_create_srq_ex`, `IB_USER_VERBS_CMD_CREATE_XSRQ`).
@@ -239,44 +268,49 @@ impl Pd {
             cq_handle: cq.map_or(0, |c| c.handle()),
             ..Default::default()
         };
-        let cmd = legacy_cmd(
-            IB_USER_VERBS_CMD_CREATE_XSRQ,
-            &req,
-            &[],
-            std::mem::size_of::<IbUverbsCreateSrqResp>(),
-            std::mem::size_of::<RxeCreateSrqResp>(),
-        );
-        if srq_type != IB_UVERBS_SRQT_BASIC
-            && matches!(self.context().provider(), ProviderInfo::Rxe)
-        {
-            return Err(Error::invalid(
-                op,
-                self.label(),
-                Errno::OPNOTSUPP,
-                format!("rxe does not support {:?} SRQs", init.srq_type),
-            ));
-        }
-        self.finish_create_srq(
-            cmd,
-            req.user_handle,
-            &init.attr,
-            init.srq_context,
-            xrcd.cloned(),
-            cq.map(|c| c.shared().clone()),
-        )
+        self.create_srq_request(SrqRequest {
+            srq_type: init.srq_type,
+            user_handle: req.user_handle,
+            cmd: SrqCommand::Ex(req),
+            attr: &init.attr,
+            srq_context: init.srq_context,
+            xrcd: xrcd.cloned(),
+            cq: cq.map(|c| c.shared().clone()),
+        })
     }
 
-    fn finish_create_srq(
+    fn create_srq_request(&self, req: SrqRequest<'_>) -> Result<Srq> {
+        dispatch!(ProviderCtx, &self.context().inner.provider_ctx, p => p.create_srq(self, req))
+    }
+
+    /// Sends `req`'s create command with a provider's driver data: the kernel SRQ and the
+    /// command, holding the driver response (`driver_resp_len` bytes).
+    pub(crate) fn create_srq_object(
         &self,
-        mut cmd: WriteCmd,
-        user_handle: u64,
-        attr: &SrqAttr,
-        srq_context: u64,
-        xrcd: Option<Xrcd>,
-        cq: Option<Arc<CqShared>>,
-    ) -> Result<Srq> {
+        req: SrqRequest<'_>,
+        driver_in: &[u8],
+        driver_resp_len: usize,
+    ) -> Result<(SrqObject, WriteCmd)> {
         let op = "create_srq";
         let ctx = self.context();
+        let resp_len = std::mem::size_of::<IbUverbsCreateSrqResp>();
+        let mut cmd = match &req.cmd {
+            SrqCommand::Basic(c) => legacy_cmd(
+                IB_USER_VERBS_CMD_CREATE_SRQ,
+                c,
+                driver_in,
+                resp_len,
+                driver_resp_len,
+            ),
+            SrqCommand::Ex(c) => legacy_cmd(
+                IB_USER_VERBS_CMD_CREATE_XSRQ,
+                c,
+                driver_in,
+                resp_len,
+                driver_resp_len,
+            ),
+        };
+        let attr = req.attr;
         ctx.write_cmd(op, &|| self.label(), &mut cmd).map_err(|e| {
             if e.is(Errno::INVAL) {
                 e.with_reason(format!(
@@ -289,31 +323,35 @@ impl Pd {
             }
         })?;
         let resp: IbUverbsCreateSrqResp = cmd.response_as();
-        let drv: RxeCreateSrqResp = cmd.driver_response_as();
         let shared = Arc::new(SrqShared {
             obj: KernelObject::new(ctx.clone(), resp.srq_handle, &DESTROY_SRQ, resp.srq_handle),
             pd: self.clone(),
-            user_handle,
-            events: Registration::new(user_handle, srq_context),
-            _xrcd: xrcd,
-            _cq: cq,
+            user_handle: req.user_handle,
+            events: Registration::new(req.user_handle, req.srq_context),
+            _xrcd: req.xrcd,
+            _cq: req.cq,
         });
-        let label = || shared.label();
-        let ring = SrqRing::Rxe(RxeSrqRing::new(ctx, &drv.mi, resp.max_sge, op, &label)?);
+        Ok((SrqObject { shared, resp }, cmd))
+    }
+}
+
+impl Srq {
+    /// The SRQ a provider made: the kernel SRQ, its ring and its number. Its sizes are
+    /// what the kernel made, as `ibv_query_srq` reports them: the create response is not
+    /// always that (6.1's rxe answers the max_wr asked for, 12, while its ring holds 15:
+    /// `rxe_queue_init` rounds the ring up to a power of two and query reports its index
+    /// mask).
+    pub(crate) fn assemble(obj: SrqObject, ring: SrqRing, srq_num: u32) -> Result<Srq> {
         let mut srq = Srq {
             ring,
             attr: SrqAttr {
-                max_wr: resp.max_wr,
-                max_sge: resp.max_sge,
+                max_wr: obj.resp.max_wr,
+                max_sge: obj.resp.max_sge,
                 srq_limit: 0,
             },
-            srq_num: drv.srq_num,
-            shared,
+            srq_num,
+            shared: obj.shared,
         };
-        // What the kernel made, as `ibv_query_srq` reports it: the create response is not
-        // always that (6.1's rxe answers the max_wr asked for, 12, while its ring holds 15:
-        // rxe_queue_init rounds the ring up to a power of two and query reports its
-        // index mask).
         let q = srq.query()?;
         srq.attr.max_wr = q.max_wr;
         srq.attr.max_sge = q.max_sge;
@@ -376,51 +414,40 @@ impl Srq {
     #[doc(alias = "ibv_post_srq_recv")]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let shared = &self.shared;
-        match &mut self.ring {
-            SrqRing::Rxe(r) => r.post_recv(wrs, &|| shared.label()),
-        }
+        dispatch!(SrqRing, &mut self.ring, r => r.post_recv(wrs, &|| shared.label()))
     }
 
     /// Modifies the SRQ (`ibv_modify_srq`): `MAX_WR` resizes it (the kernel moves the ring;
     /// posted receives are kept), `LIMIT` arms the limit event at `attr.srq_limit`.
     #[doc(alias = "ibv_modify_srq")]
     pub fn modify(&mut self, attr: &SrqAttr, mask: SrqAttrMask) -> Result<()> {
-        let op = "modify_srq";
-        let mut mi = Mminfo::default();
-        let drv = match self.ring {
-            SrqRing::Rxe(_) => RxeSrqRing::modify_udata(&mut mi),
-        };
         let req = IbUverbsModifySrq {
             srq_handle: self.shared.handle(),
             attr_mask: mask.bits(),
             max_wr: attr.max_wr,
             srq_limit: attr.srq_limit,
         };
-        let mut cmd = legacy_cmd(IB_USER_VERBS_CMD_MODIFY_SRQ, &req, drv.as_bytes(), 0, 0);
-        let label = || self.shared.label();
-        self.pd()
-            .context()
-            .write_cmd(op, &label, &mut cmd)
-            .map_err(|e| {
-                if e.is(Errno::INVAL) {
-                    e.with_reason(format!(
-                        "max_wr {} / srq_limit {} rejected (limit must be below max_wr; a \
-                         resize cannot shrink below the receives queued or exceed max_srq_wr)",
-                        attr.max_wr, attr.srq_limit
-                    ))
-                } else {
-                    e
-                }
-            })?;
+        let ctx = self.shared.pd.context();
+        let shared = &self.shared;
+        let max_sge = self.attr.max_sge;
+        dispatch!(SrqRing, &mut self.ring, r => {
+            r.modify(ctx, &req, mask, max_sge, &|| shared.label())
+        })
+        .map_err(|e| {
+            if e.is(Errno::INVAL) {
+                e.with_reason(format!(
+                    "max_wr {} / srq_limit {} rejected (limit must be below max_wr; a \
+                     resize cannot shrink below the receives queued or exceed max_srq_wr)",
+                    attr.max_wr, attr.srq_limit
+                ))
+            } else {
+                e
+            }
+        })?;
         if mask.contains(SrqAttrMask::LIMIT) {
             self.shared.events.set_srq_limit(attr.srq_limit);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
-            let ctx = self.shared.pd.context();
-            let label = || self.shared.label();
-            match &mut self.ring {
-                SrqRing::Rxe(r) => r.remap(ctx, &mi, self.attr.max_sge, op, &label)?,
-            }
             let q = self.query()?;
             self.attr.max_wr = q.max_wr;
             self.attr.max_sge = q.max_sge;

@@ -10,81 +10,39 @@
 //! QP keeps a clone of it until the send queue slot is reused (see [`crate::Qp::post_send`]).
 
 use crate::ah::Ah;
-use crate::mr::Sge;
+use crate::error::Error;
 
-// The send flags and operations are the work-request vocabulary the providers share: a
-// `SendWr`'s `op`, `flags` and SGE slice reach the provider's ring as they are.
+// The work-request vocabulary is the one the providers take (`uverbs_wr`): a `SendWr` reaches
+// the provider's ring as it is.
 #[doc(inline)]
-pub use uverbs_wr::{SendFlags, WrOp};
+pub use uverbs_wr::{SendFlags, WrData, WrOp};
 
-/// The data of a send work request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WrData<'a> {
-    /// Registered memory (`sg_list`, `num_sge`); may be empty.
-    Sge(&'a [Sge]),
-    /// Bytes copied into the work queue entry while posting (`IBV_SEND_INLINE`): the buffer is
-    /// free again when `post_send` returns.
-    Inline(&'a [u8]),
-}
-
-/// Where a UD send goes (`ibv_send_wr.wr.ud`, `ibv_wr_set_ud_addr`).
+/// Where a UD or SRD send goes (`ibv_send_wr.wr.ud`, `ibv_wr_set_ud_addr`): an [`Ah`], the
+/// remote QP number and Q_Key.
 ///
-/// Made by [`UdDest::new`] (or [`SendWr::ud`]), which copies what posting needs of the AH
-/// (its device number and which PD it belongs to) into the destination, so a post reads
-/// plain fields instead of following the AH. The AH itself is private, so the copies always
-/// describe the AH the destination names.
-#[derive(Debug, Clone, Copy)]
-pub struct UdDest<'a> {
-    /// The address handle (borrowed: it outlives the work request).
-    ah: &'a Ah,
-    /// Destination QP number.
-    pub remote_qpn: u32,
-    /// Destination Q_Key.
-    pub remote_qkey: u32,
-    /// `ah`'s number (`AhInner::ah_num`), copied by `new`.
-    ah_num: u32,
-    /// `ah`'s PD, as the address of its `PdInner` ([`pd_id`]), copied by `new`.
-    pd_id: usize,
-}
+/// Made by [`UdDest::new`](uverbs_wr::UdDest::new) (or [`SendWr::ud`](uverbs_wr::SendWr::ud)),
+/// which copies what posting needs of the AH (its device number and which PD it belongs to)
+/// into the destination, so a post reads plain fields instead of following the AH.
+pub type UdDest<'a> = uverbs_wr::UdDest<'a, Ah>;
 
 /// The identity of a PD while it lives: the address of its shared state. Two live PDs never
-/// share it, and a PD lives as long as anything naming it (an [`Ah`] holds its PD, a QP
-/// holds its PD), so comparing the ids of a borrowed AH's PD and a QP's PD is comparing
-/// the PDs.
+/// share it, and a PD lives as long as anything naming it (an [`Ah`] holds its PD, a QP holds
+/// its PD), so comparing the ids of a borrowed AH's PD and a QP's PD is comparing the PDs.
 #[inline(always)]
 pub(crate) fn pd_id(pd: &crate::Pd) -> usize {
     std::sync::Arc::as_ptr(&pd.inner) as usize
 }
 
-impl<'a> UdDest<'a> {
-    /// A destination: `ah`, the remote QP number and Q_Key.
-    #[inline]
-    pub fn new(ah: &'a Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
-        UdDest {
-            ah,
-            remote_qpn,
-            remote_qkey,
-            ah_num: ah.inner.ah_num,
-            pd_id: pd_id(&ah.inner.pd),
-        }
-    }
-
-    /// The address handle.
-    #[inline]
-    pub fn ah(&self) -> &'a Ah {
-        self.ah
-    }
-
-    /// The AH's number (rxe's AH index, EFA's device AH number).
+/// What a destination copies of an [`Ah`]: its number and its PD's identity.
+impl uverbs_wr::AddressHandle for Ah {
     #[inline(always)]
-    pub(crate) fn ah_num(&self) -> u32 {
-        self.ah_num
+    fn ah_num(&self) -> u32 {
+        self.inner.ah_num
     }
 
-    /// The [`pd_id`] of the AH's PD.
     #[inline(always)]
-    pub(crate) fn pd_id(&self) -> usize {
-        self.pd_id
+    fn domain(&self) -> usize {
+        pd_id(&self.inner.pd)
     }
 }
 
@@ -143,67 +101,7 @@ impl<'a> UdDest<'a> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[doc(alias = "ibv_send_wr")]
-#[derive(Debug, Clone, Copy)]
-pub struct SendWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// The operation.
-    pub op: WrOp,
-    /// Send flags.
-    pub flags: SendFlags,
-    /// The data.
-    pub data: WrData<'a>,
-    /// UD destination: required on UD QPs, refused on connected QPs.
-    pub ud: Option<UdDest<'a>>,
-}
-
-impl<'a> SendWr<'a> {
-    /// A work request for `op` with no flags, no data and no UD destination.
-    pub fn new(wr_id: u64, op: WrOp) -> Self {
-        SendWr {
-            wr_id,
-            op,
-            flags: SendFlags::empty(),
-            data: WrData::Sge(&[]),
-            ud: None,
-        }
-    }
-
-    /// `IBV_WR_SEND`.
-    pub fn send(wr_id: u64) -> Self {
-        Self::new(wr_id, WrOp::Send)
-    }
-
-    /// Sets the scatter/gather list.
-    pub fn sge(mut self, sg_list: &'a [Sge]) -> Self {
-        self.data = WrData::Sge(sg_list);
-        self
-    }
-
-    /// Sets inline data (copied into the queue while posting).
-    pub fn inline(mut self, data: &'a [u8]) -> Self {
-        self.data = WrData::Inline(data);
-        self
-    }
-
-    /// Sets the send flags.
-    pub fn flags(mut self, flags: SendFlags) -> Self {
-        self.flags = flags;
-        self
-    }
-
-    /// Adds `IBV_SEND_SIGNALED`.
-    pub fn signaled(mut self) -> Self {
-        self.flags |= SendFlags::SIGNALED;
-        self
-    }
-
-    /// Sets the UD destination.
-    pub fn ud(mut self, ah: &'a Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
-        self.ud = Some(UdDest::new(ah, remote_qpn, remote_qkey));
-        self
-    }
-}
+pub type SendWr<'a> = uverbs_wr::SendWr<'a, Ah>;
 
 /// One receive work request (`struct ibv_recv_wr` without `next`).
 ///
@@ -254,34 +152,6 @@ pub use uverbs_wr::RecvWr;
 /// Work requests before `index` were posted (and for sends the doorbell was rung for them);
 /// the one at `index` and everything after it were not. If the doorbell write itself fails,
 /// `index` is the number of work requests that were queued: they stay queued and run on the
-/// next successful post.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PostError {
-    /// Index of the first work request that was not posted (`bad_wr`).
-    pub index: usize,
-    /// Why (operation `post_send`/`post_recv`, the QP, the check that failed).
-    pub error: crate::Error,
-}
-
-impl std::fmt::Display for PostError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "work request {}: {}", self.index, self.error)
-    }
-}
-
-impl std::error::Error for PostError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-/// The errno that stands for a ring-layer refusal (rdma-core's rxe returns these).
-pub(crate) fn post_errno(e: &uverbs_rxe::PostError) -> crate::Errno {
-    use uverbs_rxe::PostError as P;
-    match e {
-        P::QueueFull { .. } => crate::Errno::NOMEM,
-        P::Ring(_) => crate::Errno::IO,
-        P::OpcodeNotSupported { .. } => crate::Errno::OPNOTSUPP,
-        _ => crate::Errno::INVAL,
-    }
-}
+/// next successful post. `error` names the call, the QP and the reason (the provider's own
+/// error is its [`source`](std::error::Error::source)).
+pub type PostError = uverbs_wr::PostError<Error>;

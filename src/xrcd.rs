@@ -14,7 +14,7 @@ use uverbs_uapi::write::{
 use crate::context::{legacy_cmd, Context};
 use crate::error::{Errno, Error, Result};
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject};
-use crate::ProviderInfo;
+use crate::provider::{dispatch, DeviceOps, Feature};
 
 pub(crate) struct XrcdInner {
     obj: KernelObject,
@@ -80,14 +80,11 @@ impl Context {
             std::mem::size_of::<IbUverbsOpenXrcdResp>(),
             0,
         );
-        let rxe = matches!(self.provider(), ProviderInfo::Rxe);
+        let lacks = dispatch!(ProviderCtx, &self.inner.provider_ctx, p => p.lacks(Feature::Xrc));
         self.write_cmd(op, &|| self.label().to_string(), &mut cmd)
-            .map_err(|e| {
-                if rxe && (e.is(Errno::OPNOTSUPP) || e.is(Errno::NOSYS)) {
-                    e.with_reason("rxe does not support XRC (no XRC domains)")
-                } else {
-                    e
-                }
+            .map_err(|e| match lacks {
+                Some(why) if e.is(Errno::OPNOTSUPP) || e.is(Errno::NOSYS) => e.with_reason(why),
+                _ => e,
             })?;
         let resp: IbUverbsOpenXrcdResp = cmd.response_as();
         Ok(Xrcd {

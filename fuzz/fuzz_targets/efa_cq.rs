@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use uverbs_efa::{CompletionQueue, CqConfig, QpEntry, Wc, WridCompleter, WridPool};
+use uverbs_efa::{Completion, CompletionQueue, CqConfig, QpEntry, WridCompleter, WridPool};
 use uverbs_fuzz::{Input, Shared};
 
 struct FakeQp {
@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut next_wr_id = 1000u64;
     let mut posted: HashSet<u64> = HashSet::new();
-    let mut wcs = [Wc::default(); 8];
+    let mut wcs = [Completion::default(); 8];
     let entry = cfg.entry_size as usize;
     let slots = cfg.num_sub_cqs as usize * cfg.sub_cq_depth as usize;
 
@@ -120,7 +120,7 @@ fuzz_target!(|data: &[u8]| {
                 match cq.start_poll(&mut lookup[..]) {
                     Ok(Some(mut c)) => {
                         consumed = true;
-                        check(&c.wc(), &mut posted);
+                        check_cursor(&c, &mut posted);
                         for _ in 0..inp.below(2 * slots as u32 + 2) {
                             if inp.u8() % 4 == 0 {
                                 // The device may write while a poll is open.
@@ -129,7 +129,7 @@ fuzz_target!(|data: &[u8]| {
                                 buf.write(slot * entry, &bytes);
                             }
                             match c.advance(&mut lookup[..]) {
-                                Ok(true) => check(&c.wc(), &mut posted),
+                                Ok(true) => check_cursor(&c, &mut posted),
                                 Ok(false) => {
                                     if inp.bool() {
                                         break;
@@ -138,7 +138,7 @@ fuzz_target!(|data: &[u8]| {
                                 Err(e) => {
                                     let _ = e.to_string();
                                     // Still readable: the last good completion (or none).
-                                    let _ = c.wc();
+                                    let _ = c.completion();
                                 }
                             }
                         }
@@ -168,16 +168,8 @@ fuzz_target!(|data: &[u8]| {
                     Err(e) => (e.polled, Some(e)),
                 };
                 assert!(got <= n, "{got} completions into {n} slots");
-                for wc in &wcs[..got] {
-                    if wc.is_unsolicited {
-                        assert_eq!(wc.wr_id, 0);
-                        continue;
-                    }
-                    assert!(
-                        posted.remove(&wc.wr_id),
-                        "wr_id {} completed but not outstanding (or twice)",
-                        wc.wr_id
-                    );
+                for c in &wcs[..got] {
+                    check(c, &mut posted);
                 }
                 if let Some(e) = err {
                     let _ = e.to_string();
@@ -199,14 +191,32 @@ fn lookup(qps: &mut [FakeQp]) -> Vec<QpEntry<'_>> {
         .collect()
 }
 
-fn check(wc: &Wc, posted: &mut HashSet<u64>) {
-    if wc.is_unsolicited {
-        assert_eq!(wc.wr_id, 0);
+fn check(c: &Completion, posted: &mut HashSet<u64>) {
+    // Only receives are unsolicited, and only receives carry a sender's GID.
+    assert!(!(c.is_unsolicited || c.sgid.is_some()) || c.wc.opcode.is_recv());
+    if c.is_unsolicited {
+        assert_eq!(c.wc.wr_id, 0);
         return;
     }
     assert!(
-        posted.remove(&wc.wr_id),
+        posted.remove(&c.wc.wr_id),
         "wr_id {} completed but not outstanding (or twice)",
-        wc.wr_id
+        c.wc.wr_id
     );
+}
+
+/// [`check`] of the cursor's completion, whose standard fields (`wc`) and extras are what
+/// its one-field readers say.
+fn check_cursor(cur: &uverbs_efa::cq::PollCursor<'_>, posted: &mut HashSet<u64>) {
+    let c = cur.completion();
+    assert_eq!(c.wc, cur.wc());
+    assert_eq!(
+        (c.wc.wr_id, c.wc.status, c.wc.opcode, c.wc.wc_flags),
+        (cur.wr_id(), cur.status(), cur.opcode(), cur.wc_flags())
+    );
+    assert_eq!(
+        (c.sgid, c.is_unsolicited),
+        (cur.sgid(), cur.is_unsolicited())
+    );
+    check(&c, posted);
 }

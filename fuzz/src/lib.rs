@@ -341,6 +341,41 @@ pub fn raw(fd: BorrowedFd<'_>) -> i32 {
 
 pub mod verbs;
 
+/// The protection domain of the fuzzed queues ([`FuzzAh::domain`] of an AH of theirs).
+pub const FUZZ_PD: usize = 0x5eed;
+
+/// An address handle for the providers' queues: a number and a domain from the input (the
+/// object model's `Ah` in the targets that drive a provider directly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FuzzAh {
+    /// The number a WQE carries for it (rxe's AH index, EFA's AH number).
+    pub num: u32,
+    /// Its protection domain: [`FUZZ_PD`] or another.
+    pub domain: usize,
+}
+
+impl FuzzAh {
+    /// An AH read from the input: any number (0 included), mostly of [`FUZZ_PD`].
+    pub fn from_input(inp: &mut Input<'_>) -> Self {
+        let num = inp.u32();
+        let domain = if inp.u8() % 4 == 0 {
+            FUZZ_PD + 1
+        } else {
+            FUZZ_PD
+        };
+        FuzzAh { num, domain }
+    }
+}
+
+impl uverbs_wr::AddressHandle for FuzzAh {
+    fn ah_num(&self) -> u32 {
+        self.num
+    }
+    fn domain(&self) -> usize {
+        self.domain
+    }
+}
+
 /// A zeroed, page-aligned heap region standing in for memory the kernel or device shares with
 /// us. The fuzz target plays the other side through [`Shared::write`] / [`Shared::read_u32`],
 /// raw-pointer accesses only, so the queue under test (which holds the same raw pointer) never

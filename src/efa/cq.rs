@@ -1,5 +1,6 @@
-//! `efadv_create_cq` and EFA completion polling (`ibv_poll_cq`, `efadv_wc_read_sgid`,
-//! `efadv_wc_is_unsolicited`).
+//! The EFA half of a [`Cq`]: `efadv_create_cq` (and `ibv_create_cq`, which is it without EFA
+//! attributes), completion polling (`ibv_poll_cq`, the extended poll, `efadv_wc_read_sgid`,
+//! `efadv_wc_is_unsolicited`) and arming through the CQ doorbell.
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -7,7 +8,9 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bitflags::bitflags;
-use uverbs_efa::cq::{CompletionQueue, CqConfig, OneStep, Step, Taken, EFA_CQE_SIZE_EX};
+use uverbs_efa::cq::{
+    Completion, CompletionQueue, CqConfig, OneStep, Step, Taken, EFA_CQE_SIZE_EX,
+};
 use uverbs_efa::table::{Lookup, QpTable, TablePoller};
 use uverbs_efa::EfaError;
 use uverbs_uapi::cmds::{
@@ -26,7 +29,9 @@ use zerocopy::IntoBytes;
 use crate::channel::{MapKind, Mapping};
 use crate::context::Context;
 use crate::cq::{Cq, CqInitAttr, CqShared};
+use crate::cq_ex::PollCq;
 use crate::error::{Errno, Error, Result};
+use crate::provider::{CqOps, CqRing, CursorOps};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 bitflags! {
@@ -110,7 +115,7 @@ impl EfaWc {
 /// The EFA ring of a [`Cq`]: the provider's queue, the table of QPs completing into it (QPs
 /// register through `table`; polls read it through `poller`, its one reader, which keeps the
 /// last QP found across polls) and the mappings it reads (dropped after the queue).
-pub(crate) struct EfaCqRing {
+pub(crate) struct EfaCq {
     cq: CompletionQueue,
     pub(crate) table: Arc<QpTable>,
     poller: TablePoller,
@@ -119,50 +124,31 @@ pub(crate) struct EfaCqRing {
     _db: Option<Mapping>,
 }
 
-impl std::fmt::Debug for EfaCqRing {
+impl std::fmt::Debug for EfaCq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EfaCqRing").field("cq", &self.cq).finish()
+        f.debug_struct("EfaCq").field("cq", &self.cq).finish()
     }
 }
 
-/// Converts a provider completion: the raw verbs numbers become the core's types (same
-/// numbers, no translation; `IBV_WC_WITH_IMM` is the same bit in both).
-#[inline(always)]
-fn wc_from_efa(c: &uverbs_efa::Wc) -> EfaWc {
-    EfaWc {
-        wc: core_wc(c),
-        sgid: c.sgid,
-        is_unsolicited: c.is_unsolicited,
+impl From<&Completion> for EfaWc {
+    /// The provider's completion with its extras, as `efadv_wc_*` reads them.
+    #[inline(always)]
+    fn from(c: &Completion) -> Self {
+        EfaWc {
+            wc: c.wc,
+            sgid: c.sgid,
+            is_unsolicited: c.is_unsolicited,
+        }
     }
 }
 
-/// The standard fields of a provider completion as the core's `Wc`.
-#[inline(always)]
-fn core_wc(c: &uverbs_efa::Wc) -> Wc {
-    Wc {
-        wr_id: c.wr_id,
-        status: WcStatus(c.status),
-        opcode: WcOpcode(c.opcode),
-        vendor_err: c.vendor_err,
-        byte_len: c.byte_len,
-        imm_data: c.imm_data,
-        qp_num: c.qp_num,
-        src_qp: c.src_qp,
-        wc_flags: WcFlags::from_bits_truncate(c.wc_flags & uverbs_efa::status::IBV_WC_WITH_IMM),
-        pkey_index: 0,
-        slid: c.slid,
-        sl: 0,
-        dlid_path_bits: 0,
-    }
-}
-
-impl EfaCqRing {
+impl EfaCq {
     /// Polls up to `out.len()` completions into `out`, each converted by `conv`; returns how
     /// many were written (from the first slot). Skips (and counts) completions of QPs that
     /// are gone. Each completion goes from the ring to its slot without an intermediate
     /// buffer; once inlined, fields `conv` ignores are never built.
     #[inline]
-    pub(crate) fn poll_with<T, F: FnMut(&EfaWc) -> T>(
+    pub(crate) fn poll_with<T, F: FnMut(&Completion) -> T>(
         &mut self,
         out: &mut [T],
         label: &dyn Fn() -> String,
@@ -172,9 +158,7 @@ impl EfaCqRing {
         let mut lookup = self.poller.begin();
         loop {
             let rest = out.get_mut(n..).unwrap_or_default();
-            let r = self
-                .cq
-                .poll_into(rest, &mut lookup, |c| conv(&wc_from_efa(c)));
+            let r = self.cq.poll_into(rest, &mut lookup, |c| conv(c));
             match r {
                 Ok(k) => return Ok(n + k),
                 // The device may still write completions for a QP destroyed since: consumed
@@ -194,37 +178,19 @@ impl EfaCqRing {
     /// inline; any other CQE goes to [`poll_one_slow`], out of line, which carries on in
     /// the same table poll. `shared` names the CQ in an error (read only then).
     #[inline(always)]
-    pub(crate) fn poll_one_with<F: FnMut(&EfaWc)>(
+    pub(crate) fn poll_one_with<F: FnMut(&Completion)>(
         &mut self,
         shared: &CqShared,
         mut put: F,
     ) -> Result<usize> {
         let mut lookup = self.poller.begin_short();
-        match self.cq.poll_one_fast(&mut lookup, |c| put(&wc_from_efa(c))) {
+        match self.cq.poll_one_fast(&mut lookup, &mut put) {
             OneStep::Took => Ok(1),
             OneStep::Empty => Ok(0),
             OneStep::Slow(t) => {
                 poll_one_slow(&mut self.cq, lookup, t, &mut self.stale, shared, put)
             }
         }
-    }
-
-    /// Opens an extended poll (`ibv_start_poll`): a cursor on the first completion, or
-    /// `None`. Completions of QPs that are gone are skipped and counted, as in `poll_with`.
-    #[inline]
-    pub(crate) fn start_poll(&mut self) -> std::result::Result<Option<EfaCursor<'_>>, EfaError> {
-        let mut c = EfaCursor {
-            cur: self.cq.poll_cursor(),
-            poller: &mut self.poller,
-            stale: &mut self.stale,
-        };
-        Ok(if c.advance()? { Some(c) } else { None })
-    }
-
-    pub(crate) fn req_notify(&mut self, solicited_only: bool, label: String) -> Result<()> {
-        self.cq
-            .req_notify(solicited_only)
-            .map_err(|e| super::provider_error("req_notify_cq", label, &e))
     }
 
     pub(crate) fn stale(&self) -> u64 {
@@ -243,9 +209,72 @@ impl EfaCqRing {
 /// over between calls is only the poller's cached entry, revalidated by each table poll
 /// (one generation compare) instead of probing the table again.
 pub(crate) struct EfaCursor<'a> {
-    pub(crate) cur: uverbs_efa::cq::PollCursor<'a>,
+    cur: uverbs_efa::cq::PollCursor<'a>,
     poller: &'a mut TablePoller,
     stale: &'a mut u64,
+    /// The CQ, which errors name.
+    shared: &'a CqShared,
+}
+
+impl CqOps for EfaCq {
+    type Cursor<'a> = EfaCursor<'a>;
+
+    /// One completion asked for: a path of its own (most of such a call is per-call cost,
+    /// which the general walk's set-up would dominate). Both out of line (a direct call), as
+    /// a C program calls the provider's poll through `ibv_poll_cq`.
+    #[inline]
+    fn poll(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+        match wcs {
+            [one] => poll_efa_one(shared, self, one),
+            _ => poll_efa(shared, self, wcs),
+        }
+    }
+
+    /// A cursor on the first completion, or `None`. Completions of QPs that are gone are
+    /// skipped and counted, as in `poll`.
+    #[inline]
+    fn start_poll<'a>(&'a mut self, shared: &'a CqShared) -> Result<Option<EfaCursor<'a>>> {
+        let mut c = EfaCursor {
+            cur: self.cq.poll_cursor(),
+            poller: &mut self.poller,
+            stale: &mut self.stale,
+            shared,
+        };
+        match c.advance() {
+            Ok(true) => Ok(Some(c)),
+            Ok(false) => Ok(None),
+            Err(e) => Err(cursor_error(shared, &e)),
+        }
+    }
+
+    /// Arms through the CQ doorbell, not a kernel command (`efa_arm_cq`): refused for
+    /// solicited-only (EFA has none) and on a CQ the kernel gave no doorbell.
+    fn req_notify(&mut self, shared: &CqShared, solicited_only: bool) -> Result<()> {
+        self.cq
+            .req_notify(solicited_only)
+            .map_err(|e| Error::provider("req_notify_cq", shared.label(), e))
+    }
+
+    fn resize(&mut self, shared: &CqShared, _cqe: u32) -> Result<u32> {
+        Err(Error::invalid(
+            "resize_cq",
+            shared.label(),
+            Errno::OPNOTSUPP,
+            "EFA CQs cannot be resized (libefa has no resize_cq either)",
+        ))
+    }
+}
+
+/// [`CqOps::poll`] of several completions, out of line.
+#[inline(never)]
+fn poll_efa(shared: &CqShared, r: &mut EfaCq, wcs: &mut [Wc]) -> Result<usize> {
+    r.poll_with(wcs, &|| shared.label(), |c| c.wc)
+}
+
+/// [`CqOps::poll`] of one completion (`wcs.len() == 1`), out of line.
+#[inline(never)]
+fn poll_efa_one(shared: &CqShared, r: &mut EfaCq, wc: &mut Wc) -> Result<usize> {
+    r.poll_one_with(shared, |c| *wc = c.wc)
 }
 
 impl EfaCursor<'_> {
@@ -300,16 +329,16 @@ impl EfaCursor<'_> {
         }
     }
 
-    /// `efadv_wc_read_sgid` of the current completion.
-    pub(crate) fn read_sgid(&self, label: &dyn Fn() -> String) -> Result<[u8; 16]> {
+    /// `efadv_wc_read_sgid` of the current completion of the CQ `shared`.
+    fn read_sgid(&self, shared: &CqShared) -> Result<[u8; 16]> {
         self.cur.sgid().ok_or_else(|| {
             Error::invalid(
                 "efadv_wc_read_sgid",
                 format!(
-                    "{}: completion wr_id {} on qp {}",
-                    label(),
+                    "completion wr_id {} of qp {} on {}",
                     self.cur.wr_id(),
-                    self.cur.qp_num()
+                    self.cur.qp_num(),
+                    shared.label(),
                 ),
                 Errno::NOENT,
                 "no source GID: not a receive, the sender's AH is known here, or the CQ was created without WITH_SGID",
@@ -317,23 +346,101 @@ impl EfaCursor<'_> {
         })
     }
 
-    /// The current completion as the core's `Wc` (what `Cq::poll` gives for it).
+    /// `efadv_wc_is_unsolicited` of the current completion.
+    fn is_unsolicited(&self) -> bool {
+        self.cur.is_unsolicited()
+    }
+}
+
+impl CursorOps for EfaCursor<'_> {
+    #[inline(always)]
+    fn shared(&self) -> &CqShared {
+        self.shared
+    }
+    /// As on rxe: the common step's `Ok(true)` returns from here, so the caller's loop goes
+    /// from the step straight to its next reader, not through the slow path's `Result`; the
+    /// step itself is the one out-of-line call, as a C program calls the provider's
+    /// `next_poll` through `ibv_cq_ex`.
+    #[inline(always)]
+    fn next(&mut self) -> Result<bool> {
+        let step = self.step();
+        if step == Step::Landed {
+            return Ok(true);
+        }
+        self.advance_slow(step)
+            .map_err(|e| cursor_error(self.shared, &e))
+    }
     #[inline]
-    pub(crate) fn wc(&self) -> Wc {
-        core_wc(&self.cur.wc_without_sgid())
+    fn wr_id(&self) -> u64 {
+        self.cur.wr_id()
+    }
+    #[inline]
+    fn status(&self) -> WcStatus {
+        self.cur.status()
+    }
+    #[inline]
+    fn opcode(&self) -> WcOpcode {
+        self.cur.opcode()
+    }
+    #[inline]
+    fn vendor_err(&self) -> u32 {
+        self.cur.vendor_err()
+    }
+    #[inline]
+    fn byte_len(&self) -> u32 {
+        self.cur.byte_len()
+    }
+    /// The device writes immediate data in host order.
+    #[inline]
+    fn imm_data(&self) -> u32 {
+        self.cur.imm_data()
+    }
+    /// EFA invalidates no rkeys: the field's value, which is the immediate word.
+    #[inline]
+    fn invalidated_rkey(&self) -> u32 {
+        self.cur.imm_data()
+    }
+    #[inline]
+    fn qp_num(&self) -> u32 {
+        self.cur.qp_num()
+    }
+    #[inline]
+    fn src_qp(&self) -> u32 {
+        self.cur.src_qp()
+    }
+    #[inline]
+    fn wc_flags(&self) -> WcFlags {
+        self.cur.wc_flags()
+    }
+    #[inline]
+    fn slid(&self) -> u16 {
+        self.cur.slid()
+    }
+    /// EFA has no service levels in completions.
+    #[inline]
+    fn sl(&self) -> u8 {
+        0
+    }
+    #[inline]
+    fn dlid_path_bits(&self) -> u8 {
+        0
+    }
+    #[inline]
+    fn pkey_index(&self) -> u16 {
+        0
+    }
+    #[inline]
+    fn wc(&self) -> Wc {
+        self.cur.wc()
     }
 }
 
 /// The error an extended poll reports for a bad CQE (which the provider consumed).
 #[cold]
 #[inline(never)]
-pub(crate) fn cursor_error(label: &dyn Fn() -> String, e: &EfaError) -> Error {
-    Error::invalid(
-        "poll_cq",
-        label(),
-        Errno::from_raw_os_error(e.errno()),
-        format!("bad completion from the device: {e}"),
-    )
+fn cursor_error(shared: &CqShared, e: &EfaError) -> Error {
+    Error::provider("poll_cq", shared.label(), *e)
+        .with_reason(format!("bad completion from the device: {e}"))
 }
 
 /// The rest of a one-completion poll whose CQE `poll_one_fast` left (`t`): the provider's
@@ -342,7 +449,7 @@ pub(crate) fn cursor_error(label: &dyn Fn() -> String, e: &EfaError) -> Error {
 /// (ended when it is dropped here).
 #[cold]
 #[inline(never)]
-fn poll_one_slow<F: FnMut(&EfaWc)>(
+fn poll_one_slow<F: FnMut(&Completion)>(
     cq: &mut CompletionQueue,
     mut lookup: Lookup<'_, true>,
     t: Taken,
@@ -350,26 +457,23 @@ fn poll_one_slow<F: FnMut(&EfaWc)>(
     shared: &CqShared,
     mut put: F,
 ) -> Result<usize> {
-    let mut r = cq.poll_one_finish(t, &mut lookup, |c| put(&wc_from_efa(c)));
+    let mut r = cq.poll_one_finish(t, &mut lookup, &mut put);
     loop {
         match r {
             Ok(n) => return Ok(n),
             Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => *stale += 1,
             Err(e) => return Err(poll_error(&|| shared.label(), 0, &e.error)),
         }
-        r = cq.poll_one_each(&mut lookup, |c| put(&wc_from_efa(c)));
+        r = cq.poll_one_each(&mut lookup, &mut put);
     }
 }
 
 #[cold]
 #[inline(never)]
 fn poll_error(label: &dyn Fn() -> String, n: usize, e: &EfaError) -> Error {
-    Error::invalid(
-        "poll_cq",
-        label(),
-        Errno::from_raw_os_error(e.errno()),
-        format!("bad completion from the device after {n} good ones: {e}"),
-    )
+    Error::provider("poll_cq", label(), *e).with_reason(format!(
+        "bad completion from the device after {n} good ones: {e}"
+    ))
 }
 
 impl Cq {
@@ -378,29 +482,61 @@ impl Cq {
     #[doc(alias = "efadv_wc_read_sgid")]
     #[doc(alias = "efadv_wc_is_unsolicited")]
     pub fn poll_efa(&mut self, wcs: &mut [EfaWc]) -> Result<usize> {
-        match self.efa_parts() {
-            (shared, Some(r)) => match wcs {
-                [one] => r.poll_one_with(shared, |w| *one = *w),
-                _ => r.poll_with(wcs, &|| shared.label(), |w| *w),
+        let shared = &*self.shared;
+        match self.ring.efa_mut() {
+            Some(r) => match wcs {
+                [one] => r.poll_one_with(shared, |c| *one = c.into()),
+                _ => r.poll_with(wcs, &|| shared.label(), |c| EfaWc::from(c)),
             },
-            (shared, None) => Err(Error::invalid(
-                "poll_cq",
-                shared.label(),
-                Errno::OPNOTSUPP,
-                "not an EFA CQ",
-            )),
+            None => Err(not_efa(shared, "poll_cq")),
         }
     }
 
-    /// Completions consumed for QPs that no longer exist (skipped by poll).
+    /// Completions consumed for QPs that no longer exist (skipped by poll); 0 on another
+    /// provider's CQ.
     pub fn efa_stale_completions(&self) -> u64 {
-        self.efa_ring().map_or(0, |r| r.stale())
+        self.ring.efa().map_or(0, |r| r.stale())
     }
 
     /// Number of sub-CQs the EFA CQ is split into (0 for other CQs).
     pub fn efa_sub_cqs(&self) -> u16 {
-        self.efa_ring().map_or(0, |r| r.sub_cqs())
+        self.ring.efa().map_or(0, |r| r.sub_cqs())
     }
+}
+
+impl PollCq<'_> {
+    /// `efadv_wc_read_sgid`: the sender's GID, for a receive on an EFA CQ created with
+    /// `WITH_SGID` from a sender this side has no AH for; `ENOENT` otherwise (rdma-core
+    /// returns -ENOENT when the AH is known), `EOPNOTSUPP` on a non-EFA CQ.
+    #[doc(alias = "efadv_wc_read_sgid")]
+    pub fn read_sgid(&self) -> Result<[u8; 16]> {
+        match self.cur.efa() {
+            Some(c) => c.read_sgid(c.shared),
+            None => Err(not_efa(self.shared(), "efadv_wc_read_sgid")),
+        }
+    }
+
+    /// `efadv_wc_is_unsolicited`: an RDMA write with immediate that consumed no receive WR
+    /// (its `wr_id` is 0); always `false` on a non-EFA CQ.
+    #[doc(alias = "efadv_wc_is_unsolicited")]
+    #[inline]
+    pub fn is_unsolicited(&self) -> bool {
+        self.cur.efa().is_some_and(|c| c.is_unsolicited())
+    }
+}
+
+/// The refusal of the EFA call `op` on a CQ of another provider.
+#[cold]
+fn not_efa(shared: &CqShared, op: &'static str) -> Error {
+    Error::invalid(
+        op,
+        shared.label(),
+        Errno::OPNOTSUPP,
+        format!(
+            "{op} is EFA's, and this is a {} CQ",
+            shared.ctx.device().driver()
+        ),
+    )
 }
 
 impl Context {
@@ -422,7 +558,17 @@ impl Context {
     /// # Ok::<(), uverbs::Error>(())
     /// ```
     pub fn efadv_create_cq(&self, attr: &CqInitAttr<'_>, efa: &EfaCqInitAttr<'_>) -> Result<Cq> {
-        let op = "efadv_create_cq";
+        self.efa_create_cq(attr, efa, "efadv_create_cq")
+    }
+
+    /// `efadv_create_cq` as the call `op` (`ibv_create_cq` on EFA is it without EFA
+    /// attributes, as libefa's `efa_create_cq`).
+    pub(crate) fn efa_create_cq(
+        &self,
+        attr: &CqInitAttr<'_>,
+        efa: &EfaCqInitAttr<'_>,
+        op: &'static str,
+    ) -> Result<Cq> {
         let label = || self.label().to_string();
         let uctx = self.efa_ucontext(op)?;
         let caps = self.efa_query_raw(op)?.device_caps;
@@ -578,12 +724,12 @@ impl Context {
             base.ok_or_else(|| Error::invalid(op, slabel(), Errno::IO, "empty CQ buffer"))?;
         // Nothing in this process writes the ring; the device (or model) does, and the queue
         // reads it only through raw pointers and atomics. `db_ptr`, if any, is 4 bytes inside
-        // `db_map`, which the EfaCqRing keeps alive like `buf`.
-        // SAFETY: `base..base+len` lies in `buf`, a live mapping the EfaCqRing outlives.
+        // `db_map`, which the EfaCq keeps alive like `buf`.
+        // SAFETY: `base..base+len` lies in `buf`, a live mapping the EfaCq outlives.
         let queue = unsafe { CompletionQueue::new(cfg, base, len, db_ptr) }
-            .map_err(|e| super::provider_error(op, slabel(), &e))?;
+            .map_err(|e| Error::provider(op, slabel(), e))?;
         let (table, poller) = QpTable::new();
-        let ring = EfaCqRing {
+        let ring = EfaCq {
             cq: queue,
             table,
             poller,
@@ -591,7 +737,7 @@ impl Context {
             _buf: buf,
             _db: db_map,
         };
-        Ok(Cq::from_efa(shared, ring, got_cqe))
+        Ok(Cq::assemble(shared, CqRing::Efa(Box::new(ring)), got_cqe))
     }
 }
 
@@ -625,85 +771,8 @@ fn map_ext(m: EfaCqExtMem<'_>, op: &'static str, label: &dyn Fn() -> String) -> 
 }
 
 /// Introspection (`efadv_query_cq`, in `super::introspect`): the queue, read only.
-impl EfaCqRing {
+impl EfaCq {
     pub(crate) fn queue(&self) -> &CompletionQueue {
         &self.cq
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use uverbs_efa::status as raw;
-
-    /// The provider hands out raw `ibv_wc_status`/`ibv_wc_opcode` numbers and `wc_from_efa`
-    /// wraps them untranslated: every number it can produce must be the core's name for it.
-    #[test]
-    fn provider_numbers_are_the_core_names() {
-        let statuses = [
-            (raw::IBV_WC_SUCCESS, WcStatus::SUCCESS),
-            (raw::IBV_WC_LOC_LEN_ERR, WcStatus::LOC_LEN_ERR),
-            (raw::IBV_WC_LOC_QP_OP_ERR, WcStatus::LOC_QP_OP_ERR),
-            (raw::IBV_WC_LOC_PROT_ERR, WcStatus::LOC_PROT_ERR),
-            (raw::IBV_WC_WR_FLUSH_ERR, WcStatus::WR_FLUSH_ERR),
-            (raw::IBV_WC_BAD_RESP_ERR, WcStatus::BAD_RESP_ERR),
-            (raw::IBV_WC_REM_INV_REQ_ERR, WcStatus::REM_INV_REQ_ERR),
-            (raw::IBV_WC_REM_ACCESS_ERR, WcStatus::REM_ACCESS_ERR),
-            (raw::IBV_WC_REM_OP_ERR, WcStatus::REM_OP_ERR),
-            (raw::IBV_WC_RNR_RETRY_EXC_ERR, WcStatus::RNR_RETRY_EXC_ERR),
-            (raw::IBV_WC_REM_INV_RD_REQ_ERR, WcStatus::REM_INV_RD_REQ_ERR),
-            (raw::IBV_WC_REM_ABORT_ERR, WcStatus::REM_ABORT_ERR),
-            (raw::IBV_WC_RESP_TIMEOUT_ERR, WcStatus::RESP_TIMEOUT_ERR),
-            (raw::IBV_WC_GENERAL_ERR, WcStatus::GENERAL_ERR),
-        ];
-        for (n, s) in statuses {
-            assert_eq!(WcStatus(n), s, "{}", s.as_str());
-        }
-        // Every EFA status maps to one of the named numbers above.
-        for efa in 0..=u8::MAX {
-            let n = raw::wc_status_from_efa(efa);
-            assert!(statuses.iter().any(|&(m, _)| m == n), "efa {efa} -> {n}");
-        }
-        let opcodes = [
-            (raw::IBV_WC_SEND, WcOpcode::SEND),
-            (raw::IBV_WC_RDMA_WRITE, WcOpcode::RDMA_WRITE),
-            (raw::IBV_WC_RDMA_READ, WcOpcode::RDMA_READ),
-            (raw::IBV_WC_RECV, WcOpcode::RECV),
-            (raw::IBV_WC_RECV_RDMA_WITH_IMM, WcOpcode::RECV_RDMA_WITH_IMM),
-        ];
-        for (n, o) in opcodes {
-            assert_eq!(WcOpcode(n), o);
-        }
-        assert_eq!(WcFlags::WITH_IMM.bits(), raw::IBV_WC_WITH_IMM);
-        let c = uverbs_efa::Wc {
-            wr_id: 7,
-            status: raw::IBV_WC_REM_ACCESS_ERR,
-            vendor_err: 7,
-            opcode: raw::IBV_WC_RECV_RDMA_WITH_IMM,
-            byte_len: 70_000,
-            imm_data: 0xabcd,
-            qp_num: 3,
-            src_qp: 4,
-            slid: 5,
-            wc_flags: raw::IBV_WC_WITH_IMM,
-            sgid: Some([9; 16]),
-            is_unsolicited: true,
-        };
-        let w = wc_from_efa(&c);
-        assert_eq!(
-            (w.wc.status, w.wc.opcode, w.wc.wc_flags),
-            (
-                WcStatus::REM_ACCESS_ERR,
-                WcOpcode::RECV_RDMA_WITH_IMM,
-                WcFlags::WITH_IMM
-            )
-        );
-        assert_eq!(
-            (w.wc.wr_id, w.wc.vendor_err, w.wc.byte_len, w.wc.imm_data),
-            (7, 7, 70_000, 0xabcd)
-        );
-        assert_eq!((w.wc.qp_num, w.wc.src_qp, w.wc.slid), (3, 4, 5));
-        assert_eq!(w.read_sgid().unwrap(), [9; 16]);
-        assert!(w.is_unsolicited());
     }
 }

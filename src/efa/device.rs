@@ -1,10 +1,25 @@
-//! `efadv_query_device`: the EFA limits and capabilities libfabric sizes itself by.
+//! EFA's part of a device context ([`EfaDevice`]: the driver data of GET_CONTEXT, ALLOC_PD,
+//! QUERY_DEVICE and CREATE_AH; creating CQs, QPs and SRQs; the reasons EFA refuses what it
+//! lacks) and `efadv_query_device`: the EFA limits and capabilities libfabric sizes itself
+//! by.
+
+use std::sync::OnceLock;
 
 use bitflags::bitflags;
-use uverbs_uapi::efa::{self as abi, EfaIbvAllocUcontextResp, EfaIbvExQueryDeviceResp};
+use uverbs_uapi::efa::{
+    self as abi, EfaIbvAllocPdResp, EfaIbvAllocUcontextCmd, EfaIbvAllocUcontextResp,
+    EfaIbvExQueryDeviceResp,
+};
+use zerocopy::{FromBytes, IntoBytes};
 
-use crate::context::{Context, ProviderCtx, ProviderInfo};
+use crate::ah::AhAttr;
+use crate::context::Context;
+use crate::cq::{Cq, CqInitAttr};
 use crate::error::{Errno, Error, Result};
+use crate::pd::Pd;
+use crate::provider::{DeviceOps, Feature, ProviderInfo};
+use crate::qp::{Qp, QpInitAttr, QpType, SendOpsFlags};
+use crate::srq::{Srq, SrqRequest};
 
 bitflags! {
     /// `EFADV_DEVICE_ATTR_CAPS_*` (efadv.h), translated from the kernel's
@@ -92,26 +107,149 @@ pub struct EfaDeviceAttr {
     pub kernel_caps: u32,
 }
 
-/// What EFA keeps in a [`Context`] (its `ProviderCtx::Efa`).
-#[derive(Default)]
-pub(crate) struct EfaCtx {
-    /// The driver part of the extended QUERY_DEVICE, queried once on first use (the device's
-    /// limits never change) by [`Context::efa_query_raw`].
-    dev: std::sync::OnceLock<EfaIbvExQueryDeviceResp>,
+/// What EFA keeps in a [`Context`]: the driver's answer to GET_CONTEXT, and the driver part
+/// of the extended QUERY_DEVICE, asked once (the device's limits never change).
+pub(crate) struct EfaDevice {
+    uctx: EfaIbvAllocUcontextResp,
+    dev: OnceLock<EfaIbvExQueryDeviceResp>,
+}
+
+impl DeviceOps for EfaDevice {
+    /// libefa's `efa_alloc_context`: the caps this library understands (TX batching, the SQ's
+    /// minimum depth).
+    fn context_udata() -> (Vec<u8>, usize) {
+        let cmd = EfaIbvAllocUcontextCmd {
+            supported_caps: abi::EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_TX_BATCH
+                | abi::EFA_ALLOC_UCONTEXT_CMD_SUPP_CAPS_MIN_SQ_WR,
+            ..Default::default()
+        };
+        (
+            cmd.as_bytes().to_vec(),
+            std::mem::size_of::<EfaIbvAllocUcontextResp>(),
+        )
+    }
+
+    /// Refuses a driver that does not return AH numbers (sends name their destination by
+    /// it).
+    fn from_context(driver_resp: &[u8], op: &'static str, label: &str) -> Result<Self> {
+        let uctx = EfaIbvAllocUcontextResp::read_from_prefix(driver_resp)
+            .map(|(r, _)| r)
+            .unwrap_or_default();
+        if uctx.cmds_supp_udata_mask & abi::EFA_USER_CMDS_SUPP_UDATA_CREATE_AH == 0 {
+            return Err(Error::invalid(
+                op,
+                label.to_owned(),
+                Errno::OPNOTSUPP,
+                "the EFA kernel driver does not return AH numbers (too old)",
+            ));
+        }
+        Ok(EfaDevice {
+            uctx,
+            dev: OnceLock::new(),
+        })
+    }
+
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo::Efa(self.uctx)
+    }
+
+    fn pd_udata_len(&self) -> usize {
+        std::mem::size_of::<EfaIbvAllocPdResp>()
+    }
+
+    fn query_device_udata_len(&self) -> usize {
+        if self.uctx.cmds_supp_udata_mask & abi::EFA_USER_CMDS_SUPP_UDATA_QUERY_DEVICE != 0 {
+            std::mem::size_of::<EfaIbvExQueryDeviceResp>()
+        } else {
+            0
+        }
+    }
+
+    fn query_device_udata(&self, driver_resp: &[u8]) {
+        if let Ok((r, _)) = EfaIbvExQueryDeviceResp::read_from_prefix(driver_resp) {
+            self.dev.get_or_init(|| r);
+        }
+    }
+
+    /// libefa's `efa_create_cq`: `efadv_create_cq` with no EFA attributes.
+    fn create_cq(&self, ctx: &Context, attr: &CqInitAttr<'_>) -> Result<Cq> {
+        ctx.efa_create_cq(attr, &super::EfaCqInitAttr::default(), "create_cq")
+    }
+
+    /// libefa's `efa_create_qp`: a UD QP with no EFA attributes (SRD is `efadv_create_qp_ex`'s).
+    fn create_qp(
+        &self,
+        pd: &Pd,
+        attr: &QpInitAttr<'_>,
+        send_ops: Option<SendOpsFlags>,
+    ) -> Result<Qp> {
+        if attr.qp_type == QpType::Srd {
+            return Err(Error::invalid(
+                "create_qp",
+                pd.label(),
+                Errno::OPNOTSUPP,
+                "SRD QPs are created with efadv_create_qp_ex",
+            ));
+        }
+        super::create_qp(
+            pd,
+            "create_qp",
+            attr,
+            &super::EfaQpInitAttr::default(),
+            send_ops,
+        )
+    }
+
+    fn create_srq(&self, pd: &Pd, _req: SrqRequest<'_>) -> Result<Srq> {
+        Err(Error::invalid(
+            "create_srq",
+            pd.label(),
+            Errno::OPNOTSUPP,
+            "EFA has no shared receive queues: each QP has its own receive queue (up to \
+             efadv_query_device's max_rq_wr); post receives to the QP",
+        ))
+    }
+
+    fn check_create_ah(&self, pd: &Pd, _attr: &AhAttr) -> Result<()> {
+        super::check_create_ah(&self.uctx, "create_ah", pd.label())
+    }
+
+    fn ah_udata_len(&self) -> usize {
+        super::CREATE_AH_RESP_LEN
+    }
+
+    fn ah_num(&self, driver_resp: &[u8], _op: &'static str, _label: &str) -> Result<u32> {
+        Ok(super::ah_num(driver_resp))
+    }
+
+    fn lacks(&self, feature: Feature) -> Option<&'static str> {
+        Some(match feature {
+            Feature::Xrc => "EFA has no XRC (its QPs are UD and SRD)",
+            Feature::RawPacket => "EFA has no RAW_PACKET QPs (its QPs are UD and SRD)",
+        })
+    }
 }
 
 impl Context {
-    /// The EFA driver data of the context, or `EOPNOTSUPP` naming `op` for other devices.
-    pub(crate) fn efa_ucontext(&self, op: &'static str) -> Result<EfaIbvAllocUcontextResp> {
-        match self.provider() {
-            ProviderInfo::Efa(r) => Ok(*r),
-            _ => Err(Error::invalid(
+    /// The EFA half of the context, or `EOPNOTSUPP` naming `op` for other devices.
+    pub(crate) fn efa_device(&self, op: &'static str) -> Result<&EfaDevice> {
+        self.inner.provider_ctx.efa().ok_or_else(|| {
+            Error::invalid(
                 op,
                 self.label().to_string(),
                 Errno::OPNOTSUPP,
-                "not an EFA device",
-            )),
-        }
+                format!(
+                    "{op} is EFA's, and {} is an {} device",
+                    self.device().name(),
+                    self.device().driver()
+                ),
+            )
+        })
+    }
+
+    /// The EFA driver data of the context, or `EOPNOTSUPP` naming `op` for other devices.
+    pub(crate) fn efa_ucontext(&self, op: &'static str) -> Result<EfaIbvAllocUcontextResp> {
+        Ok(self.efa_device(op)?.uctx)
     }
 
     /// The driver part of the extended query-device response: asked of the kernel on first
@@ -119,28 +257,20 @@ impl Context {
     /// QPs and CQs costs no QUERY_DEVICE each. Two threads racing on the first use may both
     /// ask; the first answer is kept.
     pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
-        self.efa_ucontext(op)?;
-        let ProviderCtx::Efa(efa) = &self.inner.provider_ctx else {
-            return Err(Error::invalid(
-                op,
-                self.label().to_string(),
-                Errno::OPNOTSUPP,
-                "not an EFA device",
-            ));
-        };
+        let efa = self.efa_device(op)?;
         if let Some(r) = efa.dev.get() {
             return Ok(*r);
         }
-        let attr = self.query_device_ex()?;
-        let r = attr.efa.ok_or_else(|| {
+        // The driver part lands in the cache (`DeviceOps::query_device_udata`).
+        self.query_device_ex()?;
+        efa.dev.get().copied().ok_or_else(|| {
             Error::invalid(
                 op,
                 self.label().to_string(),
                 Errno::OPNOTSUPP,
                 "the EFA kernel driver does not return its query-device data (too old)",
             )
-        })?;
-        Ok(*efa.dev.get_or_init(|| r))
+        })
     }
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended

@@ -27,7 +27,7 @@ use crate::context::Context;
 use crate::cq::Cq;
 use crate::efa::device::inline_buf_size_ex;
 use crate::error::{Errno, Error, Result};
-use crate::qp::{Qp, QpRing};
+use crate::qp::Qp;
 
 bitflags! {
     /// `EFADV_SQ_DEPTH_ATTR_*`.
@@ -105,7 +105,7 @@ impl Qp {
     /// # Ok::<(), uverbs::Error>(())
     /// ```
     pub fn efadv_query_qp_wqs(&self) -> Result<(EfaWqAttr, EfaWqAttr)> {
-        let QpRing::Efa(r) = &self.ring else {
+        let Some(r) = self.ring.efa() else {
             return Err(Error::invalid(
                 "efadv_query_qp_wqs",
                 format!("qp {} on {}", self.qp_num(), self.pd().context().label()),
@@ -147,7 +147,7 @@ impl Cq {
     /// Where this CQ's entries live (`efadv_query_cq`). `EOPNOTSUPP` for a CQ that is not
     /// EFA's.
     pub fn efadv_query_cq(&self) -> Result<EfaCqAttr> {
-        let Some(r) = self.efa_ring() else {
+        let Some(r) = self.ring.efa() else {
             return Err(Error::invalid(
                 "efadv_query_cq",
                 self.shared.label(),

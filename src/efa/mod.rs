@@ -74,25 +74,13 @@ mod qp;
 
 pub(crate) use ah::{ah_num, check_create_ah, CREATE_AH_RESP_LEN};
 pub use cntr::{CompCntrOps, EfaCntrMem, EfaCompCntr, EfaCompCntrInitAttr};
-pub(crate) use cq::{cursor_error, EfaCqRing, EfaCursor};
+pub(crate) use cq::{EfaCq, EfaCursor};
 pub use cq::{EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaWc, EfaWcFlags};
-pub(crate) use device::EfaCtx;
+pub(crate) use device::EfaDevice;
 pub use device::{EfaDeviceAttr, EfaDeviceCaps};
 pub use introspect::{
     EfaCqAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWqAttr, EfaWqCaps,
 };
 pub use mr::EfaMrAttr;
-pub(crate) use qp::{create_qp, modify_req, EfaQpRing};
+pub(crate) use qp::{create_qp, EfaQp};
 pub use qp::{EfaProcessingHints, EfaQpFlags, EfaQpInitAttr, EfaWrExFlags};
-
-use crate::error::{Errno, Error};
-
-/// Turns a provider error into ours: same errno, the provider's text as the reason.
-pub(crate) fn provider_error(op: &'static str, object: String, e: &uverbs_efa::EfaError) -> Error {
-    Error::invalid(
-        op,
-        object,
-        Errno::from_raw_os_error(e.errno()),
-        e.to_string(),
-    )
-}

@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use bitflags::bitflags;
 use uverbs_efa::rq::{RecvQueue, RqConfig};
-use uverbs_efa::sq::{
-    DeviceCaps, Payload, PlainWr, QpType as EfaType, SendQueue, SendWr as EfaWr, SqConfig, UdAddr,
-};
+use uverbs_efa::sq::{DeviceCaps, SendQueue, SqConfig};
 use uverbs_efa::table::{sub_cq_bit, QpTable};
+use uverbs_efa::EfaError;
 use uverbs_uapi::efa::{
     EfaIbvCreateQp, EfaIbvCreateQpResp, EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID,
     EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV, EFA_QP_DRIVER_TYPE_SRD,
@@ -20,22 +19,22 @@ use uverbs_uapi::efa::{
 };
 use uverbs_uapi::verbs::IB_UVERBS_QPT_UD;
 use uverbs_uapi::write::{
-    IbUverbsCreateQp, IbUverbsCreateQpResp, IbUverbsModifyQp, IB_USER_VERBS_CMD_CREATE_QP,
+    IbUverbsCreateQp, IbUverbsCreateQpResp, IbUverbsModifyQp, IB_USER_VERBS_CMD_MODIFY_QP,
 };
 use zerocopy::IntoBytes;
 
 use crate::ah::Ah;
-use crate::channel::{MapKind, Mapping};
+use crate::channel::{MapKind, Mapping, WriteCmd};
 use crate::context::legacy_cmd;
-use crate::cq::QpCqs;
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::mr::Sge;
 use crate::pd::Pd;
+use crate::provider::{Fast, QpOps, QpRing, Step};
 use crate::qp::{
-    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpParts, QpRing, QpState, QpType, SendOpsFlags,
+    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpState, QpType, SendOpsFlags, WrBatch,
 };
-use crate::wr::{PostError, RecvWr, SendFlags, SendWr, WrData, WrOp};
+use crate::wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrOp};
 
 /// `IBV_QPT_DRIVER`: the generic type of driver-defined QPs (SRD).
 const IB_QPT_DRIVER: u8 = 0xff;
@@ -91,72 +90,23 @@ pub struct EfaQpInitAttr {
     pub wr_flags: EfaWrExFlags,
 }
 
-/// A WR staged by a [`crate::WrBatch`] on an EFA QP: copied out of the caller's borrows so
-/// the batch touches the shared queues only in `complete`.
-#[derive(Clone, Copy)]
-struct Staged {
-    wr_id: u64,
-    op: WrOp,
-    dest: UdAddr,
-    has_dest: bool,
-    signaled: bool,
-    inline: bool,
-    n: u8,
-    sges: [Sge; 2],
-    inline_len: u8,
-    inline_data: [u8; 80],
-    /// `EFA_IO_PROCESSING_HINT_*` for the WQE's `ctrl3`.
-    hints: u8,
-}
-
-const EMPTY_STAGED: Staged = Staged {
-    wr_id: 0,
-    op: WrOp::Send,
-    dest: UdAddr {
-        ah: 0,
-        remote_qpn: 0,
-        remote_qkey: 0,
-    },
-    has_dest: false,
-    signaled: false,
-    inline: false,
-    n: 0,
-    sges: [Sge {
-        addr: 0,
-        length: 0,
-        lkey: 0,
-    }; 2],
-    inline_len: 0,
-    inline_data: [0; 80],
-    hints: 0,
-};
-
 /// The rings of an EFA QP. Posts through `&mut` without locks, allocation or syscalls; see
 /// `crate::efa` for how it shares wr_id bookkeeping with its CQs.
-pub(crate) struct EfaQpRing {
+pub(crate) struct EfaQp {
     // The queues own the posting halves of the wr_id pools; the completing halves live in
     // the tables of the CQs (see `crate::efa`). Declared before `cold` (its mappings), so
     // they are dropped before the memory they point into is unmapped.
     sq: SendQueue,
     rq: RecvQueue,
     qpn16: u16,
-    /// The QP's PD ([`crate::wr::pd_id`]): a send's AH must be of it. The QP holds its PD,
-    /// so the id stays this PD's while the ring exists.
-    pd_id: usize,
-    /// The QP's `sq_sig_all` (fixed at creation) as the flag it stands for: SIGNALED with
-    /// it, empty without, or-ed into a WR's own flags where the single-WR path reads them.
-    sig_all: SendFlags,
-    /// Whether the QP is in RTS, the one state EFA sends in: kept by [`Qp::set_state`]
-    /// (`crate::Qp`), the only place the QP's state changes, through [`Self::set_rts`].
-    rts: bool,
-    staging: Box<[Staged]>,
-    /// Created with `EFADV_WR_EX_WITH_PROCESSING_HINTS`.
-    hints_allowed: bool,
+    /// The QP's state (kept by `QpOps::set_state`): EFA sends in RTS only, receives in INIT,
+    /// RTR and RTS.
+    state: QpState,
     cold: Box<EfaQpCold>,
 }
 
 /// What an EFA QP keeps but never reads while posting: the CQ tables it is registered in
-/// (for [`EfaQpRing::unregister`]) and the mappings its queues point into. Out of line, so
+/// (for [`EfaQp::unregister`]) and the mappings its queues point into. Out of line, so
 /// that a [`Qp`] (and a `Vec` of them) holds inline only what the data path reads: the EFA
 /// arm of the QP's ring is then no larger than the rxe arm.
 struct EfaQpCold {
@@ -218,7 +168,7 @@ pub(crate) fn create_qp(
         return Err(inval("an EFA QP needs a send CQ and a receive CQ".into()));
     };
     let dev = ctx.efa_query_raw(op)?;
-    let (Some(scq), Some(rcq)) = (send_cq.efa_ring(), recv_cq.efa_ring()) else {
+    let (Some(scq), Some(rcq)) = (send_cq.ring.efa(), recv_cq.ring.efa()) else {
         return Err(inval(
             "send_cq and recv_cq must be CQs of this EFA device".into(),
         ));
@@ -347,28 +297,18 @@ pub(crate) fn create_qp(
         sl: efa.sl,
         ..Default::default()
     };
-    let mut cmd = legacy_cmd(
-        IB_USER_VERBS_CMD_CREATE_QP,
+    // As libefa: the legacy write, with `efa_ibv_create_qp` (and destroyed with the legacy
+    // write too).
+    let (inner, cmd) = pd.create_qp_legacy(
+        op,
+        attr,
         &req,
         drv.as_bytes(),
-        std::mem::size_of::<IbUverbsCreateQpResp>(),
         std::mem::size_of::<EfaIbvCreateQpResp>(),
-    );
-    ctx.write_cmd(op, &label, &mut cmd)?;
+    )?;
+    // From here `inner` destroys the kernel QP if anything fails.
     let resp: IbUverbsCreateQpResp = cmd.response_as();
     let dresp: EfaIbvCreateQpResp = cmd.driver_response_as();
-    let user_handle = req.user_handle;
-    // From here `inner` destroys the kernel QP if anything fails.
-    let inner = QpInner::new(QpParts {
-        pd: pd.clone(),
-        cqs: QpCqs::new(Some(send_cq), Some(recv_cq)),
-        srq: None,
-        handle: resp.qp_handle,
-        qp_num: resp.qpn,
-        user_handle,
-        qp_context: attr.qp_context,
-        legacy_destroy: true,
-    });
     let qlabel = || format!("qp {} on {}", resp.qpn, ctx.label());
     let qpn16 = u16::try_from(resp.qpn).map_err(|_| {
         Error::invalid(
@@ -421,7 +361,10 @@ pub(crate) fn create_qp(
     }
     let sq_cfg = SqConfig {
         qp_num: resp.qpn,
-        qp_type: if srd { EfaType::Srd } else { EfaType::Ud },
+        qp_type: attr.qp_type,
+        domain: crate::wr::pd_id(pd),
+        sq_sig_all: attr.sq_sig_all,
+        processing_hints: efa.wr_flags.contains(EfaWrExFlags::WITH_PROCESSING_HINTS),
         depth,
         wqe_size,
         max_send_sge: cap.max_send_sge.max(1),
@@ -439,16 +382,16 @@ pub(crate) fn create_qp(
         ..rq_cfg
     };
     // SAFETY: `desc` has `sq_ring_size` writable bytes inside `llq`, `sq_dbp` 4 bytes
-    // inside `sq_db`; both mappings move into the EfaQpRing that owns the queue and are
+    // inside `sq_db`; both mappings move into the EfaQp that owns the queue and are
     // dropped after it (field order). Only this queue writes them.
     let mut sq = unsafe { SendQueue::new(sq_cfg, desc, sq_ring_size as usize, sq_dbp.cast()) }
-        .map_err(|e| super::provider_error(op, qlabel(), &e))?;
+        .map_err(|e| Error::provider(op, qlabel(), e))?;
     // The QP starts in RESET: no send until `set_rts` (the ring's `rts` below).
     sq.set_plain_open(false);
     // SAFETY: `rq_ring` is the whole RQ ring mapping (`rq_len` bytes), `rq_dbp` 4 bytes of
-    // `rq_db`; both move into the same EfaQpRing and outlive the queue.
+    // `rq_db`; both move into the same EfaQp and outlive the queue.
     let mut rq = unsafe { RecvQueue::new(rq_cfg, rq_ring.as_ptr(), rq_len, rq_dbp.cast()) }
-        .map_err(|e| super::provider_error(op, qlabel(), &e))?;
+        .map_err(|e| Error::provider(op, qlabel(), e))?;
     let send_table = scq.table.clone();
     let recv_table = rcq.table.clone();
     let taken = || Error::invalid(op, qlabel(), Errno::EXIST, "wr_id completer taken twice");
@@ -489,33 +432,18 @@ pub(crate) fn create_qp(
         max_recv_sge: rq_cfg.max_sge,
         max_inline_data: cap.max_inline_data,
     };
-    Ok(Qp {
-        ring: QpRing::Efa(EfaQpRing {
-            sq,
-            rq,
-            qpn16,
-            pd_id: crate::wr::pd_id(pd),
-            sig_all: if attr.sq_sig_all {
-                SendFlags::SIGNALED
-            } else {
-                SendFlags::empty()
-            },
-            rts: false,
-            staging: vec![EMPTY_STAGED; depth as usize].into_boxed_slice(),
-            hints_allowed: efa.wr_flags.contains(EfaWrExFlags::WITH_PROCESSING_HINTS),
-            cold: Box::new(EfaQpCold {
-                send_table,
-                recv_table,
-                _maps: [llq, sq_db, rq_ring, rq_db],
-            }),
-        }),
-        inner,
-        qp_type: attr.qp_type,
-        cap: qp_cap,
+    let ring = QpRing::Efa(EfaQp {
+        sq,
+        rq,
+        qpn16,
         state: QpState::Reset,
-        sq_sig_all: attr.sq_sig_all,
-        send_ops,
-    })
+        cold: Box::new(EfaQpCold {
+            send_table,
+            recv_table,
+            _maps: [llq, sq_db, rq_ring, rq_db],
+        }),
+    });
+    Ok(Qp::assemble(ring, inner, attr, qp_cap, send_ops))
 }
 
 impl Pd {
@@ -545,6 +473,9 @@ impl Pd {
     /// ```
     #[doc(alias = "efadv_create_driver_qp")]
     pub fn efadv_create_qp_ex(&self, attr: &QpInitAttr<'_>, efa: &EfaQpInitAttr) -> Result<Qp> {
+        let op = "efadv_create_qp_ex";
+        self.context().efa_device(op)?;
+        self.check_qp_attr(op, attr)?;
         create_qp(
             self,
             "efadv_create_qp_ex",
@@ -557,7 +488,7 @@ impl Pd {
 
 /// The modify command an EFA QP takes: only the fields `mask` names (the rest zero, as libefa
 /// sends through `ibv_cmd_modify_qp`), or the reason EFA cannot modify what it names.
-pub(crate) fn modify_req(
+fn modify_req(
     full: &IbUverbsModifyQp,
     mask: QpAttrMask,
 ) -> std::result::Result<IbUverbsModifyQp, String> {
@@ -607,267 +538,46 @@ pub(crate) fn modify_req(
     Ok(req)
 }
 
-/// Whether EFA has the operation `op` (rdma-core's EFA provider: SEND, SEND_WITH_IMM and,
-/// on SRD with the device caps, the RDMA ones; the provider checks those caps).
-#[inline(always)]
-fn efa_has(op: &WrOp) -> bool {
-    matches!(
-        op,
-        WrOp::Send
-            | WrOp::SendWithImm { .. }
-            | WrOp::RdmaRead { .. }
-            | WrOp::RdmaWrite { .. }
-            | WrOp::RdmaWriteWithImm { .. }
-    )
-}
-
-#[cold]
-#[inline(never)]
-fn op_error(inner: &QpInner, op: &'static str, wr_op: WrOp) -> Error {
-    Error::invalid(
-        op,
-        inner.label(),
-        Errno::OPNOTSUPP,
-        format!(
-            "EFA cannot post {:?}: it has SEND, SEND_WITH_IMM, RDMA_READ, RDMA_WRITE and \
-             RDMA_WRITE_WITH_IMM",
-            crate::qp::send_ops_flag(&wr_op)
-        ),
-    )
-}
-
-#[cold]
-#[inline(never)]
-fn no_dest(inner: &QpInner, op: &'static str) -> Error {
-    Error::invalid(
-        op,
-        inner.label(),
-        Errno::INVAL,
-        "EFA QPs are datagram QPs: every send needs a destination (an AH, the remote QPN and \
-         Q_Key: SendWr::ud or WrBatch::set_ud_addr)",
-    )
-}
-
-/// The device AH number of a destination (EFA's are 16-bit; the create response says so).
-#[inline(always)]
-fn ahn(d: &crate::wr::UdDest<'_>) -> u16 {
-    d.ah_num() as u16
-}
-
-/// What the provider cannot check of a generic send WR: an operation EFA has, a destination,
-/// an AH of the QP's PD (`pd_id`, the QP's [`crate::wr::pd_id`]).
-#[inline(always)]
-fn check_wr(wr: &SendWr<'_>, inner: &QpInner, pd_id: usize) -> Result<()> {
-    if !efa_has(&wr.op) {
-        return Err(op_error(inner, "post_send", wr.op));
-    }
-    let Some(d) = &wr.ud else {
-        return Err(no_dest(inner, "post_send"));
-    };
-    if d.pd_id() != pd_id {
-        // Names the reason (the same test, on the AH itself).
-        crate::qp::check_ah_pd(inner, "post_send", d.ah())?;
-    }
-    Ok(())
-}
-
-/// The generic send WR, read in place by the provider's send queue, with what the provider
-/// cannot check made here (`check_wr`'s conditions: an operation EFA has, a destination, an
-/// AH of the QP's PD, whose identity, `crate::wr::pd_id`, is the context): a WR that fails them is
-/// declined by both methods, so the queue never posts it.
-impl uverbs_efa::SendWrSource for SendWr<'_> {
-    /// The identity of the QP's PD (`crate::wr::pd_id`).
-    type Ctx = usize;
-
+impl QpOps for EfaQp {
+    /// One plain WR (a signaled SEND of one SGE to an AH of the QP's PD) on an RTS QP: the
+    /// provider's single-WR path. Outside RTS that path is closed (`set_state`) and declines.
     #[inline(always)]
-    fn plain(&self, pd_id: usize) -> Option<PlainWr<'_>> {
-        match (&self.op, &self.data, &self.ud) {
-            (WrOp::Send, WrData::Sge([sge]), Some(d)) if d.pd_id() == pd_id => Some(PlainWr {
-                wr_id: self.wr_id,
-                dest: UdAddr {
-                    ah: ahn(d),
-                    remote_qpn: d.remote_qpn,
-                    remote_qkey: d.remote_qkey,
-                },
-                sge,
-                signaled: self.flags.contains(SendFlags::SIGNALED),
-                processing_hints: 0,
-            }),
-            _ => None,
+    fn post_send_fast(&mut self, wrs: &[SendWr<'_>]) -> Fast {
+        match wrs {
+            [wr] if self.sq.post_plain(wr) => Fast::Posted,
+            _ => Fast::Declined,
         }
     }
 
-    #[inline(always)]
-    fn send_wr(&self, pd_id: usize) -> Option<EfaWr<'_>> {
-        let d = self.ud.as_ref()?;
-        if !efa_has(&self.op) || d.pd_id() != pd_id {
-            return None;
-        }
-        let payload = match &self.data {
-            WrData::Sge(s) => Payload::Sge(s),
-            WrData::Inline(d) => Payload::Inline(std::slice::from_ref(d)),
-        };
-        Some(EfaWr {
-            wr_id: self.wr_id,
-            op: self.op,
-            dest: UdAddr {
-                ah: ahn(d),
-                remote_qpn: d.remote_qpn,
-                remote_qkey: d.remote_qkey,
-            },
-            payload,
-            signaled: self.flags.contains(SendFlags::SIGNALED),
-            processing_hints: 0,
-        })
-    }
-}
-
-/// A generic send WR that [`EfaQpRing::post_plain_one`] found plain (a SEND of the one SGE
-/// `sge` to the destination `d`), read in place by the provider's single-WR path: each part
-/// where the WQE needs it.
-struct Plain<'w, 'a> {
-    wr: &'w SendWr<'a>,
-    d: &'w crate::wr::UdDest<'a>,
-    sge: &'w Sge,
-    /// [`EfaQpRing::sig_all`].
-    sig_all: SendFlags,
-}
-
-impl uverbs_efa::PlainSource for Plain<'_, '_> {
-    #[inline(always)]
-    fn signaled(&self) -> bool {
-        (self.wr.flags | self.sig_all).contains(SendFlags::SIGNALED)
-    }
-    #[inline(always)]
-    fn remote_qpn(&self) -> u32 {
-        self.d.remote_qpn
-    }
-    #[inline(always)]
-    fn wr_id(&self) -> u64 {
-        self.wr.wr_id
-    }
-    #[inline(always)]
-    fn ah_qkey(&self) -> (u16, u32) {
-        (ahn(self.d), self.d.remote_qkey)
-    }
-    #[inline(always)]
-    fn sge(&self) -> &Sge {
-        self.sge
-    }
-    #[inline(always)]
-    fn processing_hints(&self) -> u8 {
-        0
-    }
-}
-
-impl EfaQpRing {
-    /// Takes the QP out of its CQs' tables (after the kernel QP is gone).
-    pub(crate) fn unregister(&self) {
-        let c = &self.cold;
-        c.send_table.unregister(self.qpn16);
-        if !Arc::ptr_eq(&c.send_table, &c.recv_table) {
-            c.recv_table.unregister(self.qpn16);
-        }
-    }
-
-    /// The QP's state changed: whether it is now RTS (see [`Self::rts`]).
-    pub(crate) fn set_rts(&mut self, rts: bool) {
-        self.rts = rts;
-        // The provider's single-WR path posts only in RTS: `post_plain_one` relies on it.
-        self.sq.set_plain_open(rts);
-    }
-
-    /// `ibv_post_send` of one WR if it is plain (a signaled SEND of one SGE to an AH of the
-    /// QP's PD) and the QP is in RTS: the common case of a latency-bound poster, straight to
-    /// the provider's single-WR path. False, having posted nothing, for any other WR or when
-    /// the provider declines it; the caller then hands the list to
-    /// [`post_send_general`](Self::post_send_general), which decides (and names the reason of
-    /// a refusal). The provider reads the generic WR in place ([`uverbs_efa::PlainSource`]).
-    #[inline(always)]
-    pub(crate) fn post_plain_one(&mut self, wr: &SendWr<'_>) -> bool {
-        // Outside RTS the provider's path is closed (`set_rts`) and declines the WR.
-        let Some(d) = &wr.ud else {
-            return false;
-        };
-        if d.pd_id() != self.pd_id {
-            return false;
-        }
-        let (WrOp::Send, WrData::Sge([sge])) = (&wr.op, &wr.data) else {
-            return false;
-        };
-        // `sq_sig_all` is in `Plain::signaled`.
-        self.sq.post_plain(
-            &Plain {
-                wr,
-                d,
-                sge,
-                sig_all: self.sig_all,
-            },
-            false,
-        )
-    }
-
-    /// `ibv_post_send` of every list but a single plain WR (see
-    /// [`post_plain_one`](Self::post_plain_one)): the list goes to the provider as it is,
-    /// which reads each WR in place with the checks it cannot make itself (an operation EFA
-    /// has, a destination, an AH of the QP's PD: the [`uverbs_efa::SendWrSource`] of
-    /// [`SendWr`]) folded into its own test of each WR, so the list is walked once. Out of
-    /// line, with few arguments: the caller's fast path reaches it by a tail call and keeps no
-    /// register for it.
+    /// Every list but a single plain WR: to the provider as it is, which checks and posts
+    /// each WR and names the reason of a refusal. Out of line (the generic dispatch reaches
+    /// it and rxe's post by tail calls).
     #[inline(never)]
-    pub(crate) fn post_send_general(
+    fn post_send(
         &mut self,
         wrs: &[SendWr<'_>],
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
-        if !self.rts {
+        if self.state != QpState::Rts {
             return Err(PostError {
                 index: 0,
                 error: not_rts(inner, "post_send"),
             });
         }
-        let sig_all = !self.sig_all.is_empty();
-        match self.sq.post_send_in(wrs, self.pd_id, sig_all) {
+        match self.sq.post_send(wrs) {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.post_error(wrs, e, inner)),
+            Err(e) => Err(post_error(inner, "post_send", e)),
         }
     }
 
-    /// The error of a list the provider stopped at `e.index`: the core's reason if the WR
-    /// fails [`check_wr`] (the provider declined it for that), else the provider's.
-    #[cold]
-    #[inline(never)]
-    fn post_error(
-        &self,
-        wrs: &[SendWr<'_>],
-        e: uverbs_efa::PostError,
-        inner: &QpInner,
-    ) -> PostError {
-        if let Some(Err(error)) = wrs.get(e.index).map(|wr| check_wr(wr, inner, self.pd_id)) {
-            return PostError {
-                index: e.index,
-                error,
-            };
-        }
-        PostError {
-            index: e.index,
-            error: Error::invalid(
-                "post_send",
-                inner.label(),
-                Errno::from_raw_os_error(e.error.errno()),
-                e.error.to_string(),
-            ),
-        }
-    }
-
-    /// `ibv_post_recv` (in INIT, RTR or RTS).
+    /// In INIT, RTR or RTS.
     #[inline]
-    pub(crate) fn post_recv(
+    fn post_recv(
         &mut self,
         wrs: &[RecvWr<'_>],
-        state: QpState,
         inner: &QpInner,
     ) -> std::result::Result<(), PostError> {
+        let state = self.state;
         if matches!(state, QpState::Reset | QpState::Err) {
             return Err(PostError {
                 index: 0,
@@ -880,199 +590,133 @@ impl EfaQpRing {
             });
         }
         // The generic WRs are the provider's (`uverbs_wr::RecvWr`): posted as they are.
-        self.rq.post_recv(wrs).map(drop).map_err(|e| PostError {
-            index: e.index,
-            error: Error::invalid(
-                "post_recv",
-                inner.label(),
-                Errno::from_raw_os_error(e.error.errno()),
-                e.to_string(),
-            ),
+        match self.rq.post_recv(wrs) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(post_error(inner, "post_recv", e)),
+        }
+    }
+
+    fn state(&self) -> QpState {
+        self.state
+    }
+
+    fn set_state(&mut self, state: QpState) {
+        self.state = state;
+        // The provider's single-WR path posts only in RTS: `post_send` relies on it.
+        self.sq.set_plain_open(state == QpState::Rts);
+    }
+
+    /// Only the fields `mask` names (the rest zero, as libefa sends through
+    /// `ibv_cmd_modify_qp`), and only what EFA can modify.
+    fn modify_command(
+        &self,
+        base: &IbUverbsModifyQp,
+        mask: QpAttrMask,
+        _rate_limit: u32,
+    ) -> std::result::Result<WriteCmd, String> {
+        let req = modify_req(base, mask)?;
+        Ok(legacy_cmd(IB_USER_VERBS_CMD_MODIFY_QP, &req, &[], 0, 0))
+    }
+
+    fn wr_start(&mut self, inner: &QpInner) -> Result<()> {
+        if self.state != QpState::Rts {
+            return Err(not_rts(inner, "wr_start"));
+        }
+        self.sq
+            .wr_start()
+            .map_err(|e| Error::provider("wr_start", inner.label(), e))
+    }
+
+    fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Step {
+        Ok(self.sq.wr_op(wr_id, flags, op)?)
+    }
+
+    fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Step {
+        Ok(self.sq.wr_set_sge_list(&[Sge { addr, length, lkey }])?)
+    }
+
+    fn wr_set_sge_list(&mut self, sges: &[Sge]) -> Step {
+        Ok(self.sq.wr_set_sge_list(sges)?)
+    }
+
+    fn wr_set_inline_data(&mut self, data: &[u8]) -> Step {
+        Ok(self.sq.wr_set_inline_data(data)?)
+    }
+
+    fn wr_set_ud_addr(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> Step {
+        Ok(self
+            .sq
+            .wr_set_ud_addr(UdDest::new(ah, remote_qpn, remote_qkey))?)
+    }
+
+    fn wr_len(&self) -> usize {
+        self.sq.wr_len()
+    }
+
+    /// Posts every WR of the batch, or none and the first refusal.
+    fn wr_complete(&mut self, inner: &QpInner) -> Result<()> {
+        match self.sq.wr_complete() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::provider("wr_complete", inner.label(), e)
+                .with_reason(format!("the batch was refused, nothing of it posted: {e}"))),
+        }
+    }
+
+    fn wr_abort(&mut self) {
+        self.sq.wr_abort();
+    }
+
+    /// Takes the QP out of its CQs' tables (after the kernel QP is gone).
+    fn destroyed(&mut self) {
+        let c = &self.cold;
+        c.send_table.unregister(self.qpn16);
+        if !Arc::ptr_eq(&c.send_table, &c.recv_table) {
+            c.recv_table.unregister(self.qpn16);
+        }
+    }
+}
+
+impl WrBatch<'_> {
+    /// `efadv_wr_set_processing_hints`: processing hints for the last work request, on an EFA
+    /// QP created with [`EfaWrExFlags::WITH_PROCESSING_HINTS`]. Refused (the batch then fails
+    /// in `complete`) on other providers' QPs, on an EFA QP created without the flag, and for
+    /// hint bits EFA does not define.
+    #[doc(alias = "efadv_wr_set_processing_hints")]
+    pub fn efadv_set_processing_hints(&mut self, hints: EfaProcessingHints) -> &mut Self {
+        let call = "efadv_wr_set_processing_hints";
+        if self.err.is_some() {
+            return self;
+        }
+        if self.qp.ring.efa().is_none() {
+            let n = self.len().saturating_sub(1);
+            let driver = self.qp.pd().context().device().driver().to_string();
+            self.err = Some(Error::invalid(
+                "wr_complete",
+                self.qp.label(),
+                Errno::OPNOTSUPP,
+                format!(
+                    "work request {n} ({call}) refused, nothing of the batch posted: \
+                     processing hints are EFA's (efadv), and this is an {driver} QP"
+                ),
+            ));
+            return self;
+        }
+        // Undefined bits are the provider's to refuse: they reach it as they are (any bit
+        // past the byte the WQE field lives in makes the value one it refuses).
+        let bits = u8::try_from(hints.bits()).unwrap_or(u8::MAX);
+        self.step(call, |ring| match ring.efa_mut() {
+            Some(r) => Ok(r.sq.wr_set_processing_hints(bits)?),
+            None => Ok(()),
         })
     }
+}
 
-    // ----- the wr_* API: staged in the QP's staging area, posted by wr_complete ----------
-
-    pub(crate) fn wr_op(
-        &mut self,
-        n: &mut usize,
-        wr_id: u64,
-        flags: SendFlags,
-        op: WrOp,
-        inner: &QpInner,
-    ) -> Result<()> {
-        if !efa_has(&op) {
-            return Err(op_error(inner, "wr_start", op));
-        }
-        let depth = self.staging.len();
-        let Some(st) = self.staging.get_mut(*n) else {
-            return Err(Error::invalid(
-                "wr_start",
-                inner.label(),
-                Errno::NOMEM,
-                format!("work request {n}: the SQ holds {depth} WRs"),
-            ));
-        };
-        *st = EMPTY_STAGED;
-        st.wr_id = wr_id;
-        st.op = op;
-        st.signaled = flags.contains(SendFlags::SIGNALED);
-        *n += 1;
-        Ok(())
-    }
-
-    fn last(&mut self, n: usize, inner: &QpInner) -> Result<&mut Staged> {
-        match n.checked_sub(1).and_then(|i| self.staging.get_mut(i)) {
-            Some(s) => Ok(s),
-            None => Err(Error::invalid(
-                "wr_start",
-                inner.label(),
-                Errno::INVAL,
-                "no work request to set: start one (send, rdma_write, ...) first",
-            )),
-        }
-    }
-
-    /// `efadv_wr_set_processing_hints` on the last staged WR.
-    pub(crate) fn wr_set_hints(
-        &mut self,
-        n: usize,
-        hints: EfaProcessingHints,
-        inner: &QpInner,
-    ) -> Result<()> {
-        let allowed = self.hints_allowed;
-        let st = self.last(n, inner)?;
-        if !allowed {
-            return Err(Error::invalid(
-                "efadv_wr_set_processing_hints",
-                inner.label(),
-                Errno::OPNOTSUPP,
-                "the QP was not created with EFADV_WR_EX_WITH_PROCESSING_HINTS in wr_flags",
-            ));
-        }
-        let known = EfaProcessingHints::BURST_PPS_SENSITIVE;
-        if !known.contains(hints) {
-            return Err(Error::invalid(
-                "efadv_wr_set_processing_hints",
-                inner.label(),
-                Errno::INVAL,
-                format!(
-                    "work request {}: hints {:#x} include bits EFA defines none for (known: {:#x})",
-                    n - 1,
-                    hints.bits(),
-                    known.bits()
-                ),
-            ));
-        }
-        st.hints = if hints.contains(EfaProcessingHints::BURST_PPS_SENSITIVE) {
-            uverbs_efa::defs::EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE
-        } else {
-            0
-        };
-        Ok(())
-    }
-
-    pub(crate) fn wr_set_sges(&mut self, n: usize, sges: &[Sge], inner: &QpInner) -> Result<()> {
-        let st = self.last(n, inner)?;
-        if sges.len() > st.sges.len() {
-            return Err(Error::invalid(
-                "wr_start",
-                inner.label(),
-                Errno::INVAL,
-                format!(
-                    "work request {}: {} SGEs, an EFA WQE holds at most 2",
-                    n - 1,
-                    sges.len()
-                ),
-            ));
-        }
-        st.sges[..sges.len()].copy_from_slice(sges);
-        st.n = sges.len() as u8;
-        st.inline = false;
-        Ok(())
-    }
-
-    pub(crate) fn wr_set_inline(&mut self, n: usize, data: &[u8], inner: &QpInner) -> Result<()> {
-        let st = self.last(n, inner)?;
-        if data.len() > st.inline_data.len() {
-            return Err(Error::invalid(
-                "wr_start",
-                inner.label(),
-                Errno::INVAL,
-                format!(
-                    "work request {}: {} inline bytes, an EFA WQE holds at most 80",
-                    n - 1,
-                    data.len()
-                ),
-            ));
-        }
-        st.inline_data[..data.len()].copy_from_slice(data);
-        st.inline_len = data.len() as u8;
-        st.inline = true;
-        Ok(())
-    }
-
-    pub(crate) fn wr_set_ud(
-        &mut self,
-        n: usize,
-        ah: &Ah,
-        remote_qpn: u32,
-        remote_qkey: u32,
-        inner: &QpInner,
-    ) -> Result<()> {
-        let st = self.last(n, inner)?;
-        st.dest = UdAddr {
-            ah: ah.inner.ah_num as u16,
-            remote_qpn,
-            remote_qkey,
-        };
-        st.has_dest = true;
-        Ok(())
-    }
-
-    /// `ibv_wr_complete`: validates every staged WR and posts them all with one doorbell per
-    /// `max_tx_batch`, or — if any is refused — posts none and names it.
-    pub(crate) fn wr_complete(&mut self, n: usize, sig_all: bool, inner: &QpInner) -> Result<()> {
-        let mut s = self.sq.start();
-        for (i, st) in self.staging[..n].iter().enumerate() {
-            if !st.has_dest {
-                s.abort();
-                return Err(Error::invalid(
-                    "wr_complete",
-                    inner.label(),
-                    Errno::INVAL,
-                    format!(
-                        "work request {i} has no destination (set_ud_addr); none of the {n} posted"
-                    ),
-                ));
-            }
-            let one: [&[u8]; 1] = [&st.inline_data[..usize::from(st.inline_len)]];
-            let payload = if st.inline {
-                Payload::Inline(&one)
-            } else {
-                Payload::Sge(&st.sges[..usize::from(st.n)])
-            };
-            let wr = EfaWr {
-                wr_id: st.wr_id,
-                op: st.op,
-                dest: st.dest,
-                payload,
-                signaled: st.signaled || sig_all,
-                processing_hints: st.hints,
-            };
-            if let Err(e) = s.post(&wr) {
-                s.abort();
-                return Err(Error::invalid(
-                    "wr_complete",
-                    inner.label(),
-                    Errno::from_raw_os_error(e.errno()),
-                    format!("work request {i} refused, none of the {n} posted: {e}"),
-                ));
-            }
-        }
-        s.complete();
-        Ok(())
-    }
+/// A provider refusal of a list as the core's: the same index, the error naming `op` and the
+/// QP with the provider's reason.
+#[cold]
+#[inline(never)]
+fn post_error(inner: &QpInner, op: &'static str, e: uverbs_wr::PostError<EfaError>) -> PostError {
+    e.map(|e| Error::provider(op, inner.label(), e))
 }
 
 #[cold]
@@ -1087,7 +731,7 @@ fn not_rts(inner: &QpInner, op: &'static str) -> Error {
 }
 
 /// Introspection (`efadv_query_qp_wqs`, in `super::introspect`): the queues, read only.
-impl EfaQpRing {
+impl EfaQp {
     pub(crate) fn queues(&self) -> (&SendQueue, &RecvQueue) {
         (&self.sq, &self.rq)
     }

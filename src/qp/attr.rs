@@ -3,7 +3,6 @@
 //! the address-vector conversions to and from the kernel's `ib_uverbs_qp_dest`.
 
 use bitflags::bitflags;
-use uverbs_rxe::QpType as RxeQpType;
 use uverbs_uapi::verbs::IbUverbsQpCap;
 use uverbs_uapi::write::IbUverbsQpDest;
 
@@ -14,57 +13,8 @@ use crate::query::{Gid, Mtu};
 use crate::srq::Srq;
 use crate::xrcd::Xrcd;
 
-/// Transport type of a QP (`enum ibv_qp_type`).
-#[doc(alias = "ibv_qp_type")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QpType {
-    /// `IBV_QPT_RC`: reliable connected.
-    Rc,
-    /// `IBV_QPT_UC`: unreliable connected.
-    Uc,
-    /// `IBV_QPT_UD`: unreliable datagram.
-    Ud,
-    /// `IBV_QPT_RAW_PACKET` (needs `CAP_NET_RAW`; rxe has none).
-    RawPacket,
-    /// `IBV_QPT_XRC_SEND` (XRC initiator; rxe has no XRC).
-    XrcSend,
-    /// `IBV_QPT_XRC_RECV` (XRC target, created in an XRCD; rxe has no XRC).
-    XrcRecv,
-    /// EFA's SRD (`IBV_QPT_DRIVER` with `EFADV_QP_DRIVER_TYPE_SRD`): reliable, unordered
-    /// datagrams. Created only by [`Pd::efadv_create_qp_ex`](crate::Pd::efadv_create_qp_ex); addressed like UD (an [`Ah`](crate::Ah), a
-    /// remote QPN and a Q_Key per send).
-    #[doc(alias = "EFADV_QP_DRIVER_TYPE_SRD")]
-    Srd,
-}
-
-impl QpType {
-    /// The kernel's number (`IB_UVERBS_QPT_*`, equal to `IBV_QPT_*`).
-    pub fn raw(self) -> u8 {
-        match self {
-            QpType::Rc => 2,
-            QpType::Uc => 3,
-            QpType::Ud => 4,
-            QpType::RawPacket => 8,
-            QpType::XrcSend => 9,
-            QpType::XrcRecv => 10,
-            QpType::Srd => 0xff,
-        }
-    }
-
-    /// Whether sends name a destination (UD and SRD).
-    pub fn is_datagram(self) -> bool {
-        matches!(self, QpType::Ud | QpType::Srd)
-    }
-
-    pub(crate) fn rxe(self) -> Option<RxeQpType> {
-        match self {
-            QpType::Rc => Some(RxeQpType::Rc),
-            QpType::Uc => Some(RxeQpType::Uc),
-            QpType::Ud => Some(RxeQpType::Ud),
-            _ => None,
-        }
-    }
-}
+#[doc(inline)]
+pub use uverbs_wr::{QpType, SendOpsFlags};
 
 /// QP state (`enum ibv_qp_state`).
 #[doc(alias = "ibv_qp_state")]
@@ -168,35 +118,6 @@ bitflags! {
         const DEST_QPN = 1 << 20;
         /// `IBV_QP_RATE_LIMIT` (sent with the extended modify command).
         const RATE_LIMIT = 1 << 25;
-    }
-}
-
-bitflags! {
-    /// Operations the `wr_*` API may build on a QP made by [`Pd::create_qp_ex`](crate::Pd::create_qp_ex)
-    /// (`enum ibv_qp_create_send_ops_flags`).
-    #[doc(alias = "ibv_qp_create_send_ops_flags")]
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct SendOpsFlags: u64 {
-        /// `IBV_QP_EX_WITH_RDMA_WRITE`.
-        const RDMA_WRITE = 1 << 0;
-        /// `IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM`.
-        const RDMA_WRITE_WITH_IMM = 1 << 1;
-        /// `IBV_QP_EX_WITH_SEND`.
-        const SEND = 1 << 2;
-        /// `IBV_QP_EX_WITH_SEND_WITH_IMM`.
-        const SEND_WITH_IMM = 1 << 3;
-        /// `IBV_QP_EX_WITH_RDMA_READ`.
-        const RDMA_READ = 1 << 4;
-        /// `IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP`.
-        const ATOMIC_CMP_AND_SWP = 1 << 5;
-        /// `IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD`.
-        const ATOMIC_FETCH_AND_ADD = 1 << 6;
-        /// `IBV_QP_EX_WITH_LOCAL_INV`.
-        const LOCAL_INV = 1 << 7;
-        /// `IBV_QP_EX_WITH_BIND_MW`.
-        const BIND_MW = 1 << 8;
-        /// `IBV_QP_EX_WITH_SEND_WITH_INV`.
-        const SEND_WITH_INV = 1 << 9;
     }
 }
 

@@ -1,28 +1,13 @@
-//! The `ibv_wr_*` API: [`WrBatch`], a batch of work requests built in place in the send
-//! queue (rxe) or staged (EFA) and posted with one doorbell.
+//! The `ibv_wr_*` API: [`WrBatch`], a batch of work requests built by the provider's builder
+//! (`QpOps::wr_*`: in place in the send queue on rxe, staged on EFA) and posted with one
+//! doorbell.
 
-use super::post::check_ah_pd;
-use super::{Qp, QpRing, SendOpsFlags};
+use super::{Qp, SendOpsFlags};
 use crate::ah::Ah;
 use crate::error::{Errno, Error, Result};
 use crate::mr::Sge;
-use crate::rxe::{ring_error, ud_dest};
+use crate::provider::{dispatch, ProviderError, QpOps, QpRing, Step};
 use crate::wr::{SendFlags, WrOp};
-
-pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
-    match op {
-        WrOp::Send => SendOpsFlags::SEND,
-        WrOp::SendWithImm { .. } => SendOpsFlags::SEND_WITH_IMM,
-        WrOp::SendWithInv { .. } => SendOpsFlags::SEND_WITH_INV,
-        WrOp::RdmaWrite { .. } => SendOpsFlags::RDMA_WRITE,
-        WrOp::RdmaWriteWithImm { .. } => SendOpsFlags::RDMA_WRITE_WITH_IMM,
-        WrOp::RdmaRead { .. } => SendOpsFlags::RDMA_READ,
-        WrOp::AtomicCmpAndSwp { .. } => SendOpsFlags::ATOMIC_CMP_AND_SWP,
-        WrOp::AtomicFetchAndAdd { .. } => SendOpsFlags::ATOMIC_FETCH_AND_ADD,
-        WrOp::LocalInv { .. } => SendOpsFlags::LOCAL_INV,
-        WrOp::BindMw { .. } => SendOpsFlags::BIND_MW,
-    }
-}
 
 /// An open `ibv_wr_*` batch on a QP (`ibv_qp_ex` between `ibv_wr_start` and
 /// `ibv_wr_complete`/`ibv_wr_abort`), on any provider.
@@ -80,12 +65,9 @@ pub(crate) fn send_ops_flag(op: &WrOp) -> SendOpsFlags {
 /// ```
 #[doc(alias = "ibv_qp_ex")]
 pub struct WrBatch<'q> {
-    pub(super) qp: &'q mut Qp,
-    /// rxe: the SQ shadow index at `wr_start`.
-    pub(super) start: u32,
-    /// EFA: work requests staged so far.
-    pub(super) n: usize,
-    pub(super) err: Option<Error>,
+    pub(crate) qp: &'q mut Qp,
+    /// The batch's first refusal: `complete` returns it and posts nothing.
+    pub(crate) err: Option<Error>,
     pub(super) open: bool,
 }
 
@@ -99,64 +81,81 @@ impl std::fmt::Debug for WrBatch<'_> {
 }
 
 impl WrBatch<'_> {
-    fn op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> &mut Self {
+    /// Runs one `wr_*` call (`call` names it) on the provider's builder, unless the batch
+    /// already failed; a refusal becomes the batch's error, which `complete` returns.
+    pub(crate) fn step(
+        &mut self,
+        call: &'static str,
+        f: impl FnOnce(&mut QpRing) -> Step,
+    ) -> &mut Self {
         if self.err.is_some() {
             return self;
         }
-        let allowed = self.qp.send_ops.unwrap_or_default();
-        let need = send_ops_flag(&op);
-        if !allowed.contains(need) {
-            self.err = Some(Error::invalid(
-                "wr_start",
-                self.qp.label(),
-                Errno::OPNOTSUPP,
-                format!(
-                    "work request {}: {need:?} is not in the QP's send_ops_flags {allowed:?}",
-                    self.len()
-                ),
-            ));
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => match r.sq.wr_op(wr_id, flags, op) {
-                Ok(()) => {
-                    r.note_slot_behind(None);
-                    Ok(())
-                }
-                Err(e) => Err(ring_error(inner, "wr_start", e)),
-            },
-            QpRing::Efa(r) => r.wr_op(&mut self.n, wr_id, flags, op, inner),
-        };
-        if let Err(e) = r {
-            self.err = Some(e);
+        if let Err(e) = f(&mut self.qp.ring) {
+            self.fail(call, e);
         }
         self
     }
 
-    fn set(&mut self, r: Result<()>) -> &mut Self {
-        if let (Err(e), None) = (r, &self.err) {
-            self.err = Some(e);
+    /// Records the batch's error: the call `complete` reports, the QP, which work request and
+    /// which `wr_*` call was refused, and why (the provider's reason is its source).
+    #[cold]
+    pub(crate) fn fail(&mut self, call: &'static str, e: ProviderError) {
+        let n = self.len().saturating_sub(1);
+        self.err = Some(
+            Error::provider("wr_complete", self.qp.label(), e).with_reason(format!(
+                "work request {n} ({call}) refused, nothing of the batch posted: {e}"
+            )),
+        );
+    }
+
+    fn op(&mut self, call: &'static str, wr_id: u64, flags: SendFlags, op: WrOp) -> &mut Self {
+        if self.err.is_some() {
+            return self;
         }
-        self
+        let allowed = self.qp.send_ops;
+        let need = SendOpsFlags::of(&op);
+        if !allowed.contains(need) {
+            // Counted as a work request of the batch (it makes `complete` fail).
+            let n = self.len();
+            self.err = Some(Error::invalid(
+                "wr_complete",
+                self.qp.label(),
+                Errno::OPNOTSUPP,
+                format!(
+                    "work request {n} ({call}) refused, nothing of the batch posted: {need:?} is \
+                     not in the QP's send_ops_flags {allowed:?}"
+                ),
+            ));
+            return self;
+        }
+        self.step(
+            call,
+            |ring| dispatch!(QpRing, ring, r => r.wr_op(wr_id, flags, op)),
+        )
     }
 
     /// `ibv_wr_send`.
     #[doc(alias = "ibv_wr_send")]
     pub fn send(&mut self, wr_id: u64, flags: SendFlags) -> &mut Self {
-        self.op(wr_id, flags, WrOp::Send)
+        self.op("wr_send", wr_id, flags, WrOp::Send)
     }
 
     /// `ibv_wr_send_imm` (`imm_data` host order).
     #[doc(alias = "ibv_wr_send_imm")]
     pub fn send_imm(&mut self, wr_id: u64, flags: SendFlags, imm_data: u32) -> &mut Self {
-        self.op(wr_id, flags, WrOp::SendWithImm { imm_data })
+        self.op("wr_send_imm", wr_id, flags, WrOp::SendWithImm { imm_data })
     }
 
     /// `ibv_wr_send_inv`.
     #[doc(alias = "ibv_wr_send_inv")]
     pub fn send_inv(&mut self, wr_id: u64, flags: SendFlags, invalidate_rkey: u32) -> &mut Self {
-        self.op(wr_id, flags, WrOp::SendWithInv { invalidate_rkey })
+        self.op(
+            "wr_send_inv",
+            wr_id,
+            flags,
+            WrOp::SendWithInv { invalidate_rkey },
+        )
     }
 
     /// `ibv_wr_rdma_write`.
@@ -168,7 +167,12 @@ impl WrBatch<'_> {
         rkey: u32,
         remote_addr: u64,
     ) -> &mut Self {
-        self.op(wr_id, flags, WrOp::RdmaWrite { remote_addr, rkey })
+        self.op(
+            "wr_rdma_write",
+            wr_id,
+            flags,
+            WrOp::RdmaWrite { remote_addr, rkey },
+        )
     }
 
     /// `ibv_wr_rdma_write_imm`.
@@ -182,6 +186,7 @@ impl WrBatch<'_> {
         imm_data: u32,
     ) -> &mut Self {
         self.op(
+            "wr_rdma_write_imm",
             wr_id,
             flags,
             WrOp::RdmaWriteWithImm {
@@ -201,7 +206,12 @@ impl WrBatch<'_> {
         rkey: u32,
         remote_addr: u64,
     ) -> &mut Self {
-        self.op(wr_id, flags, WrOp::RdmaRead { remote_addr, rkey })
+        self.op(
+            "wr_rdma_read",
+            wr_id,
+            flags,
+            WrOp::RdmaRead { remote_addr, rkey },
+        )
     }
 
     /// `ibv_wr_atomic_cmp_swp`; follow with an 8-byte [`Self::set_sge`].
@@ -216,6 +226,7 @@ impl WrBatch<'_> {
         swap: u64,
     ) -> &mut Self {
         self.op(
+            "wr_atomic_cmp_swp",
             wr_id,
             flags,
             WrOp::AtomicCmpAndSwp {
@@ -238,6 +249,7 @@ impl WrBatch<'_> {
         add: u64,
     ) -> &mut Self {
         self.op(
+            "wr_atomic_fetch_add",
             wr_id,
             flags,
             WrOp::AtomicFetchAndAdd {
@@ -251,111 +263,38 @@ impl WrBatch<'_> {
     /// `ibv_wr_set_sge`: one SGE for the last work request.
     #[doc(alias = "ibv_wr_set_sge")]
     pub fn set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> &mut Self {
-        if self.err.is_some() {
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => {
-                r.sq.wr_set_sge(lkey, addr, length)
-                    .map_err(|e| ring_error(inner, "wr_start", e))
-            }
-            QpRing::Efa(r) => r.wr_set_sges(self.n, &[Sge { addr, length, lkey }], inner),
-        };
-        self.set(r)
+        self.step(
+            "wr_set_sge",
+            |ring| dispatch!(QpRing, ring, r => r.wr_set_sge(lkey, addr, length)),
+        )
     }
 
     /// `ibv_wr_set_sge_list`.
     #[doc(alias = "ibv_wr_set_sge_list")]
     pub fn set_sge_list(&mut self, sges: &[Sge]) -> &mut Self {
-        if self.err.is_some() {
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let max = self.qp.cap.max_send_sge;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => {
-                if sges.len() > max as usize {
-                    Err(ring_error(
-                        inner,
-                        "wr_start",
-                        uverbs_rxe::PostError::TooManySge {
-                            num_sge: sges.len(),
-                            max_sge: max,
-                        },
-                    ))
-                } else {
-                    r.sq.wr_set_sge_list(sges)
-                        .map_err(|e| ring_error(inner, "wr_start", e))
-                }
-            }
-            QpRing::Efa(r) => r.wr_set_sges(self.n, sges, inner),
-        };
-        self.set(r)
+        self.step(
+            "wr_set_sge_list",
+            |ring| dispatch!(QpRing, ring, r => r.wr_set_sge_list(sges)),
+        )
     }
 
     /// `ibv_wr_set_inline_data`.
     #[doc(alias = "ibv_wr_set_inline_data")]
     pub fn set_inline_data(&mut self, data: &[u8]) -> &mut Self {
-        if self.err.is_some() {
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => {
-                r.sq.wr_set_inline_data(data)
-                    .map_err(|e| ring_error(inner, "wr_start", e))
-            }
-            QpRing::Efa(r) => r.wr_set_inline(self.n, data, inner),
-        };
-        self.set(r)
+        self.step(
+            "wr_set_inline_data",
+            |ring| dispatch!(QpRing, ring, r => r.wr_set_inline_data(data)),
+        )
     }
 
-    /// `ibv_wr_set_ud_addr` (UD and SRD QPs): the destination of the last work request. On
-    /// rxe the AH is kept by the QP while the send is queued.
+    /// `ibv_wr_set_ud_addr` (UD and SRD QPs): the destination of the last work request, an
+    /// AH of the QP's PD. On rxe the AH is kept by the QP while the send is queued.
     #[doc(alias = "ibv_wr_set_ud_addr")]
     pub fn set_ud_addr(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> &mut Self {
-        if self.err.is_some() {
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(r) => {
-                let dest = crate::wr::UdDest::new(ah, remote_qpn, remote_qkey);
-                ud_dest(inner, "wr_start", &dest).and_then(|d| {
-                    r.sq.wr_set_ud_addr(d)
-                        .map_err(|e| ring_error(inner, "wr_start", e))?;
-                    // The WQE just built sits one slot behind the producer index.
-                    r.note_slot_behind(Some(ah));
-                    Ok(())
-                })
-            }
-            QpRing::Efa(r) => check_ah_pd(inner, "wr_start", ah)
-                .and_then(|()| r.wr_set_ud(self.n, ah, remote_qpn, remote_qkey, inner)),
-        };
-        self.set(r)
-    }
-
-    /// `efadv_wr_set_processing_hints`: processing hints for the last work request, on an EFA
-    /// QP created with [`crate::EfaWrExFlags::WITH_PROCESSING_HINTS`]. Refused (the batch then
-    /// fails in `complete`) on rxe, on an EFA QP created without the flag, and for hint bits
-    /// EFA does not define.
-    #[doc(alias = "efadv_wr_set_processing_hints")]
-    pub fn efadv_set_processing_hints(&mut self, hints: crate::EfaProcessingHints) -> &mut Self {
-        if self.err.is_some() {
-            return self;
-        }
-        let inner = &self.qp.inner;
-        let r = match &mut self.qp.ring {
-            QpRing::Rxe(_) => Err(Error::invalid(
-                "efadv_wr_set_processing_hints",
-                inner.label(),
-                Errno::OPNOTSUPP,
-                "processing hints are EFA's (efadv); this is an rxe QP",
-            )),
-            QpRing::Efa(r) => r.wr_set_hints(self.n, hints, inner),
-        };
-        self.set(r)
+        self.step(
+            "wr_set_ud_addr",
+            |ring| dispatch!(QpRing, ring, r => r.wr_set_ud_addr(ah, remote_qpn, remote_qkey)),
+        )
     }
 
     /// Posts the batch (`ibv_wr_complete`): every work request or none. On any error in the
@@ -364,41 +303,18 @@ impl WrBatch<'_> {
     pub fn complete(mut self) -> Result<()> {
         self.open = false;
         let err = self.err.take();
-        let n = self.n;
         let qp = &mut *self.qp;
-        let inner = &qp.inner;
-        match &mut qp.ring {
-            QpRing::Rxe(r) => {
-                if let Some(e) = err {
-                    r.sq.wr_abort();
-                    return Err(e);
-                }
-                match r.sq.wr_complete() {
-                    Ok(0) => Ok(()),
-                    Ok(_) => {
-                        r.db.ring()
-                            .map_err(|e| Error::os("wr_complete", inner.label(), e))
-                    }
-                    Err(e) => Err(ring_error(inner, "wr_complete", e)),
-                }
-            }
-            QpRing::Efa(r) => match err {
-                Some(e) => Err(e),
-                None => r.wr_complete(n, qp.sq_sig_all, inner),
-            },
+        if let Some(e) = err {
+            dispatch!(QpRing, &mut qp.ring, r => r.wr_abort());
+            return Err(e);
         }
+        dispatch!(QpRing, &mut qp.ring, r => r.wr_complete(&qp.inner))
     }
 
     /// How many work requests the batch holds so far (including a refused one, which makes
     /// [`WrBatch::complete`] fail).
     pub fn len(&self) -> usize {
-        match &self.qp.ring {
-            QpRing::Rxe(r) => {
-                let mask = r.sq.queue().index_mask();
-                (r.sq.producer_index().wrapping_sub(self.start) & mask) as usize
-            }
-            QpRing::Efa(_) => self.n,
-        }
+        dispatch!(QpRing, &self.qp.ring, r => r.wr_len())
     }
 
     /// Whether the batch holds no work request.
@@ -414,10 +330,7 @@ impl WrBatch<'_> {
 
     fn discard(&mut self) {
         self.open = false;
-        if let QpRing::Rxe(r) = &mut self.qp.ring {
-            r.sq.wr_abort();
-        }
-        // EFA: staged work requests live in the QP's staging area and are simply forgotten.
+        dispatch!(QpRing, &mut self.qp.ring, r => r.wr_abort());
     }
 }
 

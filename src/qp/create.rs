@@ -1,6 +1,8 @@
-//! Creating QPs (`ibv_create_qp`, `ibv_create_qp_ex`): the kernel command for every type and
-//! provider, the checks the kernel does not make, and the reasons given for its refusals. The
-//! provider's rings are made by `crate::rxe::qp_ring` and `crate::efa::create_qp`.
+//! Creating QPs (`ibv_create_qp`, `ibv_create_qp_ex`): the checks every provider shares, the
+//! kernel commands a provider sends with its driver data (the `UVERBS_METHOD_QP_CREATE` ioctl,
+//! and the legacy `IB_USER_VERBS_CMD_CREATE_QP` write some providers' libraries use), and the
+//! reasons given for the kernel's refusals. The provider's part (its refusals, its driver
+//! data, its rings) is [`DeviceOps::create_qp`].
 
 use std::sync::Arc;
 
@@ -13,20 +15,17 @@ use uverbs_uapi::cmds::{
     UVERBS_ATTR_CREATE_QP_USER_HANDLE, UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, UVERBS_METHOD_QP_CREATE,
     UVERBS_OBJECT_QP,
 };
-use uverbs_uapi::rxe::RxeCreateQpResp;
 use uverbs_uapi::verbs::{IbUverbsQpCap, IB_UVERBS_QP_CREATE_SQ_SIG_ALL};
-use zerocopy::IntoBytes;
+use uverbs_uapi::write::{IbUverbsCreateQp, IbUverbsCreateQpResp, IB_USER_VERBS_CMD_CREATE_QP};
 
-use super::{
-    Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpParts, QpRing, QpState, QpType, SendOpsFlags,
-};
-use crate::channel::IoctlCmd;
-use crate::context::Context;
+use super::{Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpParts, QpType, SendOpsFlags};
+use crate::channel::{IoctlCmd, WriteCmd};
+use crate::context::legacy_cmd;
 use crate::cq::QpCqs;
 use crate::error::{Errno, Error, Result};
 use crate::event::next_user_handle;
 use crate::pd::Pd;
-use crate::ProviderInfo;
+use crate::provider::{dispatch, DeviceOps, Feature, QpRing};
 
 impl Pd {
     /// Creates a QP (`ibv_create_qp`). The caps actually made are in [`Qp::cap`].
@@ -47,29 +46,18 @@ impl Pd {
     }
 
     fn create_qp_inner(&self, attr: &QpInitAttr<'_>, send_ops: Option<SendOpsFlags>) -> Result<Qp> {
-        let op = "create_qp";
+        self.check_qp_attr("create_qp", attr)?;
         let ctx = self.context();
-        let object = || self.label();
+        dispatch!(ProviderCtx, &ctx.inner.provider_ctx, p => p.create_qp(self, attr, send_ops))
+    }
+
+    /// The checks of a create every provider shares (ibv_create_qp(3)): CQs of this context,
+    /// an SRQ of this PD and only on the types that take one, the CQs each type needs.
+    pub(crate) fn check_qp_attr(&self, op: &'static str, attr: &QpInitAttr<'_>) -> Result<()> {
+        let ctx = self.context();
         let bad = |why: String| Error::invalid(op, self.label(), Errno::INVAL, why);
-        let notsup = |why: String| Error::invalid(op, self.label(), Errno::OPNOTSUPP, why);
-        if attr.qp_type == QpType::Srd {
-            return Err(notsup(if matches!(ctx.provider(), ProviderInfo::Efa(_)) {
-                "SRD QPs are created with efadv_create_qp_ex".into()
-            } else {
-                "SRD is an EFA transport; rxe has RC, UC and UD".into()
-            }));
-        }
-        if let ProviderInfo::Efa(_) = ctx.provider() {
-            return crate::efa::create_qp(
-                self,
-                op,
-                attr,
-                &crate::efa::EfaQpInitAttr::default(),
-                send_ops,
-            );
-        }
-        // ibv_create_qp(3): a QP with an SRQ must be RC or UD (XRC_RECV aside); the kernel
-        // does not check it for rxe.
+        // A QP with an SRQ must be RC or UD (XRC_RECV takes its SRQ by XRC instead); not every
+        // kernel driver checks it.
         if attr.srq.is_some() && !matches!(attr.qp_type, QpType::Rc | QpType::Ud) {
             return Err(bad(format!(
                 "a {:?} QP cannot use an SRQ: only RC and UD QPs can (ibv_create_qp(3))",
@@ -106,8 +94,21 @@ impl Pd {
                 }
             }
         }
+        Ok(())
+    }
 
-        // The kernel command, fully encoded for every type (as rdma-core's ibv_icmd_create_qp).
+    /// `UVERBS_METHOD_QP_CREATE` for `attr` with a provider's driver data, fully encoded for
+    /// every type (as rdma-core's `ibv_icmd_create_qp`): the kernel QP (destroyed again on drop
+    /// if a later step fails, by the ioctl) and the caps the kernel answered. `driver_out` is
+    /// filled with the driver response.
+    pub(crate) fn create_qp_object(
+        &self,
+        attr: &QpInitAttr<'_>,
+        driver_in: &[u8],
+        driver_out: &mut [u8],
+    ) -> Result<(QpInner, QpCap)> {
+        let op = "create_qp";
+        let ctx = self.context();
         let user_handle = next_user_handle();
         let cap_in = IbUverbsQpCap {
             max_send_wr: attr.cap.max_send_wr,
@@ -118,7 +119,6 @@ impl Pd {
         };
         let mut cap_out = IbUverbsQpCap::default();
         let mut qp_num = 0u32;
-        let mut drv = RxeCreateQpResp::default();
         let mut flags = attr.create_flags;
         if attr.sq_sig_all {
             flags |= IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
@@ -155,11 +155,11 @@ impl Pd {
         }
         cmd.ptr_out(UVERBS_ATTR_CREATE_QP_RESP_CAP, &mut cap_out)
             .ptr_out(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &mut qp_num)
-            .driver_out(drv.as_mut_bytes());
-        let r = ctx.ioctl_cmd(op, &object, &mut cmd);
+            .driver_in(driver_in)
+            .driver_out(driver_out);
+        let r = ctx.ioctl_cmd(op, &|| self.label(), &mut cmd);
         let handle = cmd.out_data(UVERBS_ATTR_CREATE_QP_HANDLE).unwrap_or(0) as u32;
-        r.map_err(|e| explain_create_error(e, attr, ctx))?;
-
+        r.map_err(|e| self.explain_create_error(e, attr))?;
         let inner = QpInner::new(QpParts {
             pd: self.clone(),
             cqs: QpCqs::new(attr.send_cq, attr.recv_cq),
@@ -170,51 +170,71 @@ impl Pd {
             qp_context: attr.qp_context,
             legacy_destroy: false,
         });
-        // From here `inner` destroys the kernel QP if anything fails.
-        let mut cap = QpCap::from_uverbs(&cap_out);
-        if attr.qp_type.rxe().is_some() {
-            // What the kernel made, as `ibv_query_qp` reports it (finding 7): the create
-            // response is not always that (6.1's rxe answers the 12 send WRs asked for while
-            // its ring holds 15: rxe_queue_init rounds the ring up to a power of two, less
-            // one, and query reports the ring's size). Other types are refused below.
-            cap = super::modify::query_cap(&super::modify::query_resp(&inner, QpAttrMask::CAP)?);
-        }
-        if attr.srq.is_some() {
-            // The QP has no receive queue: what was asked for it is ignored (QpCap docs).
-            cap.max_recv_wr = 0;
-            cap.max_recv_sge = 0;
-        }
-        let ring = crate::rxe::qp_ring(ctx, op, attr, &inner, &drv, &cap)?;
-        Ok(Qp {
-            ring: QpRing::Rxe(ring),
-            qp_type: attr.qp_type,
-            cap,
-            state: QpState::Reset,
-            sq_sig_all: attr.sq_sig_all,
-            send_ops,
-            inner,
-        })
+        Ok((inner, QpCap::from_uverbs(&cap_out)))
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_QP` (the legacy write) of `req` with a provider's driver
+    /// data, for providers whose rdma-core library creates QPs so (and destroys them with the
+    /// legacy write too): the kernel QP (destroyed again on drop if a later step fails) and
+    /// the command, holding the core and driver responses. `req`'s user handle is the QP's.
+    pub(crate) fn create_qp_legacy(
+        &self,
+        op: &'static str,
+        attr: &QpInitAttr<'_>,
+        req: &IbUverbsCreateQp,
+        driver_in: &[u8],
+        driver_resp_len: usize,
+    ) -> Result<(QpInner, WriteCmd)> {
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_CREATE_QP,
+            req,
+            driver_in,
+            std::mem::size_of::<IbUverbsCreateQpResp>(),
+            driver_resp_len,
+        );
+        self.context()
+            .write_cmd(op, &|| self.label(), &mut cmd)
+            .map_err(|e| self.explain_create_error(e, attr))?;
+        let resp: IbUverbsCreateQpResp = cmd.response_as();
+        let inner = QpInner::new(QpParts {
+            pd: self.clone(),
+            cqs: QpCqs::new(attr.send_cq, attr.recv_cq),
+            srq: attr.srq.map(|s| s.shared().clone()),
+            handle: resp.qp_handle,
+            qp_num: resp.qpn,
+            user_handle: req.user_handle,
+            qp_context: attr.qp_context,
+            legacy_destroy: true,
+        });
+        Ok((inner, cmd))
+    }
+
+    /// A reason for the kernel's refusal of a create that keeps the kernel's errno: the
+    /// provider's "does not support" only for the errnos that mean it.
+    fn explain_create_error(&self, e: Error, attr: &QpInitAttr<'_>) -> Error {
+        let lacks = |f| dispatch!(ProviderCtx, &self.context().inner.provider_ctx, p => p.lacks(f));
+        explain_create_errno(e, attr, lacks)
     }
 }
 
-fn explain_create_error(e: Error, attr: &QpInitAttr<'_>, ctx: &Context) -> Error {
-    explain_create_errno(e, attr, matches!(ctx.provider(), ProviderInfo::Rxe))
-}
-
-/// A reason for the kernel's refusal of a create that keeps the kernel's errno: the
-/// provider's "does not support" only for the errnos that mean it.
-fn explain_create_errno(e: Error, attr: &QpInitAttr<'_>, rxe: bool) -> Error {
+/// [`Pd::explain_create_error`] with the provider's reasons given by `lacks`.
+fn explain_create_errno(
+    e: Error,
+    attr: &QpInitAttr<'_>,
+    lacks: impl Fn(Feature) -> Option<&'static str>,
+) -> Error {
     if attr.qp_type == QpType::RawPacket && e.is(Errno::PERM) {
         return e.with_reason(
             "RAW_PACKET QPs need CAP_NET_RAW (the kernel checks it before asking the driver)",
         );
     }
     let unsupported = e.is(Errno::OPNOTSUPP) || e.is(Errno::INVAL) || e.is(Errno::NOSYS);
-    if rxe && attr.qp_type.rxe().is_none() && unsupported {
-        let why = match attr.qp_type {
-            QpType::RawPacket => "rxe does not support RAW_PACKET QPs",
-            _ => "rxe does not support XRC",
-        };
+    let feature = match attr.qp_type {
+        QpType::RawPacket => Some(Feature::RawPacket),
+        QpType::XrcSend | QpType::XrcRecv => Some(Feature::Xrc),
+        _ => None,
+    };
+    if let Some(why) = feature.filter(|_| unsupported).and_then(lacks) {
         return e.with_reason(why);
     }
     if e.is(Errno::INVAL) {
@@ -227,12 +247,50 @@ fn explain_create_errno(e: Error, attr: &QpInitAttr<'_>, rxe: bool) -> Error {
     e
 }
 
+impl Qp {
+    /// The QP a provider made: the kernel QP `inner`, the provider's rings (in RESET), what it
+    /// was created with and the caps it has. A QP with an SRQ has no receive queue: what was
+    /// asked for it is ignored.
+    pub(crate) fn assemble(
+        ring: QpRing,
+        inner: QpInner,
+        attr: &QpInitAttr<'_>,
+        mut cap: QpCap,
+        send_ops: Option<SendOpsFlags>,
+    ) -> Qp {
+        if attr.srq.is_some() {
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
+        Qp {
+            ring,
+            inner,
+            send_ops: send_ops.unwrap_or_default(),
+            cap,
+            qp_type: attr.qp_type,
+            sq_sig_all: attr.sq_sig_all,
+            wr_api: send_ops.is_some(),
+        }
+    }
+}
+
+/// The caps the kernel made, as `ibv_query_qp` reports them: the create response is not
+/// always that (6.1's rxe answers the 12 send WRs asked for while its ring holds 15:
+/// `rxe_queue_init` rounds the ring up to a power of two, less one, and query reports the
+/// ring's size).
+pub(crate) fn queried_cap(inner: &QpInner) -> Result<QpCap> {
+    Ok(super::modify::query_cap(&super::modify::query_resp(
+        inner,
+        QpAttrMask::CAP,
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Finding 3: the kernel's errno is kept, and the provider's "does not support" reason is
-    /// given only for the errnos that mean it; EPERM (no CAP_NET_RAW) says so.
+    /// The kernel's errno is kept, and the provider's "does not support" reason is given only
+    /// for the errnos that mean it; EPERM (no CAP_NET_RAW) says so.
     #[test]
     fn raw_packet_refusal_keeps_the_kernel_errno_and_its_reason() {
         let cap = QpCap::default();
@@ -248,22 +306,20 @@ mod tests {
             send_ops_flags: SendOpsFlags::empty(),
             qp_context: 0,
         };
-        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::PERM), &attr, true);
+        let lacks = |f| (f == Feature::RawPacket).then_some("no RAW_PACKET QPs here");
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::PERM), &attr, lacks);
         assert!(e.is(Errno::PERM), "{e}");
         assert!(e.reason().contains("CAP_NET_RAW"), "{e}");
-        assert!(!e.reason().contains("does not support"), "{e}");
+        assert!(!e.reason().contains("no RAW_PACKET"), "{e}");
         let e = explain_create_errno(
             Error::os("create_qp", "pd 1", Errno::OPNOTSUPP),
             &attr,
-            true,
+            lacks,
         );
         assert!(e.is(Errno::OPNOTSUPP), "{e}");
-        assert!(
-            e.reason().contains("rxe does not support RAW_PACKET"),
-            "{e}"
-        );
+        assert!(e.reason().contains("no RAW_PACKET QPs here"), "{e}");
         // Another errno (the kernel ran out of memory) keeps the kernel's answer alone.
-        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::NOMEM), &attr, true);
+        let e = explain_create_errno(Error::os("create_qp", "pd 1", Errno::NOMEM), &attr, lacks);
         assert!(e.is(Errno::NOMEM) && e.reason().is_empty(), "{e}");
     }
 }

@@ -2,8 +2,8 @@
 //! `ibv_destroy_qp`, `ibv_post_send`, `ibv_post_recv`, the `ibv_wr_*` API,
 //! `ibv_attach_mcast`, `ibv_detach_mcast`).
 //!
-//! A [`Qp`] owns its rings (the provider's half, `QpRing`: rxe's in `crate::rxe`, EFA's in
-//! `crate::efa`) and the kernel QP (`QpInner`, on a `KernelObject`). It holds its PD, its CQs'
+//! A [`Qp`] owns its rings (the provider's half, `QpRing`, reached through `QpOps`) and the
+//! kernel QP (`QpInner`, on a `KernelObject`). It holds its PD, its CQs'
 //! kernel objects and its SRQ, so none of them can be destroyed under it. Posting takes
 //! `&mut self`: one owner, no lock.
 //!
@@ -18,13 +18,13 @@ mod mcast;
 mod modify;
 mod post;
 
-use crate::rxe::RxeRing;
 pub use attr::{
     QpAttr, QpAttrMask, QpCap, QpDestroyed, QpInitAttr, QpQuery, QpState, QpType, SendOpsFlags,
 };
-pub(crate) use batch::send_ops_flag;
 pub use batch::WrBatch;
-pub(crate) use post::check_ah_pd;
+pub(crate) use create::queried_cap;
+pub(crate) use modify::modify_command;
+pub(crate) use post::state_error;
 
 use std::sync::Arc;
 
@@ -38,6 +38,7 @@ use crate::cq::QpCqs;
 use crate::error::Errno;
 use crate::object::{Destroy, DestroyCmd, DestroyError, KernelObject, Registration};
 use crate::pd::Pd;
+use crate::provider::{dispatch, QpOps, QpRing};
 use crate::srq::SrqShared;
 
 /// The kernel QP and what keeps its parents alive.
@@ -124,13 +125,6 @@ impl QpInner {
     }
 }
 
-/// The provider's rings, dispatched by `match` (no indirect calls on post).
-pub(crate) enum QpRing {
-    Rxe(RxeRing),
-    /// EFA: LLQ SQ, RQ, the wr_id pools shared with the CQs (see `crate::efa`).
-    Efa(crate::efa::EfaQpRing),
-}
-
 /// A queue pair (`struct ibv_qp`, `struct ibv_qp_ex`), on any provider.
 ///
 /// `Send` (move it to the thread that posts) and not `Sync`: posting takes `&mut self`.
@@ -162,25 +156,29 @@ pub(crate) enum QpRing {
 /// ```
 #[doc(alias = "ibv_qp")]
 #[doc(alias = "ibv_qp_ex")]
+// In declaration order (`repr(C)`), the rings first: a post reaches the provider's half at the
+// QP's own address, which keeps one register free on the inline path.
+#[repr(C)]
 pub struct Qp {
     // Drop order (see `Drop for Qp`): the kernel QP is destroyed first, then the rings, the
     // AHs queued sends named and the mappings go (field order), then the parents (`inner`).
     pub(crate) ring: QpRing,
     pub(crate) inner: QpInner,
-    pub(crate) qp_type: QpType,
+    /// The operations the `wr_*` API may build (empty without it).
+    pub(crate) send_ops: SendOpsFlags,
     pub(crate) cap: QpCap,
-    pub(crate) state: QpState,
+    pub(crate) qp_type: QpType,
     pub(crate) sq_sig_all: bool,
-    pub(crate) send_ops: Option<SendOpsFlags>,
+    /// Created by `create_qp_ex` (or `efadv_create_qp_ex`): the `wr_*` API is open.
+    pub(crate) wr_api: bool,
 }
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        // The kernel QP first (best effort, a failure reported), then the rings (fields).
+        // The kernel QP first (best effort, a failure reported), then what the provider adds,
+        // then the rings (fields).
         self.inner.obj.release();
-        if let QpRing::Efa(r) = &self.ring {
-            r.unregister();
-        }
+        dispatch!(QpRing, &mut self.ring, r => r.destroyed());
     }
 }
 
@@ -189,20 +187,17 @@ impl std::fmt::Debug for Qp {
         f.debug_struct("Qp")
             .field("qp", &self.inner.label())
             .field("qp_type", &self.qp_type)
-            .field("state", &self.state)
+            .field("state", &self.state())
             .field("cap", &self.cap)
             .finish()
     }
 }
 
 impl Qp {
-    /// Records the QP's state (after a modify or a query): the one place it changes, so what
-    /// the provider's ring caches of it (EFA: whether it may send) follows.
+    /// Records the QP's state (after a modify or a query): the one place it changes. The
+    /// provider keeps it, for its rules of when the QP may post.
     pub(crate) fn set_state(&mut self, state: QpState) {
-        self.state = state;
-        if let QpRing::Efa(r) = &mut self.ring {
-            r.set_rts(state == QpState::Rts);
-        }
+        dispatch!(QpRing, &mut self.ring, r => r.set_state(state));
     }
 
     /// The QP number (`ibv_qp.qp_num`).
@@ -246,7 +241,8 @@ impl Qp {
     /// The state after the last successful modify or query (the QP can move to an error state
     /// on its own; [`Qp::query`] asks the kernel).
     pub fn state(&self) -> QpState {
-        self.state
+        // The provider keeps it (its rules for posting read it).
+        dispatch!(QpRing, &self.ring, r => r.state())
     }
 
     /// Whether every send is signaled.
@@ -274,7 +270,7 @@ impl Qp {
     pub fn destroy(mut self) -> std::result::Result<QpDestroyed, DestroyError<Qp>> {
         match self.inner.obj.destroy() {
             Ok([events_reported, _]) => {
-                // `Drop` unregisters an EFA QP from its CQs' tables.
+                // `Drop` adds what the provider's destroy needs.
                 drop(self);
                 Ok(QpDestroyed { events_reported })
             }
@@ -308,12 +304,13 @@ mod tests {
     /// no label of its own (the micro's heap per QP equals rdma-core's with these sizes).
     #[test]
     fn qp_carries_no_cold_bytes_inline() {
+        use crate::provider::{EfaQp, RxeQp};
         use std::mem::size_of;
         assert!(
-            size_of::<crate::efa::EfaQpRing>() <= size_of::<crate::rxe::RxeRing>(),
+            size_of::<EfaQp>() <= size_of::<RxeQp>(),
             "EFA arm {} B, rxe arm {} B",
-            size_of::<crate::efa::EfaQpRing>(),
-            size_of::<crate::rxe::RxeRing>()
+            size_of::<EfaQp>(),
+            size_of::<RxeQp>()
         );
         assert!(size_of::<crate::object::KernelObject>() <= 32);
         assert!(size_of::<Qp>() <= 416, "Qp is {} B", size_of::<Qp>());

@@ -8,11 +8,12 @@ use uverbs_uapi::write::{
 };
 
 use super::attr::{dest_from_uverbs, dest_to_uverbs};
-use super::{Qp, QpAttr, QpAttrMask, QpCap, QpInner, QpQuery, QpRing, QpState};
+use super::{Qp, QpAttr, QpAttrMask, QpCap, QpInner, QpQuery, QpState};
 use crate::channel::WriteCmd;
 use crate::context::legacy_cmd;
 use crate::error::{Errno, Error, Result};
 use crate::mr::AccessFlags;
+use crate::provider::{dispatch, QpOps};
 use crate::query::Mtu;
 
 impl Qp {
@@ -54,27 +55,10 @@ impl Qp {
             alt_timeout: attr.alt_timeout,
             reserved: [0; 2],
         };
-        let mut cmd = if matches!(self.ring, QpRing::Efa(_)) {
-            let req = crate::efa::modify_req(&base, mask)
-                .map_err(|why| Error::invalid(op, self.label(), Errno::OPNOTSUPP, why))?;
-            legacy_cmd(IB_USER_VERBS_CMD_MODIFY_QP, &req, &[], 0, 0)
-        } else if mask.contains(QpAttrMask::RATE_LIMIT) {
-            let ex = IbUverbsExModifyQp {
-                base,
-                rate_limit: attr.rate_limit,
-                reserved: 0,
-            };
-            WriteCmd::extended(
-                IB_USER_VERBS_EX_CMD_MODIFY_QP,
-                &ex,
-                &[],
-                std::mem::size_of::<IbUverbsExModifyQpResp>(),
-                0,
-            )
-            .map_err(|e| Error::os(op, self.label(), e))?
-        } else {
-            legacy_cmd(IB_USER_VERBS_CMD_MODIFY_QP, &base, &[], 0, 0)
-        };
+        let mut cmd = dispatch!(QpRing, &self.ring, r => {
+            r.modify_command(&base, mask, attr.rate_limit)
+        })
+        .map_err(|why| Error::invalid(op, self.label(), Errno::OPNOTSUPP, why))?;
         self.inner
             .pd
             .context()
@@ -84,7 +68,10 @@ impl Qp {
                     e.with_reason(format!(
                         "{:?} QP: {:?} -> {:?} with mask {:?} is not a legal transition, or an \
                          attribute is out of range",
-                        self.qp_type, self.state, attr.qp_state, mask
+                        self.qp_type,
+                        self.state(),
+                        attr.qp_state,
+                        mask
                     ))
                 } else {
                     e
@@ -169,5 +156,33 @@ pub(super) fn query_cap(r: &IbUverbsQueryQpResp) -> QpCap {
         max_send_sge: r.max_send_sge,
         max_recv_sge: r.max_recv_sge,
         max_inline_data: r.max_inline_data,
+    }
+}
+
+/// The modify command of `base` (`mask` the fields that apply) as rdma-core's
+/// `ibv_cmd_modify_qp` sends it: the legacy command with every field, or the extended one
+/// when `mask` has `RATE_LIMIT` (with `rate_limit`). A provider with its own rules
+/// (`QpOps::modify_command`) sends another.
+pub(crate) fn modify_command(
+    base: &IbUverbsModifyQp,
+    mask: QpAttrMask,
+    rate_limit: u32,
+) -> std::result::Result<WriteCmd, String> {
+    if mask.contains(QpAttrMask::RATE_LIMIT) {
+        let ex = IbUverbsExModifyQp {
+            base: *base,
+            rate_limit,
+            reserved: 0,
+        };
+        WriteCmd::extended(
+            IB_USER_VERBS_EX_CMD_MODIFY_QP,
+            &ex,
+            &[],
+            std::mem::size_of::<IbUverbsExModifyQpResp>(),
+            0,
+        )
+        .map_err(|e| format!("the extended modify command could not be encoded ({e})"))
+    } else {
+        Ok(legacy_cmd(IB_USER_VERBS_CMD_MODIFY_QP, base, &[], 0, 0))
     }
 }

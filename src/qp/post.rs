@@ -1,13 +1,10 @@
-//! The QP's data path entry points (`ibv_post_send`, `ibv_post_recv`, `ibv_wr_start`):
-//! the state checks and the `match` on the provider's ring. No lock, no allocation, no
-//! indirect call.
+//! The QP's data path entry points (`ibv_post_send`, `ibv_post_recv`, `ibv_wr_start`): one
+//! dispatch to the provider's half, which applies its rules for the QP's state. No lock, no
+//! allocation, no indirect call.
 
-use std::sync::Arc;
-
-use super::{Qp, QpInner, QpRing, QpState, WrBatch};
-use crate::ah::Ah;
+use super::{Qp, QpInner, QpState, WrBatch};
 use crate::error::{Errno, Error, Result};
-use crate::rxe::ring_error;
+use crate::provider::{dispatch, Fast, QpOps};
 use crate::wr::{PostError, RecvWr, SendWr};
 
 impl Qp {
@@ -30,44 +27,20 @@ impl Qp {
     #[doc(alias = "ibv_post_send")]
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        match &mut self.ring {
-            QpRing::Efa(r) => {
-                // One plain WR (a signaled SEND of one SGE on an RTS QP) is posted here;
-                // everything else, and whatever that path declines (it then has done
-                // nothing), goes out of line: this path keeps no callee-saved register, and
-                // the other is a tail call.
-                if let [wr] = wrs {
-                    if r.post_plain_one(wr) {
-                        return Ok(());
-                    }
-                    // The same list: its length a constant, not a register kept.
-                    return r.post_send_general(std::slice::from_ref(wr), &self.inner);
-                }
-                r.post_send_general(wrs, &self.inner)
-            }
-            QpRing::Rxe(r) => {
-                if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-                    return self.post_send_not_ready();
-                }
-                r.post_send(wrs, &self.inner)
-            }
-        }
+        // The provider's inline path (the latency case) names nothing; the rest, out of line,
+        // names the QP in an error. Kept apart, the inline path holds no pointer to the QP's
+        // name, so it keeps no register for it.
+        dispatch!(QpRing, &mut self.ring, r => match r.post_send_fast(wrs) {
+            Fast::Posted => Ok(()),
+            Fast::Direct => r.post_send(wrs, &self.inner),
+            Fast::Declined => self.post_send_slow(wrs),
+        })
     }
 
-    /// The refusal of a send on an rxe QP before RTS (out of line: no register of the
-    /// posting path is kept for it).
-    #[cold]
+    /// [`Qp::post_send`] of what the provider's inline path does not take.
     #[inline(never)]
-    fn post_send_not_ready(&self) -> Result<(), PostError> {
-        Err(PostError {
-            index: 0,
-            error: state_error(
-                &self.inner,
-                self.state,
-                "post_send",
-                "sends need RTS (or SQD/SQE/ERR)",
-            ),
-        })
+    fn post_send_slow(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        dispatch!(QpRing, &mut self.ring, r => r.post_send(wrs, &self.inner))
     }
 
     /// Posts a list of receive work requests (`ibv_post_recv`): written into the RQ and
@@ -76,24 +49,7 @@ impl Qp {
     #[doc(alias = "ibv_post_recv")]
     #[inline]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let op = "post_recv";
-        match &mut self.ring {
-            QpRing::Efa(r) => r.post_recv(wrs, self.state, &self.inner),
-            QpRing::Rxe(r) => {
-                if self.state == QpState::Reset {
-                    return Err(PostError {
-                        index: 0,
-                        error: state_error(
-                            &self.inner,
-                            self.state,
-                            op,
-                            "receives need INIT or later",
-                        ),
-                    });
-                }
-                r.post_recv(&self.inner, wrs)
-            }
-        }
+        dispatch!(QpRing, &mut self.ring, r => r.post_recv(wrs, &self.inner))
     }
 
     /// Opens a batch of `wr_*` calls (`ibv_wr_start`); only on a QP made by
@@ -103,7 +59,7 @@ impl Qp {
     #[doc(alias = "ibv_wr_start")]
     pub fn wr_start(&mut self) -> Result<WrBatch<'_>> {
         let op = "wr_start";
-        if self.send_ops.is_none() {
+        if !self.wr_api {
             return Err(Error::invalid(
                 op,
                 self.label(),
@@ -111,31 +67,9 @@ impl Qp {
                 "the wr_* API needs a QP created with create_qp_ex (or efadv_create_qp_ex)",
             ));
         }
-        let start = match &mut self.ring {
-            QpRing::Rxe(r) => {
-                if matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-                    return Err(state_error(
-                        &self.inner,
-                        self.state,
-                        op,
-                        "sends need RTS (or SQD/SQE/ERR)",
-                    ));
-                }
-                r.sq.wr_start()
-                    .map_err(|e| ring_error(&self.inner, op, e))?;
-                r.sq.producer_index()
-            }
-            QpRing::Efa(_) => {
-                if self.state != QpState::Rts {
-                    return Err(state_error(&self.inner, self.state, op, "sends need RTS"));
-                }
-                0
-            }
-        };
+        dispatch!(QpRing, &mut self.ring, r => r.wr_start(&self.inner))?;
         Ok(WrBatch {
             qp: self,
-            start,
-            n: 0,
             err: None,
             open: true,
         })
@@ -150,18 +84,4 @@ pub(crate) fn state_error(inner: &QpInner, state: QpState, op: &'static str, nee
         Errno::INVAL,
         format!("the QP is in state {state:?}; {need}"),
     )
-}
-
-/// Checks that `d`'s AH belongs to the QP's PD (and so to its device).
-#[inline]
-pub(crate) fn check_ah_pd(inner: &QpInner, op: &'static str, ah: &Ah) -> Result<()> {
-    if !Arc::ptr_eq(&ah.inner.pd.inner, &inner.pd.inner) {
-        return Err(Error::invalid(
-            op,
-            inner.label(),
-            Errno::INVAL,
-            "the AH belongs to another PD",
-        ));
-    }
-    Ok(())
 }

@@ -1,12 +1,11 @@
 //! Device attributes: `ibv_query_device` and `ibv_query_device_ex` (the legacy
 //! `IB_USER_VERBS_CMD_QUERY_DEVICE` write, or the extended `IB_USER_VERBS_EX_CMD_QUERY_DEVICE`,
-//! falling back to the legacy one on a kernel without it; EFA's driver part of the extended
-//! response is kept for `efadv_query_device`), the types they decode into, and the decoding.
+//! falling back to the legacy one on a kernel without it; a provider keeps what it wants of
+//! the driver part of the extended response), the types they decode into, and the decoding.
 
 use std::fs;
 use std::path::Path;
 
-use uverbs_uapi::efa::{EfaIbvExQueryDeviceResp, EFA_USER_CMDS_SUPP_UDATA_QUERY_DEVICE};
 use uverbs_uapi::write::{
     IbUverbsExQueryDevice, IbUverbsExQueryDeviceResp, IbUverbsQueryDevice, IbUverbsQueryDeviceResp,
     IB_USER_VERBS_CMD_QUERY_DEVICE, IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
@@ -15,9 +14,8 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::channel::WriteCmd;
 use crate::context::{legacy_cmd, Context};
-use crate::device::Driver;
 use crate::error::{Errno, Result};
-use crate::ProviderInfo;
+use crate::provider::{dispatch, DeviceOps, Driver};
 
 /// How a device supports atomic operations (`enum ibv_atomic_cap`).
 #[doc(alias = "ibv_atomic_cap")]
@@ -378,9 +376,6 @@ pub struct DeviceAttrEx {
     /// How many bytes of the extended response the kernel filled (older kernels fill fewer;
     /// fields beyond are 0).
     pub response_length: u32,
-    /// EFA's driver part of the response (`struct efa_ibv_ex_query_device_resp`), for
-    /// `efadv_query_device`. `None` for rxe, and for an EFA kernel driver too old to send it.
-    pub efa: Option<EfaIbvExQueryDeviceResp>,
 }
 
 impl Context {
@@ -405,14 +400,8 @@ impl Context {
     #[doc(alias = "ibv_query_device_ex")]
     #[doc(alias = "IB_USER_VERBS_EX_CMD_QUERY_DEVICE")]
     pub fn query_device_ex(&self) -> Result<DeviceAttrEx> {
-        let driver_len = match self.provider() {
-            ProviderInfo::Efa(r)
-                if r.cmds_supp_udata_mask & EFA_USER_CMDS_SUPP_UDATA_QUERY_DEVICE != 0 =>
-            {
-                std::mem::size_of::<EfaIbvExQueryDeviceResp>()
-            }
-            _ => 0,
-        };
+        let provider = &self.inner.provider_ctx;
+        let driver_len = dispatch!(ProviderCtx, provider, p => p.query_device_udata_len());
         let mut cmd = WriteCmd::extended(
             IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
             &IbUverbsExQueryDevice::default(),
@@ -435,8 +424,11 @@ impl Context {
                 }
                 Err(e) => return Err(e),
             };
-        let efa = (driver_len > 0).then(|| cmd.driver_response_as::<EfaIbvExQueryDeviceResp>());
-        Ok(self.decode_device_attr_ex(&resp, efa))
+        if driver_len > 0 {
+            let driver_resp = cmd.driver_response();
+            dispatch!(ProviderCtx, provider, p => p.query_device_udata(driver_resp));
+        }
+        Ok(self.decode_device_attr_ex(&resp))
     }
 
     pub(super) fn query_device_raw(&self) -> Result<IbUverbsQueryDeviceResp> {
@@ -455,15 +447,11 @@ impl Context {
         decode_device_attr(self.device().driver(), r)
     }
 
-    fn decode_device_attr_ex(
-        &self,
-        r: &IbUverbsExQueryDeviceResp,
-        efa: Option<EfaIbvExQueryDeviceResp>,
-    ) -> DeviceAttrEx {
+    fn decode_device_attr_ex(&self, r: &IbUverbsExQueryDeviceResp) -> DeviceAttrEx {
         let orig_attr = self.decode_device_attr(&r.base);
         let phys_port_cnt_ex = count_sysfs_ports(self.device().ibdev_path())
             .unwrap_or(u32::from(orig_attr.phys_port_cnt));
-        decode_device_attr_ex(orig_attr, r, efa, phys_port_cnt_ex)
+        decode_device_attr_ex(orig_attr, r, phys_port_cnt_ex)
     }
 }
 
@@ -471,18 +459,7 @@ impl Context {
 /// (`rxe_query_device`) prints `major.minor.sub_minor` from bits 47..32, 31..16, 15..0; EFA
 /// (`efa_query_device_ex`) prints the first four bytes of the value as it lies in memory.
 pub fn format_fw_ver(driver: &Driver, raw: u64) -> String {
-    match driver {
-        Driver::Efa => {
-            let b = raw.to_ne_bytes();
-            format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
-        }
-        _ => format!(
-            "{}.{}.{}",
-            (raw >> 32) & 0xffff,
-            (raw >> 16) & 0xffff,
-            raw & 0xffff
-        ),
-    }
+    driver.format_fw_ver(raw)
 }
 
 fn decode_device_attr(driver: &Driver, r: &IbUverbsQueryDeviceResp) -> DeviceAttr {
@@ -535,7 +512,6 @@ fn decode_device_attr(driver: &Driver, r: &IbUverbsQueryDeviceResp) -> DeviceAtt
 fn decode_device_attr_ex(
     orig_attr: DeviceAttr,
     r: &IbUverbsExQueryDeviceResp,
-    efa: Option<EfaIbvExQueryDeviceResp>,
     phys_port_cnt_ex: u32,
 ) -> DeviceAttrEx {
     // Keep only the bytes the kernel says it wrote, zero the rest.
@@ -588,7 +564,6 @@ fn decode_device_attr_ex(
         xrc_odp_caps: OdpTransportCaps::from_bits_retain(r.xrc_odp_caps),
         phys_port_cnt_ex,
         response_length: len as u32,
-        efa,
     }
 }
 
@@ -610,14 +585,6 @@ pub(super) fn count_sysfs_ports(ibdev_path: &Path) -> Option<u32> {
 mod tests {
     use super::*;
     use zerocopy::byteorder::big_endian;
-
-    #[test]
-    fn fw_ver_is_formatted_per_provider() {
-        assert_eq!(format_fw_ver(&Driver::Rxe, 0), "0.0.0");
-        assert_eq!(format_fw_ver(&Driver::Rxe, 0x0001_0002_0003_0004), "2.3.4");
-        let efa = u64::from_ne_bytes([1, 2, 3, 4, 9, 9, 9, 9]);
-        assert_eq!(format_fw_ver(&Driver::Efa, efa), "1.2.3.4");
-    }
 
     #[test]
     fn device_attr_decodes_guids_and_ex_fields_up_to_response_length() {
@@ -653,13 +620,13 @@ mod tests {
         };
         // The kernel claims to have written only up to odp_caps: later fields are ignored.
         r.response_length = (176 + 8 + 24) as u32;
-        let x = decode_device_attr_ex(a.clone(), &r, None, 1);
+        let x = decode_device_attr_ex(a.clone(), &r, 1);
         assert_eq!(x.odp_caps.general_caps, OdpGeneralCaps::SUPPORT);
         assert_eq!(x.completion_timestamp_mask, 0);
         assert_eq!(x.max_dm_size, 0);
         assert_eq!(x.xrc_odp_caps, OdpTransportCaps::empty());
         r.response_length = std::mem::size_of::<IbUverbsExQueryDeviceResp>() as u32;
-        let x = decode_device_attr_ex(a.clone(), &r, None, 1);
+        let x = decode_device_attr_ex(a.clone(), &r, 1);
         assert_eq!(x.completion_timestamp_mask, 0xffff);
         assert_eq!(x.max_dm_size, 4096);
         assert_eq!(
@@ -668,6 +635,6 @@ mod tests {
         );
         // A length beyond the struct is clamped, never read past.
         r.response_length = 100_000;
-        assert_eq!(decode_device_attr_ex(a, &r, None, 1).response_length, 304);
+        assert_eq!(decode_device_attr_ex(a, &r, 1).response_length, 304);
     }
 }

@@ -4,17 +4,20 @@
 //! from the neighbour table) in every WQE; uverbs refuses those rather than guess a MAC.
 
 use uverbs_uapi::rxe::RxeCreateAhResp;
+use zerocopy::FromBytes;
 
-use crate::channel::WriteCmd;
 use crate::error::{Errno, Error, Result};
 
 /// Length of the driver response of CREATE_AH.
 pub(crate) const CREATE_AH_RESP_LEN: usize = std::mem::size_of::<RxeCreateAhResp>();
 
-/// The kernel's AH index from a completed CREATE_AH, or the refusal of `op` on the AH
+/// The kernel's AH index from CREATE_AH's driver response, or the refusal of `op` on the AH
 /// `label` when the kernel returned none.
-pub(crate) fn ah_num(cmd: &WriteCmd, op: &'static str, label: &str) -> Result<u32> {
-    match cmd.driver_response_as::<RxeCreateAhResp>().ah_num {
+pub(crate) fn ah_num(driver_resp: &[u8], op: &'static str, label: &str) -> Result<u32> {
+    let resp = RxeCreateAhResp::read_from_prefix(driver_resp)
+        .map(|(r, _)| r)
+        .unwrap_or_default();
+    match resp.ah_num {
         0 => Err(Error::invalid(
             op,
             label.to_owned(),

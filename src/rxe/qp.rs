@@ -1,66 +1,89 @@
-//! The rxe half of a [`Qp`](crate::Qp): its rings (the SQ and, without an SRQ, the RQ,
-//! mmapped from the uverbs fd), the AHs queued UD sends name, and the send doorbell, a
-//! `write()` of `IB_USER_VERBS_CMD_POST_SEND` with zero work requests prebuilt at creation
-//! (request bytes and response buffer) so a post allocates nothing and calls nothing through a
-//! trait object. The generic `Qp` owns the kernel QP and dispatches its rxe arm here.
+//! The rxe half of a [`Qp`](crate::Qp): creating it (the generic create ioctl, no driver
+//! request, the `rxe_create_qp_resp` rings in the answer), its rings (the SQ and, without an
+//! SRQ, the RQ, mmapped from the uverbs fd), the AHs queued UD sends name, the send doorbell
+//! (a `write()` of `IB_USER_VERBS_CMD_POST_SEND` with zero work requests, prebuilt at creation
+//! so a post allocates nothing and calls nothing through a trait object), and rxe's rules for
+//! the QP's state. The generic `Qp` owns the kernel QP and dispatches here.
 //!
-//! Unsafe code here: reading the caller's SGEs as rxe's, and borrowing the uverbs fd number
-//! for the doorbell write.
+//! Unsafe code here: borrowing the uverbs fd number for the doorbell write.
 #![allow(unsafe_code)]
 
-use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
-use uverbs_rxe::{Payload, RecvQueue, SendQueue, SendQueueCaps, UdAh};
+use uverbs_rxe::{RecvQueue, SendQueue, SendQueueCaps, WrError};
 use uverbs_uapi::rxe::RxeCreateQpResp;
 use uverbs_uapi::write::{
-    IbUverbsCmdHdr, IbUverbsPostSend, IbUverbsPostSendResp, IbUverbsSendWr,
+    IbUverbsCmdHdr, IbUverbsModifyQp, IbUverbsPostSend, IbUverbsPostSendResp, IbUverbsSendWr,
     IB_USER_VERBS_CMD_POST_SEND,
 };
 use zerocopy::IntoBytes;
 
 use super::map_rxe_queue;
 use crate::ah::Ah;
-use crate::channel::Mapping;
+use crate::channel::{Mapping, WriteCmd};
 use crate::context::Context;
 use crate::error::{Errno, Error, Result};
-use crate::qp::{check_ah_pd, QpCap, QpInitAttr, QpInner, QpType};
-use crate::wr::{post_errno, PostError, RecvWr, SendWr, WrData};
+use crate::pd::Pd;
+use crate::provider::{Fast, QpOps, QpRing, Step};
+use crate::qp::{
+    modify_command, queried_cap, state_error, Qp, QpAttrMask, QpCap, QpInitAttr, QpInner, QpState,
+    QpType, SendOpsFlags,
+};
+use crate::wr::{PostError, RecvWr, SendFlags, SendWr, UdDest, WrOp};
+
+/// `ibv_create_qp(_ex)` on rxe: RC, UC and UD (the kernel answers for RAW_PACKET and XRC, which
+/// rxe refuses; SRD is refused here).
+pub(crate) fn create_qp(
+    pd: &Pd,
+    attr: &QpInitAttr<'_>,
+    send_ops: Option<SendOpsFlags>,
+) -> Result<Qp> {
+    let op = "create_qp";
+    if attr.qp_type == QpType::Srd {
+        return Err(Error::invalid(
+            op,
+            pd.label(),
+            Errno::OPNOTSUPP,
+            "SRD is an EFA transport; rxe has RC, UC and UD",
+        ));
+    }
+    let mut drv = RxeCreateQpResp::default();
+    let (inner, mut cap) = pd.create_qp_object(attr, &[], drv.as_mut_bytes())?;
+    // From here `inner` destroys the kernel QP if anything fails.
+    if matches!(attr.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
+        cap = queried_cap(&inner)?;
+    }
+    let ring = qp_ring(pd.context(), op, attr, &inner, &drv, &cap)?;
+    Ok(Qp::assemble(QpRing::Rxe(ring), inner, attr, cap, send_ops))
+}
 
 /// Maps the rings of the rxe QP `inner` just created (`drv` is the driver's part of the
 /// create response, `cap` the caps it was made with) and prebuilds its doorbell.
-pub(crate) fn qp_ring(
+fn qp_ring(
     ctx: &Context,
     op: &'static str,
     attr: &QpInitAttr<'_>,
     inner: &QpInner,
     drv: &RxeCreateQpResp,
     cap: &QpCap,
-) -> Result<RxeRing> {
-    let Some(rxe_type) = attr.qp_type.rxe() else {
-        return Err(Error::invalid(
-            op,
-            inner.label(),
-            Errno::OPNOTSUPP,
-            format!("{:?} QPs have no rxe rings", attr.qp_type),
-        ));
-    };
+) -> Result<RxeQp> {
     let qlabel = || inner.label();
     let (sq_map, sq_q) = map_rxe_queue(ctx, &drv.sq_mi, op, &qlabel, "send queue")?;
     let sq = SendQueue::new(
         sq_q,
         SendQueueCaps {
-            qp_type: rxe_type,
+            qp_type: attr.qp_type,
+            domain: crate::wr::pd_id(&inner.pd),
             max_send_sge: cap.max_send_sge,
             max_inline_data: cap.max_inline_data,
         },
     )
-    .map_err(|e| Error::invalid(op, inner.label(), Errno::IO, format!("send queue: {e}")))?;
+    .map_err(|e| Error::provider(op, inner.label(), e).with_reason(format!("send queue: {e}")))?;
     let (rq, rq_map) = if attr.srq.is_none() {
         let (m, q) = map_rxe_queue(ctx, &drv.rq_mi, op, &qlabel, "receive queue")?;
         let rq = RecvQueue::new(q, cap.max_recv_sge).map_err(|e| {
-            Error::invalid(op, inner.label(), Errno::IO, format!("receive queue: {e}"))
+            Error::provider(op, inner.label(), e).with_reason(format!("receive queue: {e}"))
         })?;
         (Some(rq), Some(m))
     } else {
@@ -75,8 +98,11 @@ pub(crate) fn qp_ring(
         ));
     };
     let slots = sq.queue().num_slots() as usize;
-    Ok(RxeRing {
-        db: Doorbell::new(dbfd, inner.handle()),
+    Ok(RxeQp {
+        // SAFETY: `dbfd` is the uverbs fd of the channel of the Context the QP holds (through
+        // `inner`'s PD), which stays open for as long as the QP, and so this doorbell, exists.
+        db: unsafe { Doorbell::new(dbfd, inner.handle()) },
+        state: QpState::Reset,
         sq,
         rq,
         // Only UD sends carry an AH (the ring refuses one on other QP types): other
@@ -92,7 +118,7 @@ pub(crate) fn qp_ring(
 }
 
 /// The prebuilt rxe send doorbell: `IB_USER_VERBS_CMD_POST_SEND` with zero WRs.
-pub(crate) struct Doorbell {
+struct Doorbell {
     /// The uverbs fd. Not `'static` in truth: it is the fd of the channel of the Context the QP
     /// holds a clone of (through its PD), so it stays open for as long as the QP and this
     /// doorbell exist; private, and used only by `ring`. Kept borrowed (validated once, in
@@ -119,11 +145,15 @@ const DB_LEN: usize =
     std::mem::size_of::<IbUverbsCmdHdr>() + std::mem::size_of::<IbUverbsPostSend>();
 
 impl Doorbell {
-    /// `fd` must be the uverbs fd of the channel of the QP's Context (see [`Doorbell::fd`]).
-    fn new(fd: BorrowedFd<'_>, qp_handle: u32) -> Self {
-        // SAFETY: `fd` is open now (it is borrowed) and stays open for as long as the QP and
-        // this doorbell exist: it is the uverbs fd of the channel of the Context the QP holds
-        // a clone of (the caller's contract). The `'static` borrow never leaves this struct.
+    /// The doorbell of the QP `qp_handle` on the uverbs fd `fd`.
+    ///
+    /// # Safety
+    /// `fd` must stay open for as long as the returned doorbell exists (the uverbs fd of the
+    /// channel of the Context the QP holds, see [`Doorbell::fd`]).
+    unsafe fn new(fd: BorrowedFd<'_>, qp_handle: u32) -> Self {
+        // SAFETY: `fd` is open now (it is borrowed) and stays open for as long as this
+        // doorbell exists (the caller's contract). The `'static` borrow never leaves this
+        // struct.
         let fd = unsafe { BorrowedFd::borrow_raw(fd.as_raw_fd()) };
         let resp = NonNull::from(Box::leak(Box::new(IbUverbsPostSendResp::default())));
         let hdr = IbUverbsCmdHdr {
@@ -146,7 +176,7 @@ impl Doorbell {
 
     /// One `write()`: the kernel runs the SQ (rdma-core's `post_send_db`).
     #[inline]
-    pub(crate) fn ring(&self) -> std::result::Result<(), Errno> {
+    fn ring(&self) -> std::result::Result<(), Errno> {
         loop {
             match rustix::io::write(self.fd, &self.req) {
                 Ok(n) if n == DB_LEN => return Ok(()),
@@ -167,14 +197,16 @@ impl Drop for Doorbell {
     }
 }
 
-/// The rxe rings of a QP and the doorbell.
-pub(crate) struct RxeRing {
-    pub(crate) sq: SendQueue,
-    pub(crate) rq: Option<RecvQueue>,
-    pub(crate) db: Doorbell,
+/// The rxe rings of a QP, the doorbell, and the QP's state (for rxe's rules of when it may
+/// post).
+pub(crate) struct RxeQp {
+    sq: SendQueue,
+    rq: Option<RecvQueue>,
+    db: Doorbell,
+    state: QpState,
     /// For each SQ slot, the AH of the UD send last written there: kept until the slot is
     /// reused, which the ring allows only after the kernel consumed that send.
-    pub(crate) ah_slots: Box<[Option<Ah>]>,
+    ah_slots: Box<[Option<Ah>]>,
     _sq_map: Mapping,
     _rq_map: Option<Mapping>,
 }
@@ -192,12 +224,22 @@ fn doorbell_error(inner: &QpInner, posted: usize, e: Errno) -> PostError {
     }
 }
 
-#[cold]
-pub(crate) fn ring_error(inner: &QpInner, op: &'static str, e: uverbs_rxe::PostError) -> Error {
-    Error::invalid(op, inner.label(), post_errno(&e), e.to_string())
+/// The errno that stands for a ring-layer refusal (rdma-core's rxe returns these).
+pub(crate) fn post_errno(e: &WrError) -> Errno {
+    match e {
+        WrError::QueueFull { .. } => Errno::NOMEM,
+        WrError::Ring(_) => Errno::IO,
+        WrError::OpcodeNotSupported { .. } => Errno::OPNOTSUPP,
+        _ => Errno::INVAL,
+    }
 }
 
-impl RxeRing {
+#[cold]
+fn ring_error(inner: &QpInner, op: &'static str, e: WrError) -> Error {
+    Error::provider(op, inner.label(), e)
+}
+
+impl RxeQp {
     /// Posts `wrs` (the rxe arm of [`Qp::post_send`](crate::Qp::post_send), after its state
     /// check). One WR that [`SendQueue::post_fast`] takes (SGEs on a connected QP, the
     /// latency case) is posted, published and rung here with nothing else live; anything
@@ -206,11 +248,7 @@ impl RxeRing {
     /// `wrs` comes before `inner` so that [`Qp::post_send`](crate::Qp::post_send)'s own
     /// arguments (the slice) stay in the registers they arrived in for the tail call.
     #[inline(never)]
-    pub(crate) fn post_send(
-        &mut self,
-        wrs: &[SendWr<'_>],
-        inner: &QpInner,
-    ) -> Result<(), PostError> {
+    fn post_send_ready(&mut self, wrs: &[SendWr<'_>], inner: &QpInner) -> Result<(), PostError> {
         if let [wr] = wrs {
             if self.post_fast(wr) {
                 self.sq.publish();
@@ -253,12 +291,7 @@ impl RxeRing {
     /// path, which also keeps the AH slots of a UD QP.
     #[inline(always)]
     fn post_fast(&mut self, wr: &SendWr<'_>) -> bool {
-        match wr.data {
-            WrData::Sge(sges) if wr.ud.is_none() => {
-                self.sq.post_fast(wr.wr_id, &wr.op, wr.flags, sges)
-            }
-            _ => false,
-        }
+        self.sq.post_fast(wr)
     }
 
     /// Posts `wrs[posted..]` one by one with every check of [`SendQueue::post_parts`], after
@@ -296,23 +329,14 @@ impl RxeRing {
         }
     }
 
-    /// Posts one WR: the provider reads its parts where they are (the operation and the SGE
-    /// slice are the shared `uverbs_wr` vocabulary, `Sge` in the `ibv_sge` layout the WQE
-    /// holds), so nothing is converted but the UD destination. The provider checks the SGE
-    /// count against the QP's `max_send_sge` (the caps it was made with).
+    /// Posts one WR: the provider reads it where it is (the shared `uverbs_wr` vocabulary,
+    /// `Sge` in the `ibv_sge` layout the WQE holds) and checks it against the QP's caps, type
+    /// and PD.
     #[inline(always)]
     fn post_one(&mut self, inner: &QpInner, wr: &SendWr<'_>) -> Result<()> {
-        let payload = match wr.data {
-            WrData::Sge(s) => Payload::Sge(s),
-            WrData::Inline(d) => Payload::Inline(d),
-        };
-        let dest = match &wr.ud {
-            None => None,
-            Some(d) => Some(ud_dest(inner, "post_send", d)?),
-        };
         let slot = self.sq.producer_index();
         self.sq
-            .post_parts(wr.wr_id, &wr.op, wr.flags, payload, dest.as_ref())
+            .post(wr)
             .map_err(|e| ring_error(inner, "post_send", e))?;
         // Only a UD QP has a per-slot table (the ring refuses a destination on any other QP),
         // so on RC and UC this is one test.
@@ -325,7 +349,7 @@ impl RxeRing {
     /// Records the AH (or none) of the WQE just written, the one in the slot behind the
     /// producer index (the `wr_*` builders' WQE).
     #[inline]
-    pub(crate) fn note_slot_behind(&mut self, ah: Option<&Ah>) {
+    fn note_slot_behind(&mut self, ah: Option<&Ah>) {
         if !self.ah_slots.is_empty() {
             self.note_ah(self.sq.producer_index().wrapping_sub(1), ah);
         }
@@ -334,7 +358,7 @@ impl RxeRing {
     /// Keeps a clone of `ah` (or none) in the entry of SQ slot `index & index_mask` until the
     /// slot is reused, which the ring allows only after the kernel consumed that send.
     #[inline]
-    pub(crate) fn note_ah(&mut self, index: u32, ah: Option<&Ah>) {
+    fn note_ah(&mut self, index: u32, ah: Option<&Ah>) {
         let slot = (index & self.sq.queue().index_mask()) as usize;
         if let Some(s) = self.ah_slots.get_mut(slot) {
             // Replacing the old value drops the AH of a send the kernel already consumed (the
@@ -343,11 +367,7 @@ impl RxeRing {
         }
     }
 
-    pub(crate) fn post_recv(
-        &mut self,
-        inner: &QpInner,
-        wrs: &[RecvWr<'_>],
-    ) -> Result<(), PostError> {
+    fn post_recv_list(&mut self, inner: &QpInner, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let op = "post_recv";
         let Some(rq) = self.rq.as_mut() else {
             return Err(PostError {
@@ -360,67 +380,156 @@ impl RxeRing {
                 ),
             });
         };
-        let r = post_recv_list(rq, wrs);
-        rq.publish();
-        r.map_err(|(index, e)| PostError {
-            index,
-            error: Error::invalid(op, inner.label(), post_errno(&e), e.to_string()),
+        rq.post_list(wrs)
+            .map_err(|e| e.map(|e| Error::provider(op, inner.label(), e)))
+    }
+
+    /// The refusal of a send on an rxe QP before RTS (out of line: no register of the
+    /// posting path is kept for it).
+    #[cold]
+    #[inline(never)]
+    fn post_send_not_ready(&self, inner: &QpInner) -> Result<(), PostError> {
+        Err(PostError {
+            index: 0,
+            error: state_error(
+                inner,
+                self.state,
+                "post_send",
+                "sends need RTS (or SQD/SQE/ERR)",
+            ),
         })
     }
+
+    /// Whether rxe lets the QP send in its state: RTS, SQD, SQE, ERR (whose sends are flushed).
+    #[inline(always)]
+    fn may_send(&self) -> bool {
+        !matches!(self.state, QpState::Reset | QpState::Init | QpState::Rtr)
+    }
 }
 
-#[inline]
-pub(crate) fn ud_dest<'b>(
-    inner: &QpInner,
-    op: &'static str,
-    d: &crate::wr::UdDest<'b>,
-) -> Result<uverbs_rxe::UdDest<'b>> {
-    check_ah_pd(inner, op, d.ah())?;
-    let Some(n) = NonZeroU32::new(d.ah_num()) else {
-        // create_ah refuses ah_num 0, so this is unreachable for an Ah made by uverbs.
-        return Err(Error::invalid(
-            op,
-            inner.label(),
-            Errno::INVAL,
-            "the AH has no rxe AH index",
-        ));
-    };
-    Ok(uverbs_rxe::UdDest {
-        ah: UdAh::Num(n),
-        remote_qpn: d.remote_qpn,
-        remote_qkey: d.remote_qkey,
-    })
-}
+impl QpOps for RxeQp {
+    /// rxe has no inline path: a post ends in a doorbell `write()`, whose registers would
+    /// crowd the inline paths of the caller; its whole post is one tail call away.
+    #[inline(always)]
+    fn post_send_fast(&mut self, _wrs: &[SendWr<'_>]) -> Fast {
+        Fast::Direct
+    }
 
-/// Writes `wrs` into `rq`; on failure returns the index of the first not written.
-pub(crate) fn post_recv_list(
-    rq: &mut RecvQueue,
-    wrs: &[RecvWr<'_>],
-) -> std::result::Result<(), (usize, uverbs_rxe::PostError)> {
-    for (i, wr) in wrs.iter().enumerate() {
-        if wr.sg_list.len() > rq.max_sge() as usize {
-            return Err((
-                i,
-                uverbs_rxe::PostError::TooManySge {
-                    num_sge: wr.sg_list.len(),
-                    max_sge: rq.max_sge(),
-                },
+    /// The state check; the post ([`RxeQp::post_send_ready`]: one WR that
+    /// [`SendQueue::post_fast`] takes posted, published and rung, else the list).
+    #[inline(always)]
+    fn post_send(&mut self, wrs: &[SendWr<'_>], inner: &QpInner) -> Result<(), PostError> {
+        if !self.may_send() {
+            return self.post_send_not_ready(inner);
+        }
+        self.post_send_ready(wrs, inner)
+    }
+
+    #[inline]
+    fn post_recv(&mut self, wrs: &[RecvWr<'_>], inner: &QpInner) -> Result<(), PostError> {
+        if self.state == QpState::Reset {
+            return Err(PostError {
+                index: 0,
+                error: state_error(
+                    inner,
+                    self.state,
+                    "post_recv",
+                    "receives need INIT or later",
+                ),
+            });
+        }
+        self.post_recv_list(inner, wrs)
+    }
+
+    fn state(&self) -> QpState {
+        self.state
+    }
+
+    fn set_state(&mut self, state: QpState) {
+        self.state = state;
+    }
+
+    fn modify_command(
+        &self,
+        base: &IbUverbsModifyQp,
+        mask: QpAttrMask,
+        rate_limit: u32,
+    ) -> std::result::Result<WriteCmd, String> {
+        modify_command(base, mask, rate_limit)
+    }
+
+    fn wr_start(&mut self, inner: &QpInner) -> Result<()> {
+        let op = "wr_start";
+        if !self.may_send() {
+            return Err(state_error(
+                inner,
+                self.state,
+                op,
+                "sends need RTS (or SQD/SQE/ERR)",
             ));
         }
-        rq.post(wr.wr_id, wr.sg_list).map_err(|e| (i, e))?;
+        self.sq.wr_start().map_err(|e| ring_error(inner, op, e))
     }
-    Ok(())
+
+    /// A WQE built in the open batch, its slot's AH forgotten (the destination, if any,
+    /// comes with `wr_set_ud_addr`).
+    fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Step {
+        self.sq.wr_op(wr_id, flags, op)?;
+        self.note_slot_behind(None);
+        Ok(())
+    }
+
+    fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Step {
+        Ok(self.sq.wr_set_sge(lkey, addr, length)?)
+    }
+
+    fn wr_set_sge_list(&mut self, sges: &[crate::Sge]) -> Step {
+        Ok(self.sq.wr_set_sge_list(sges)?)
+    }
+
+    fn wr_set_inline_data(&mut self, data: &[u8]) -> Step {
+        Ok(self.sq.wr_set_inline_data(data)?)
+    }
+
+    /// The destination of the WQE just built, which sits one slot behind the producer index;
+    /// the QP keeps the AH while the send is queued.
+    fn wr_set_ud_addr(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> Step {
+        self.sq
+            .wr_set_ud_addr(UdDest::new(ah, remote_qpn, remote_qkey))?;
+        self.note_slot_behind(Some(ah));
+        Ok(())
+    }
+
+    fn wr_len(&self) -> usize {
+        self.sq.wr_len()
+    }
+
+    /// Publishes the batch and rings the doorbell once.
+    fn wr_complete(&mut self, inner: &QpInner) -> Result<()> {
+        let op = "wr_complete";
+        match self.sq.wr_complete() {
+            Ok(0) => Ok(()),
+            Ok(_) => self.db.ring().map_err(|e| Error::os(op, inner.label(), e)),
+            Err(e) => Err(ring_error(inner, op, e)),
+        }
+    }
+
+    fn wr_abort(&mut self) {
+        self.sq.wr_abort();
+    }
+
+    fn destroyed(&mut self) {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mr::Sge;
     use std::os::fd::AsFd;
 
     #[test]
     fn doorbell_bytes_match_post_send_with_zero_wrs() {
-        let db = Doorbell::new(std::io::stdin().as_fd(), 77);
+        // SAFETY: stdin stays open for the whole test, longer than the doorbell.
+        let db = unsafe { Doorbell::new(std::io::stdin().as_fd(), 77) };
         let hdr = u32::from_ne_bytes(db.req[0..4].try_into().unwrap());
         assert_eq!(hdr, IB_USER_VERBS_CMD_POST_SEND);
         assert_eq!(u16::from_ne_bytes(db.req[4..6].try_into().unwrap()), 8);
@@ -439,7 +548,8 @@ mod tests {
     /// access, invalidating the address taken before).
     #[test]
     fn doorbell_response_survives_moves() {
-        let db = Doorbell::new(std::io::stdin().as_fd(), 77);
+        // SAFETY: stdin stays open for the whole test, longer than the doorbell.
+        let db = unsafe { Doorbell::new(std::io::stdin().as_fd(), 77) };
         let moved = vec![db];
         let db = moved.into_iter().next().unwrap();
         let boxed = Box::new(db);
@@ -453,62 +563,5 @@ mod tests {
         assert_eq!(unsafe { p.read() }.bad_wr, 9);
         assert_eq!(boxed.resp.as_ptr(), p);
         drop(boxed);
-    }
-
-    /// A heap block laid out as an rxe queue (`rxe_queue_buf` header, then the slots), for
-    /// ring views without a kernel.
-    struct HeapQueue {
-        words: Vec<u64>,
-    }
-
-    impl HeapQueue {
-        fn new(log2_elem: u32, log2_slots: u32) -> Self {
-            use uverbs_uapi::rxe::{RxeQueueBuf, RXE_QUEUE_BUF_DATA_OFFSET};
-            let len = RXE_QUEUE_BUF_DATA_OFFSET + (1usize << (log2_elem + log2_slots));
-            let mut words = vec![0u64; len.div_ceil(8)];
-            let hdr = RxeQueueBuf {
-                log2_elem_size: log2_elem,
-                index_mask: (1 << log2_slots) - 1,
-                ..Default::default()
-            };
-            words.as_mut_bytes()[..std::mem::size_of::<RxeQueueBuf>()]
-                .copy_from_slice(hdr.as_bytes());
-            HeapQueue { words }
-        }
-    }
-
-    /// Finding 9: a receive queue whose slots hold more than 64 SGEs (a device reporting
-    /// max_sge > 64) takes a list of 65 (SGEs are read in place, no stack buffer bounds them)
-    /// and refuses one longer than its slots with an error, no panic.
-    #[test]
-    fn sge_lists_are_bounded_by_the_queue_not_a_buffer() {
-        let mut mem = HeapQueue::new(11, 2);
-        let len = mem.words.len() * 8;
-        // SAFETY: `mem.words` is `len` bytes, 8-aligned, zeroed past an initialised queue
-        // header, outliving `rq` (dropped first, below); nothing else touches it.
-        let q = unsafe {
-            uverbs_rxe::Queue::from_raw(
-                NonNull::new(mem.words.as_mut_ptr().cast::<u8>()).unwrap(),
-                len,
-                None,
-            )
-        }
-        .unwrap();
-        let mut rq = RecvQueue::new(q, 100).unwrap();
-        let max = rq.max_sge() as usize;
-        assert!(max > 64, "{max}");
-        let sges = [Sge::default(); 128];
-        let wrs = [RecvWr::new(1, &sges[..max + 1])];
-        let (index, e) = post_recv_list(&mut rq, &wrs).unwrap_err();
-        assert_eq!(index, 0);
-        assert!(
-            matches!(e, uverbs_rxe::PostError::TooManySge { num_sge, .. } if num_sge == max + 1),
-            "{e}"
-        );
-        // 65 go.
-        post_recv_list(&mut rq, &[RecvWr::new(2, &sges[..65])]).unwrap();
-        // `rq` points into `mem`: it must not be used after `mem` goes.
-        let _rq = rq;
-        let _mem = mem;
     }
 }

@@ -28,9 +28,10 @@ use crate::error::{EfaError, QueueKind, ReqIdProblem};
 use crate::mmio::{self, Doorbell};
 use crate::status::{
     send_wc_opcode, send_wc_opcode_of_word0, wc_status_from_efa, wc_status_of_word0, IBV_WC_RECV,
-    IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_WITH_IMM,
+    IBV_WC_RECV_RDMA_WITH_IMM,
 };
 use crate::wrid::WridCompleter;
+use uverbs_wr::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// Bit 24 of a CQE's first word (little-endian): the phase.
 const PHASE_BIT: u32 = (EFA_IO_CDESC_COMMON_PHASE_MASK as u32) << 24;
@@ -71,30 +72,14 @@ impl CqConfig {
     }
 }
 
-/// One work completion (`struct ibv_wc` plus the `efadv_wc_*` extras).
+/// One work completion: the [`Wc`] (`struct ibv_wc`) with the `efadv_wc_*` extras.
 #[doc(alias = "ibv_wc")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wc {
-    /// The WR's `wr_id` (0 for an unsolicited receive).
-    pub wr_id: u64,
-    /// The `enum ibv_wc_status` number (see [`crate::status`]).
-    pub status: u32,
-    /// The raw `efa_io_comp_status` (`ibv_wc_read_vendor_err`).
-    pub vendor_err: u32,
-    /// The `enum ibv_wc_opcode` number (see [`crate::status`]).
-    pub opcode: u32,
-    /// Received bytes (receives only; 0 for send completions).
-    pub byte_len: u32,
-    /// Immediate data, host order, valid when `wc_flags & IBV_WC_WITH_IMM`.
-    pub imm_data: u32,
-    /// Local QP number.
-    pub qp_num: u32,
-    /// Source QP number (receives).
-    pub src_qp: u32,
-    /// Source address handle number (`ibv_wc_read_slid`); 0xFFFF = unknown sender.
-    pub slid: u16,
-    /// `IBV_WC_*` flags.
-    pub wc_flags: u32,
+pub struct Completion {
+    /// The standard fields. `wr_id` is 0 for an unsolicited receive; `vendor_err` is the raw
+    /// `efa_io_comp_status`; `byte_len` is 0 for a send completion; `slid` is the sender's
+    /// AH number (0xffff: unknown sender).
+    pub wc: Wc,
     /// The sender's GID (`efadv_wc_read_sgid`): present on a receive of a CQ created with SGID
     /// when the sender has no AH here.
     pub sgid: Option<[u8; 16]>,
@@ -305,7 +290,7 @@ impl CompletionQueue {
     #[doc(alias = "ibv_poll_cq")]
     pub fn poll<L: QpLookup + ?Sized>(
         &mut self,
-        wcs: &mut [Wc],
+        wcs: &mut [Completion],
         lookup: &mut L,
     ) -> Result<usize, PollError> {
         self.poll_into(wcs, lookup, |wc| *wc)
@@ -322,7 +307,7 @@ impl CompletionQueue {
     /// if they had arrived just after it); once every other sub-CQ is empty, the CQEs of the
     /// last one are taken as a run, which is the order the round robin would give them in.
     #[inline]
-    pub fn poll_into<L: QpLookup + ?Sized, T, C: FnMut(&Wc) -> T>(
+    pub fn poll_into<L: QpLookup + ?Sized, T, C: FnMut(&Completion) -> T>(
         &mut self,
         out: &mut [T],
         lookup: &mut L,
@@ -391,7 +376,7 @@ impl CompletionQueue {
     /// results, without the general walk's per-call set-up (the empty-set bookkeeping, the
     /// run's state), which is most of a one-CQE call.
     #[inline]
-    pub fn poll_one_each<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+    pub fn poll_one_each<L: QpLookup + ?Sized, F: FnMut(&Completion)>(
         &mut self,
         lookup: &mut L,
         mut put: F,
@@ -437,7 +422,7 @@ impl CompletionQueue {
     /// tried changes anything when it fails, so the finish gives what `poll_one_each` alone
     /// gives, with the same round-robin position, consumer counter and doorbell.
     #[inline(always)]
-    pub fn poll_one_fast<L: QpLookup + ?Sized, F: FnOnce(&Wc)>(
+    pub fn poll_one_fast<L: QpLookup + ?Sized, F: FnOnce(&Completion)>(
         &mut self,
         lookup: &mut L,
         put: F,
@@ -459,7 +444,7 @@ impl CompletionQueue {
                     idx + 1
                 };
                 let Some(wc) = take_cached_send(w0, entry, lookup) else {
-                    return OneStep::Slow(Taken { idx, w0 });
+                    return OneStep::Slow(Taken::new(idx, w0));
                 };
                 put(&wc);
                 self.update_doorbell(false);
@@ -477,13 +462,13 @@ impl CompletionQueue {
     /// `poll_one_each` does after its `take_entry`.
     #[cold]
     #[inline(never)]
-    pub fn poll_one_finish<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+    pub fn poll_one_finish<L: QpLookup + ?Sized, F: FnMut(&Completion)>(
         &mut self,
         taken: Taken,
         lookup: &mut L,
         mut put: F,
     ) -> Result<usize, PollError> {
-        let Taken { idx, w0 } = taken;
+        let (idx, w0) = taken.parts();
         // The entry `poll_one_fast` took: the one before sub-CQ `idx`'s consumer index
         // (found again rather than carried, so that no `Taken` holds a pointer: one of
         // another queue, a misuse, then reads nothing outside this queue's buffer).
@@ -532,7 +517,7 @@ impl CompletionQueue {
     /// at most `out.len()`; stops at an empty slot (phase not yet the expected one) or at the
     /// first bad CQE (consumed and returned; its slot is left as it was).
     #[inline(never)]
-    fn run<L: QpLookup + ?Sized, T, C: FnMut(&Wc) -> T>(
+    fn run<L: QpLookup + ?Sized, T, C: FnMut(&Completion) -> T>(
         &mut self,
         idx: u16,
         out: &mut [T],
@@ -585,7 +570,7 @@ impl CompletionQueue {
             // (`dmb oshld` on aarch64, `lfence` on x86_64); ours is that after an Acquire load
             // (`ldar` / `mov`), so at least as strong (providers/efa/src/mmio.rs).
             mmio::dma_rmb();
-            let put = &mut |wc: &Wc| *slot = conv(wc);
+            let put = &mut |wc: &Completion| *slot = conv(wc);
             let done = process(&self.cfg, idx, w0, entry.cast::<u32>(), lookup, put);
             entry = entry.wrapping_add(step);
             if let Err(e) = done {
@@ -667,8 +652,23 @@ pub enum OneStep {
 /// its first word. Only [`CompletionQueue::poll_one_finish`] takes it.
 #[derive(Debug)]
 pub struct Taken {
-    idx: u16,
-    w0: u32,
+    /// The sub-CQ (bits 47:32) and the CQE's word 0 (bits 31:0), in one word: a caller that
+    /// hands a `Taken` on passes one register.
+    packed: u64,
+}
+
+impl Taken {
+    #[inline(always)]
+    fn new(idx: u16, w0: u32) -> Self {
+        Taken {
+            packed: u64::from(idx) << 32 | u64::from(w0),
+        }
+    }
+
+    #[inline(always)]
+    fn parts(&self) -> (u16, u32) {
+        ((self.packed >> 32) as u16, self.packed as u32)
+    }
 }
 
 /// The completion of a consumed send CQE (first word `w0`, the rest at `entry`) of the QP
@@ -681,7 +681,7 @@ fn take_cached_send<L: QpLookup + ?Sized>(
     w0: u32,
     entry: *const u32,
     lookup: &mut L,
-) -> Option<Wc> {
+) -> Option<Completion> {
     let flags = (w0 >> 24) as u8;
     if field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) != EFA_IO_SEND_QUEUE {
         return None;
@@ -701,13 +701,20 @@ fn take_cached_send<L: QpLookup + ?Sized>(
     }
     .ok()?;
     let status = (w0 >> 16) as u8;
-    Some(Wc {
-        wr_id,
-        status: wc_status_from_efa(status),
-        vendor_err: u32::from(status),
-        opcode: send_wc_opcode(field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags)),
-        qp_num: u32::from(qpn),
-        ..Wc::default()
+    Some(Completion {
+        wc: Wc {
+            wr_id,
+            status: WcStatus(wc_status_from_efa(status)),
+            vendor_err: u32::from(status),
+            opcode: WcOpcode(send_wc_opcode(field_get8(
+                EFA_IO_CDESC_COMMON_OP_TYPE_MASK,
+                flags,
+            ))),
+            qp_num: u32::from(qpn),
+            ..Wc::default()
+        },
+        sgid: None,
+        is_unsolicited: false,
     })
 }
 
@@ -727,7 +734,7 @@ struct Run {
 /// check becomes its error in [`cqe_error`], out of line, from the words already read: the
 /// loop keeps no error's fields live.
 #[inline(always)]
-fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
+fn process<L: QpLookup + ?Sized, F: FnMut(&Completion)>(
     cfg: &CqConfig,
     sub_cq: u16,
     w0: u32,
@@ -759,27 +766,35 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
                 Ok(w) => w,
                 Err(problem) => return fail(Fail::BadReqId(problem)),
             };
-            put(&Wc {
-                wr_id,
-                status: wc_status_of_word0(w0),
-                vendor_err: u32::from(status),
-                opcode: send_wc_opcode_of_word0(w0),
-                qp_num: u32::from(qpn),
-                ..Wc::default()
+            put(&Completion {
+                wc: Wc {
+                    wr_id,
+                    status: WcStatus(wc_status_of_word0(w0)),
+                    vendor_err: u32::from(status),
+                    opcode: WcOpcode(send_wc_opcode_of_word0(w0)),
+                    qp_num: u32::from(qpn),
+                    ..Wc::default()
+                },
+                sgid: None,
+                is_unsolicited: false,
             });
         }
         RECV_Q_IN_W0 => {
             let Some(pools) = lookup.find(qpn) else {
                 return fail(Fail::UnknownQp);
             };
-            let mut wc = Wc {
-                status: wc_status_from_efa(status),
-                vendor_err: u32::from(status),
-                qp_num: u32::from(qpn),
-                ..Wc::default()
+            let mut c = Completion {
+                wc: Wc {
+                    status: WcStatus(wc_status_from_efa(status)),
+                    vendor_err: u32::from(status),
+                    qp_num: u32::from(qpn),
+                    ..Wc::default()
+                },
+                sgid: None,
+                is_unsolicited: flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0,
             };
-            wc.is_unsolicited = flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0;
-            if !wc.is_unsolicited {
+            let wc = &mut c.wc;
+            if !c.is_unsolicited {
                 let Some(pool) = pools.recv else {
                     return fail(Fail::UnknownQp);
                 };
@@ -799,15 +814,15 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
                     let hi = unsafe { read_word(entry, 4) } as u16;
                     wc.byte_len |= u32::from(hi) << 16;
                 }
-                wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+                wc.opcode = WcOpcode(IBV_WC_RECV_RDMA_WITH_IMM);
             } else {
-                wc.opcode = IBV_WC_RECV;
+                wc.opcode = WcOpcode(IBV_WC_RECV);
             }
             wc.src_qp = w2 >> 16;
             wc.slid = ah;
             if flags & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
                 wc.imm_data = w3;
-                wc.wc_flags |= IBV_WC_WITH_IMM;
+                wc.wc_flags = WcFlags::WITH_IMM;
             }
             if cfg.with_sgid && ah == EFA_IO_RX_CDESC_AH_UNKNOWN && op_type != EFA_IO_RDMA_WRITE {
                 // `with_sgid` needs 32-byte entries (`new`): words 4..8 are `src_addr`.
@@ -817,9 +832,9 @@ fn process<L: QpLookup + ?Sized, F: FnMut(&Wc)>(
                     let w = unsafe { read_word(entry, 4 + i) };
                     c.copy_from_slice(&w.to_le_bytes());
                 }
-                wc.sgid = Some(gid);
+                c.sgid = Some(gid);
             }
-            put(&wc);
+            put(&c);
         }
         _ => return fail(Fail::BadCqe),
     }
@@ -1316,10 +1331,10 @@ impl PollCursor<'_> {
         self.wr_id
     }
 
-    /// The `enum ibv_wc_status` number.
+    /// `ibv_wc_read_status`.
     #[inline]
-    pub fn status(&self) -> u32 {
-        wc_status_from_efa((self.word(0) >> 16) as u8)
+    pub fn status(&self) -> WcStatus {
+        WcStatus(wc_status_from_efa((self.word(0) >> 16) as u8))
     }
 
     /// `ibv_wc_read_vendor_err`: the raw `efa_io_comp_status`.
@@ -1328,15 +1343,15 @@ impl PollCursor<'_> {
         (self.word(0) >> 16) & 0xff
     }
 
-    /// `ibv_wc_read_opcode`: the `enum ibv_wc_opcode` number.
+    /// `ibv_wc_read_opcode`.
     #[inline]
-    pub fn opcode(&self) -> u32 {
+    pub fn opcode(&self) -> WcOpcode {
         let op = self.op_type();
-        match (self.is_recv(), op == EFA_IO_RDMA_WRITE) {
+        WcOpcode(match (self.is_recv(), op == EFA_IO_RDMA_WRITE) {
             (false, _) => send_wc_opcode(op),
             (true, true) => IBV_WC_RECV_RDMA_WITH_IMM,
             (true, false) => IBV_WC_RECV,
-        }
+        })
     }
 
     /// `ibv_wc_read_byte_len`: received bytes (with `length_hi` for an RDMA write with
@@ -1356,10 +1371,10 @@ impl PollCursor<'_> {
     }
 
     /// `ibv_wc_read_imm_data` in host order, when [`wc_flags`](Self::wc_flags) has
-    /// `IBV_WC_WITH_IMM` (0 otherwise).
+    /// `WITH_IMM` (0 otherwise).
     #[inline]
     pub fn imm_data(&self) -> u32 {
-        if self.wc_flags() != 0 {
+        if !self.wc_flags().is_empty() {
             self.word(3)
         } else {
             0
@@ -1393,13 +1408,13 @@ impl PollCursor<'_> {
         }
     }
 
-    /// `ibv_wc_read_wc_flags`: `IBV_WC_WITH_IMM` for a receive with immediate data.
+    /// `ibv_wc_read_wc_flags`: `WITH_IMM` for a receive with immediate data.
     #[inline]
-    pub fn wc_flags(&self) -> u32 {
+    pub fn wc_flags(&self) -> WcFlags {
         if self.is_recv() && self.flags() & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
-            IBV_WC_WITH_IMM
+            WcFlags::WITH_IMM
         } else {
-            0
+            WcFlags::empty()
         }
     }
 
@@ -1429,20 +1444,22 @@ impl PollCursor<'_> {
         self.is_recv() && self.flags() & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0
     }
 
-    /// The current completion as a [`Wc`], exactly as [`CompletionQueue::poll`] gives it.
-    pub fn wc(&self) -> Wc {
-        Wc {
+    /// The current completion with its extras, exactly as [`CompletionQueue::poll`] gives
+    /// it.
+    pub fn completion(&self) -> Completion {
+        Completion {
+            wc: self.wc(),
             sgid: self.sgid(),
-            ..self.wc_without_sgid()
+            is_unsolicited: self.is_unsolicited(),
         }
     }
 
-    /// [`wc`](Self::wc) without the source GID (`sgid: None`; a caller that wants it reads
-    /// [`sgid`](Self::sgid)): reads each CQE word it needs once, so a caller converting every
-    /// completion pays only for the words of its kind (1 and 2 for a send, 1 to 4, and word 4
-    /// for an RDMA write with immediate on 32-byte entries, for a receive).
+    /// The current completion's standard fields: reads each CQE word it needs once, so a
+    /// caller converting every completion pays only for the words of its kind (1 and 2 for a
+    /// send, 1 to 4, and word 4 for an RDMA write with immediate on 32-byte entries, for a
+    /// receive).
     #[inline]
-    pub fn wc_without_sgid(&self) -> Wc {
+    pub fn wc(&self) -> Wc {
         let w0 = self.word(0);
         let w1 = self.word(1);
         let status = (w0 >> 16) as u8;
@@ -1450,13 +1467,13 @@ impl PollCursor<'_> {
         let op = field_get8(EFA_IO_CDESC_COMMON_OP_TYPE_MASK, flags);
         let mut wc = Wc {
             wr_id: self.wr_id,
-            status: wc_status_from_efa(status),
+            status: WcStatus(wc_status_from_efa(status)),
             vendor_err: u32::from(status),
             qp_num: w1 & 0xffff,
             ..Wc::default()
         };
         if field_get8(EFA_IO_CDESC_COMMON_Q_TYPE_MASK, flags) != EFA_IO_RECV_QUEUE {
-            wc.opcode = send_wc_opcode(op);
+            wc.opcode = WcOpcode(send_wc_opcode(op));
             return wc;
         }
         let w2 = self.word(2);
@@ -1466,17 +1483,16 @@ impl PollCursor<'_> {
                 // Word 4 of a 32-byte entry: `rdma_write.length_hi`.
                 wc.byte_len |= (self.word(4) & 0xffff) << 16;
             }
-            wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+            wc.opcode = WcOpcode(IBV_WC_RECV_RDMA_WITH_IMM);
         } else {
-            wc.opcode = IBV_WC_RECV;
+            wc.opcode = WcOpcode(IBV_WC_RECV);
         }
         wc.src_qp = w2 >> 16;
         wc.slid = w2 as u16;
         if flags & EFA_IO_CDESC_COMMON_HAS_IMM_MASK != 0 {
             wc.imm_data = self.word(3);
-            wc.wc_flags = IBV_WC_WITH_IMM;
+            wc.wc_flags = WcFlags::WITH_IMM;
         }
-        wc.is_unsolicited = flags & EFA_IO_CDESC_COMMON_UNSOLICITED_MASK != 0;
         wc
     }
 }

@@ -1,7 +1,6 @@
 //! CQ tests: the test writes CQEs into heap memory as the device would.
 
 use super::*;
-use crate::status::*;
 use crate::wrid::WridPool;
 use zerocopy::IntoBytes;
 
@@ -130,26 +129,30 @@ fn golden_recv_with_imm_and_sgid() {
         send: None,
         recv: Some(&mut recv),
     }];
-    let mut wcs = [Wc::default(); 4];
+    let mut wcs = [Completion::default(); 4];
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(1));
     let gid: [u8; 16] = core::array::from_fn(|i| 0xf0 + i as u8);
     assert_eq!(
         wcs[0],
-        Wc {
-            wr_id: 0xabc,
-            status: IBV_WC_SUCCESS,
-            vendor_err: 0,
-            opcode: IBV_WC_RECV,
-            byte_len: 0x400,
-            imm_data: 0xcafe_babe,
-            qp_num: 0x11,
-            src_qp: 0x22,
-            slid: 0xffff,
-            wc_flags: IBV_WC_WITH_IMM,
+        Completion {
+            wc: Wc {
+                wr_id: 0xabc,
+                status: WcStatus::SUCCESS,
+                vendor_err: 0,
+                opcode: WcOpcode::RECV,
+                byte_len: 0x400,
+                imm_data: 0xcafe_babe,
+                qp_num: 0x11,
+                src_qp: 0x22,
+                slid: 0xffff,
+                wc_flags: WcFlags::WITH_IMM,
+                ..Wc::default()
+            },
             sgid: Some(gid),
             is_unsolicited: false,
         }
     );
+    assert_eq!(wcs[0].wc.imm(), Some(0xcafe_babe));
     assert_eq!(recv_p.outstanding(), 0, "the receive slot was returned");
     assert_eq!(
         r.cq.db.as_ref().unwrap().log,
@@ -196,18 +199,20 @@ fn golden_send_error_and_unsolicited_write() {
         send: Some(&mut send),
         recv: Some(&mut recv),
     }];
-    let mut wcs = [Wc::default(); 4];
+    let mut wcs = [Completion::default(); 4];
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(2));
-    assert_eq!(wcs[0].wr_id, 0x51);
-    assert_eq!(wcs[0].status, IBV_WC_REM_ACCESS_ERR);
-    assert_eq!(wcs[0].vendor_err, 7);
-    assert_eq!(wcs[0].opcode, IBV_WC_RDMA_WRITE);
-    assert_eq!(wcs[0].byte_len, 0);
-    assert_eq!(wcs[1].wr_id, 0);
+    assert_eq!(wcs[0].wc.wr_id, 0x51);
+    assert_eq!(wcs[0].wc.status, WcStatus::REM_ACCESS_ERR);
+    assert_eq!(wcs[0].wc.vendor_err, 7);
+    assert_eq!(wcs[0].wc.opcode, WcOpcode::RDMA_WRITE);
+    assert_eq!(wcs[0].wc.byte_len, 0);
+    assert!(!wcs[0].is_unsolicited);
+    assert_eq!(wcs[1].wc.wr_id, 0);
     assert!(wcs[1].is_unsolicited);
-    assert_eq!(wcs[1].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
-    assert_eq!(wcs[1].byte_len, 0x1_0010);
-    assert_eq!(wcs[1].imm_data, 7);
+    assert_eq!(wcs[1].wc.opcode, WcOpcode::RECV_RDMA_WITH_IMM);
+    assert_eq!(wcs[1].wc.byte_len, 0x1_0010);
+    assert_eq!(wcs[1].wc.imm_data, 7);
+    assert_eq!(wcs[1].wc.wc_flags, WcFlags::WITH_IMM);
     assert_eq!(wcs[1].sgid, None, "known AH: no SGID");
     assert_eq!(send_p.outstanding(), 0);
 }
@@ -228,9 +233,9 @@ fn round_robin_across_sub_cqs() {
         recv: None,
     }];
     let mut order = Vec::new();
-    let mut wc = [Wc::default(); 1];
+    let mut wc = [Completion::default(); 1];
     while r.cq.poll(&mut wc, &mut table[..]) == Ok(1) {
-        order.push(wc[0].wr_id);
+        order.push(wc[0].wc.wr_id);
     }
     // next_poll_idx: 0 -> take s0; 1 -> take s1; 0 -> take s0; 1 -> s1 empty, s0.
     assert_eq!(order, [0, 3, 1, 2]);
@@ -243,7 +248,7 @@ fn sub_cq_wraps_and_phase() {
         let mut r = rig(cfg(2, 4, entry_size, false), true);
         let (mut send_p, mut send) = WridPool::new(4, 0).unwrap();
         let (mut recv_p, mut recv) = WridPool::new(4, 0).unwrap();
-        let mut wcs = [Wc::default(); 4];
+        let mut wcs = [Completion::default(); 4];
         for k in 0..14u64 {
             let idx = (k % 4) as usize;
             // The device writes phase 1 on pass 0, 0 on pass 1, ...
@@ -269,13 +274,13 @@ fn sub_cq_wraps_and_phase() {
             }];
             let n = r.cq.poll(&mut wcs, &mut table[..]).unwrap();
             assert_eq!(n, 2, "k={k} entry_size={entry_size}");
-            let mut got = [wcs[0].wr_id, wcs[1].wr_id];
+            let mut got = [wcs[0].wc.wr_id, wcs[1].wc.wr_id];
             got.sort();
             assert_eq!(got, [100 + k, 200 + k]);
             assert_eq!(
                 wcs.iter()
                     .take(2)
-                    .filter(|w| w.opcode == IBV_WC_RECV)
+                    .filter(|w| w.wc.opcode == WcOpcode::RECV)
                     .count(),
                 1
             );
@@ -309,13 +314,13 @@ fn distrusts_cqe_contents() {
         send: Some(&mut send),
         recv: None,
     }];
-    let mut wcs = [Wc::default(); 8];
+    let mut wcs = [Completion::default(); 8];
     let e = r.cq.poll(&mut wcs, &mut table[..]).unwrap_err();
     assert_eq!(
         e.polled, 1,
         "the good completion before the bad one is delivered"
     );
-    assert_eq!(wcs[0].wr_id, 1);
+    assert_eq!(wcs[0].wc.wr_id, 1);
     let problem = |e: PollError| match e.error {
         EfaError::BadReqId { problem, .. } => Some(problem),
         _ => None,
@@ -387,7 +392,7 @@ fn arm_and_events() {
         send: Some(&mut send),
         recv: None,
     }];
-    let mut wcs = [Wc::default(); 2];
+    let mut wcs = [Completion::default(); 2];
     assert_eq!(nodb.cq.poll(&mut wcs, &mut table[..]), Ok(1));
 }
 
@@ -428,14 +433,14 @@ fn one_big_poll_keeps_the_round_robin_order() {
         let id = post(&mut p, 10 + i);
         r.put(2, i as usize, &tx_cqe(id, 9, 0, EFA_IO_SEND, true));
     }
-    let mut wcs = [Wc::default(); 16];
+    let mut wcs = [Completion::default(); 16];
     let mut table = [QpEntry {
         qp_num: 9,
         send: Some(&mut c),
         recv: None,
     }];
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(6));
-    let order: Vec<u64> = wcs[..6].iter().map(|w| w.wr_id).collect();
+    let order: Vec<u64> = wcs[..6].iter().map(|w| w.wc.wr_id).collect();
     assert_eq!(order, [0, 10, 1, 11, 2, 3]);
     assert_eq!(r.cq.consumer_counter(), 6);
     assert_eq!(
@@ -454,9 +459,9 @@ fn one_big_poll_keeps_the_round_robin_order() {
         recv: None,
     }];
     assert_eq!(r.cq.poll(&mut wcs[..1], &mut table[..]), Ok(1));
-    assert_eq!(wcs[0].wr_id, 21);
+    assert_eq!(wcs[0].wc.wr_id, 21);
     assert_eq!(r.cq.poll(&mut wcs[..1], &mut table[..]), Ok(1));
-    assert_eq!(wcs[0].wr_id, 20);
+    assert_eq!(wcs[0].wc.wr_id, 20);
     assert_eq!(r.cq.poll(&mut wcs, &mut table[..]), Ok(0));
 }
 
@@ -604,7 +609,7 @@ fn cursor_gives_what_poll_gives() {
                 send: Some(&mut sc_a),
                 recv: Some(&mut rc_a),
             }];
-            let mut wcs = [Wc::default(); 16];
+            let mut wcs = [Completion::default(); 16];
             let n = ra.cq.poll(&mut wcs, &mut ta[..]).unwrap();
             assert_eq!(n, written, "round {round}");
             let mut tb = [QpEntry {
@@ -614,13 +619,14 @@ fn cursor_gives_what_poll_gives() {
             }];
             let mut got = Vec::new();
             if let Some(mut cur) = rb.cq.start_poll(&mut tb[..]).unwrap() {
-                got.push(cur.wc());
+                got.push(cur.completion());
                 while cur.advance(&mut tb[..]).unwrap() {
-                    got.push(cur.wc());
+                    assert_eq!(cur.wc(), cur.completion().wc);
+                    got.push(cur.completion());
                 }
                 // Asked again after `false`: still nothing, still on the last completion.
                 assert!(!cur.advance(&mut tb[..]).unwrap());
-                assert_eq!(Some(&cur.wc()), got.last());
+                assert_eq!(Some(&cur.completion()), got.last());
             }
             assert_eq!(got, wcs[..n], "round {round} entry_size {entry_size}");
             ra.assert_same_position(&rb, &format!("round {round}"));
@@ -691,43 +697,77 @@ fn cursor_reads_each_field_from_the_slot() {
         recv: Some(&mut recv),
     }];
     let mut cur = r.cq.start_poll(&mut table[..]).unwrap().unwrap();
+    let send_wc = Wc {
+        wr_id: 0x51,
+        status: WcStatus::REM_ACCESS_ERR,
+        vendor_err: 7,
+        opcode: WcOpcode::RDMA_WRITE,
+        qp_num: 0x11,
+        ..Wc::default()
+    };
+    assert_eq!(cur.wc(), send_wc);
     assert_eq!(
-        cur.wc(),
-        Wc {
-            wr_id: 0x51,
-            status: IBV_WC_REM_ACCESS_ERR,
-            vendor_err: 7,
-            opcode: IBV_WC_RDMA_WRITE,
-            qp_num: 0x11,
-            ..Wc::default()
+        cur.completion(),
+        Completion {
+            wc: send_wc,
+            sgid: None,
+            is_unsolicited: false,
         }
     );
-    assert!(cur.advance(&mut table[..]).unwrap());
     assert_eq!(
-        cur.wc(),
-        Wc {
-            wr_id: 0,
-            status: IBV_WC_SUCCESS,
-            vendor_err: 0,
-            opcode: IBV_WC_RECV_RDMA_WITH_IMM,
-            byte_len: 0x1_0010,
-            imm_data: 7,
-            qp_num: 0x11,
-            src_qp: 0x22,
-            slid: 5,
-            wc_flags: IBV_WC_WITH_IMM,
+        (cur.status(), cur.opcode(), cur.wc_flags()),
+        (
+            WcStatus::REM_ACCESS_ERR,
+            WcOpcode::RDMA_WRITE,
+            WcFlags::empty()
+        )
+    );
+    assert!(cur.advance(&mut table[..]).unwrap());
+    let write_wc = Wc {
+        wr_id: 0,
+        status: WcStatus::SUCCESS,
+        vendor_err: 0,
+        opcode: WcOpcode::RECV_RDMA_WITH_IMM,
+        byte_len: 0x1_0010,
+        imm_data: 7,
+        qp_num: 0x11,
+        src_qp: 0x22,
+        slid: 5,
+        wc_flags: WcFlags::WITH_IMM,
+        ..Wc::default()
+    };
+    assert_eq!(cur.wc(), write_wc);
+    assert_eq!(
+        cur.completion(),
+        Completion {
+            wc: write_wc,
             sgid: None,
             is_unsolicited: true,
         }
     );
+    assert_eq!(
+        (cur.status(), cur.opcode(), cur.wc_flags(), cur.imm_data()),
+        (
+            WcStatus::SUCCESS,
+            WcOpcode::RECV_RDMA_WITH_IMM,
+            WcFlags::WITH_IMM,
+            7
+        )
+    );
+    assert!(cur.is_unsolicited());
     assert!(cur.advance(&mut table[..]).unwrap());
     assert_eq!(cur.wr_id(), 0x77);
-    assert_eq!(cur.opcode(), IBV_WC_RECV);
+    assert_eq!(cur.opcode(), WcOpcode::RECV);
     assert_eq!(cur.byte_len(), 64);
     assert_eq!(cur.slid(), 0xffff);
     assert_eq!(cur.sgid(), Some(gid));
-    assert_eq!((cur.wc_flags(), cur.imm_data()), (0, 0), "no immediate");
+    assert_eq!(
+        (cur.wc_flags(), cur.imm_data()),
+        (WcFlags::empty(), 0),
+        "no immediate"
+    );
     assert!(!cur.is_unsolicited());
+    assert_eq!(cur.completion().sgid, Some(gid));
     assert!(!cur.advance(&mut table[..]).unwrap());
     assert_eq!(r.db.word(), 0, "nothing rung before end_poll");
     drop(cur);
@@ -938,7 +978,7 @@ fn poll_one_each_is_poll_of_one() {
                     send: Some(&mut sc_a),
                     recv: Some(&mut rc_a),
                 }];
-                let mut wa = [Wc::default(); 1];
+                let mut wa = [Completion::default(); 1];
                 let a = ra.cq.poll(&mut wa, &mut ta[..]);
                 let mut tb = [QpEntry {
                     qp_num: 7,
@@ -1214,7 +1254,7 @@ fn try_take_run_dropped_mid_run_is_advance() {
             }
             if turn % 3 == 2 {
                 // A plain poll in between starts where the cursors stopped.
-                let (mut wa, mut wb) = ([Wc::default(); 2], [Wc::default(); 2]);
+                let (mut wa, mut wb) = ([Completion::default(); 2], [Completion::default(); 2]);
                 let na = ra.cq.poll(&mut wa, &mut ta[..]).unwrap();
                 let nb = rb.cq.poll(&mut wb, &mut tb[..]).unwrap();
                 assert_eq!((na, wa), (nb, wb), "turn {turn}");
@@ -1484,7 +1524,7 @@ fn a_poll_visits_only_the_lookups_sub_cqs() {
         for _ in 0..5 {
             match method {
                 0 => {
-                    let (mut wa, mut wb) = ([Wc::default(); 2], [Wc::default(); 2]);
+                    let (mut wa, mut wb) = ([Completion::default(); 2], [Completion::default(); 2]);
                     let (a, b) = (ra.cq.poll(&mut wa, &mut la), rb.cq.poll(&mut wb, &mut lb));
                     assert_eq!(a, b);
                     got_a.extend_from_slice(&wa[..a.unwrap()]);
@@ -1502,7 +1542,7 @@ fn a_poll_visits_only_the_lookups_sub_cqs() {
                     ] {
                         let mut k = cq.poll_cursor();
                         while k.advance(l).unwrap() {
-                            got.push(k.wc());
+                            got.push(k.completion());
                         }
                     }
                 }
@@ -1511,7 +1551,7 @@ fn a_poll_visits_only_the_lookups_sub_cqs() {
             assert_eq!(ra.db.word(), rb.db.word());
         }
         assert_eq!(got_a, got_b, "method {method}");
-        let ids: Vec<u64> = got_a.iter().map(|w| w.wr_id).collect();
+        let ids: Vec<u64> = got_a.iter().map(|w| w.wc.wr_id).collect();
         assert_eq!(ids, [10, 11, 12], "method {method}");
         assert_eq!(ra.cq.subs[1].consumed, 0, "sub-CQ 1 was never visited");
         assert!(!la.empty.contains(&1), "method {method}: {:?}", la.empty);
@@ -1521,7 +1561,7 @@ fn a_poll_visits_only_the_lookups_sub_cqs() {
         la.mask = 0;
         la.empty.clear();
         let at = ra.cq.next_poll_idx;
-        let mut w = [Wc::default(); 2];
+        let mut w = [Completion::default(); 2];
         assert_eq!(ra.cq.poll(&mut w, &mut la), Ok(0));
         assert_eq!(
             ra.cq.poll_one_each(&mut la, |_| panic!("a completion")),

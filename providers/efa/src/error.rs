@@ -1,9 +1,10 @@
 //! Errors of the EFA data path: what was refused before anything reached the device, and what
 //! the device wrote that we refuse to trust.
 //!
-//! Every variant names the operation and the object (QP or CQ number) and maps to the errno
-//! rdma-core's EFA provider returns for the same condition, so the core can wrap it into its own
-//! error type without losing anything.
+//! Every variant carries the object's number (QP or CQ) and maps to the errno rdma-core's EFA
+//! provider returns for the same condition; its text is the reason alone, so the core wraps it
+//! into its own error (which names the call and the object once, with this error as its
+//! source) without saying anything twice.
 
 use core::fmt;
 
@@ -168,6 +169,45 @@ pub enum EfaError {
         /// CQ number.
         cqn: u32,
     },
+    /// A send without a destination: EFA QPs are datagram QPs (EINVAL).
+    NoDestination {
+        /// QP number.
+        qpn: u32,
+    },
+    /// A send through an address handle of another protection domain than the QP's
+    /// (EINVAL).
+    ForeignAh {
+        /// QP number.
+        qpn: u32,
+    },
+    /// `wr_start` while a `wr_*` batch is open (EINVAL).
+    BatchInProgress {
+        /// QP number.
+        qpn: u32,
+    },
+    /// A `wr_*` call without an open batch (EINVAL).
+    NoBatch {
+        /// QP number.
+        qpn: u32,
+    },
+    /// A `wr_set_*` call before any WR of the batch was started (EINVAL).
+    NoCurrentWr {
+        /// QP number.
+        qpn: u32,
+    },
+    /// Processing hints on a QP created without `EFADV_WR_EX_WITH_PROCESSING_HINTS`
+    /// (EOPNOTSUPP).
+    HintsNotEnabled {
+        /// QP number.
+        qpn: u32,
+    },
+    /// Processing-hint bits EFA defines none for (EINVAL).
+    UnknownHints {
+        /// QP number.
+        qpn: u32,
+        /// The hint bits given.
+        hints: u8,
+    },
 }
 
 /// `EIO`.
@@ -191,10 +231,17 @@ impl EfaError {
             | EfaError::RdmaTooLong { .. }
             | EfaError::LengthTooLong { .. }
             | EfaError::BadRemoteQpn { .. }
-            | EfaError::BadConfig { .. } => EINVAL,
+            | EfaError::BadConfig { .. }
+            | EfaError::NoDestination { .. }
+            | EfaError::ForeignAh { .. }
+            | EfaError::BatchInProgress { .. }
+            | EfaError::NoBatch { .. }
+            | EfaError::NoCurrentWr { .. }
+            | EfaError::UnknownHints { .. } => EINVAL,
             EfaError::OpNotSupported { .. }
             | EfaError::SolicitedOnlyNotSupported { .. }
-            | EfaError::NoCqDoorbell { .. } => EOPNOTSUPP,
+            | EfaError::NoCqDoorbell { .. }
+            | EfaError::HintsNotEnabled { .. } => EOPNOTSUPP,
             EfaError::QueueFull { .. } => ENOMEM,
             EfaError::BadReqId { .. } | EfaError::UnknownQp { .. } | EfaError::BadCqe { .. } => EIO,
         }
@@ -210,7 +257,14 @@ impl EfaError {
             | EfaError::OpNotSupported { .. }
             | EfaError::RdmaTooLong { .. }
             | EfaError::LengthTooLong { .. }
-            | EfaError::BadRemoteQpn { .. } => "post_send",
+            | EfaError::BadRemoteQpn { .. }
+            | EfaError::NoDestination { .. }
+            | EfaError::ForeignAh { .. } => "post_send",
+            EfaError::BatchInProgress { .. } => "wr_start",
+            EfaError::NoBatch { .. } | EfaError::NoCurrentWr { .. } => "wr_complete",
+            EfaError::HintsNotEnabled { .. } | EfaError::UnknownHints { .. } => {
+                "efadv_wr_set_processing_hints"
+            }
             EfaError::NoSge { .. } => "post_recv",
             EfaError::TooManySge { queue, .. } | EfaError::QueueFull { queue, .. } => match queue {
                 QueueKind::Send => "post_send",
@@ -227,49 +281,50 @@ impl EfaError {
     }
 }
 
+/// The reason alone: the operation and the object (the QP or CQ the caller acted on) are the
+/// caller's to name (the object model's error does), so a message never says them twice.
+/// Numbers of *other* objects (the QP a completion names) are part of the reason.
 impl fmt::Display for EfaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ", self.op())?;
         match *self {
-            EfaError::Unsignaled { qpn } => write!(
-                f,
-                "on qp {qpn}: unsignaled send refused, EFA completes every send (set IBV_SEND_SIGNALED or sq_sig_all)"
+            EfaError::Unsignaled { .. } => f.write_str(
+                "unsignaled send refused: EFA completes every send (set IBV_SEND_SIGNALED or sq_sig_all)",
             ),
-            EfaError::TooManySge { qpn, queue, num_sge, max_sge } => write!(
+            EfaError::TooManySge { queue, num_sge, max_sge, .. } => write!(
                 f,
-                "on qp {qpn} {}: {num_sge} SGEs exceed the limit of {max_sge}",
+                "{num_sge} SGEs exceed the {} limit of {max_sge}",
                 queue.name()
             ),
-            EfaError::NoSge { qpn } => {
-                write!(f, "on qp {qpn} rq: a receive needs at least one SGE on EFA")
+            EfaError::NoSge { .. } => f.write_str("a receive needs at least one SGE on EFA"),
+            EfaError::InlineTooLong { len, max, .. } => {
+                write!(f, "{len} inline bytes exceed max_inline_data {max}")
             }
-            EfaError::InlineTooLong { qpn, len, max } => {
-                write!(f, "on qp {qpn} sq: {len} inline bytes exceed max_inline_data {max}")
+            EfaError::InlineNotSupported { op, .. } => {
+                write!(f, "{op} cannot carry inline data on this QP")
             }
-            EfaError::InlineNotSupported { qpn, op } => {
-                write!(f, "on qp {qpn} sq: {op} cannot carry inline data on this QP")
+            EfaError::OpNotSupported { op, reason, .. } => {
+                write!(f, "{op} not supported: {reason}")
             }
-            EfaError::OpNotSupported { qpn, op, reason } => {
-                write!(f, "on qp {qpn} sq: {op} not supported: {reason}")
+            EfaError::RdmaTooLong { len, max, .. } => {
+                write!(f, "RDMA of {len} bytes exceeds max_rdma_size {max}")
             }
-            EfaError::RdmaTooLong { qpn, len, max } => {
-                write!(f, "on qp {qpn} sq: RDMA of {len} bytes exceeds max_rdma_size {max}")
+            EfaError::LengthTooLong { len, .. } => {
+                write!(f, "length {len} does not fit a 32-bit descriptor field")
             }
-            EfaError::LengthTooLong { qpn, len } => {
-                write!(f, "on qp {qpn} sq: length {len} does not fit a 32-bit descriptor field")
+            EfaError::BadRemoteQpn { remote_qpn, .. } => {
+                write!(f, "remote QP number {remote_qpn} exceeds 16 bits")
             }
-            EfaError::BadRemoteQpn { qpn, remote_qpn } => {
-                write!(f, "on qp {qpn} sq: remote QP number {remote_qpn} exceeds 16 bits")
-            }
-            EfaError::QueueFull { qpn, queue, depth } => write!(
+            EfaError::QueueFull { queue, depth, .. } => write!(
                 f,
-                "on qp {qpn} {}: queue full ({depth} WRs outstanding)",
+                "{} full ({depth} WRs outstanding): poll the CQ and retry",
                 queue.name()
             ),
-            EfaError::BadConfig { ring, reason } => write!(f, "of efa {ring} ring: {reason}"),
-            EfaError::BadReqId { cqn, qpn, queue, req_id, problem } => write!(
+            EfaError::BadConfig { ring, reason } => {
+                write!(f, "bad {ring} configuration: {reason}")
+            }
+            EfaError::BadReqId { qpn, queue, req_id, problem, .. } => write!(
                 f,
-                "on cq {cqn}: completion for qp {qpn} {} carries req_id {req_id:#x} that is {}",
+                "completion for qp {qpn} {} carries req_id {req_id:#x} that is {}",
                 queue.name(),
                 match problem {
                     ReqIdProblem::OutOfRange => "out of range",
@@ -277,21 +332,39 @@ impl fmt::Display for EfaError {
                     ReqIdProblem::StaleGeneration => "from an earlier QP with this number",
                 }
             ),
-            EfaError::UnknownQp { cqn, qpn, queue } => write!(
+            EfaError::UnknownQp { qpn, queue, .. } => write!(
                 f,
-                "on cq {cqn}: completion for unknown or destroyed qp {qpn} {} (dropped)",
+                "completion for unknown or destroyed qp {qpn} {} (dropped)",
                 queue.name()
             ),
-            EfaError::BadCqe { cqn, sub_cq, flags } => write!(
+            EfaError::BadCqe { sub_cq, flags, .. } => write!(
                 f,
-                "on cq {cqn} sub-cq {sub_cq}: completion with invalid queue type (flags {flags:#04x})"
+                "completion with invalid queue type in sub-CQ {sub_cq} (flags {flags:#04x})"
             ),
-            EfaError::SolicitedOnlyNotSupported { cqn } => {
-                write!(f, "on cq {cqn}: solicited-only notification is not supported by EFA")
-            }
-            EfaError::NoCqDoorbell { cqn } => {
-                write!(f, "on cq {cqn}: the kernel gave this CQ no doorbell")
-            }
+            EfaError::SolicitedOnlyNotSupported { .. } => f.write_str(
+                "EFA has no solicited-only notification: arm with solicited_only = false",
+            ),
+            EfaError::NoCqDoorbell { .. } => f.write_str(
+                "the kernel gave this CQ no doorbell (created without a completion channel?)",
+            ),
+            EfaError::NoDestination { .. } => f.write_str(
+                "EFA QPs are datagram QPs: every send needs a destination (an AH, the remote QPN \
+                 and Q_Key: SendWr::ud or WrBatch::set_ud_addr)",
+            ),
+            EfaError::ForeignAh { .. } => f.write_str("the AH belongs to another PD than the QP"),
+            EfaError::BatchInProgress { .. } => f.write_str("a wr_* batch is already open"),
+            EfaError::NoBatch { .. } => f.write_str("no wr_* batch is open (wr_start first)"),
+            EfaError::NoCurrentWr { .. } => f.write_str(
+                "no work request to set: start one (send, rdma_write, ...) first",
+            ),
+            EfaError::HintsNotEnabled { .. } => f.write_str(
+                "the QP was not created with EFADV_WR_EX_WITH_PROCESSING_HINTS in wr_flags",
+            ),
+            EfaError::UnknownHints { hints, .. } => write!(
+                f,
+                "hints {hints:#x} include bits EFA defines none for (known: {:#x})",
+                crate::defs::EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE
+            ),
         }
     }
 }

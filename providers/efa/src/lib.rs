@@ -52,13 +52,12 @@ pub mod status;
 pub mod table;
 pub mod wrid;
 
-pub use cq::{CompletionQueue, CqConfig, OneStep, PollError, QpEntry, QpLookup, QpPools, Wc};
+pub use cq::{
+    Completion, CompletionQueue, CqConfig, OneStep, PollError, QpEntry, QpLookup, QpPools,
+};
 pub use error::{EfaError, QueueKind, ReqIdProblem};
 pub use rq::{RecvQueue, RqConfig};
-pub use sq::{
-    DeviceCaps, Payload, PlainSource, PlainWr, PostError, QpType, SendQueue, SendSession, SendWr,
-    SendWrSource, SqConfig, UdAddr,
-};
+pub use sq::{DeviceCaps, SendQueue, SendSession, SqConfig};
 pub use table::{QpTable, TablePoller};
 pub use wrid::{WridCompleter, WridPool};
 

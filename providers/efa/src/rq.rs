@@ -15,8 +15,8 @@ use zerocopy::IntoBytes;
 use crate::defs::EfaIoRxDesc;
 use crate::error::{EfaError, QueueKind};
 use crate::mmio::{self, Doorbell};
-use crate::sq::PostError;
 use crate::wrid::{WridCompleter, WridPool};
+use uverbs_wr::PostError;
 use uverbs_wr::RecvWr;
 
 /// Size of one receive descriptor (`sizeof(struct efa_io_rx_desc)`).
@@ -181,7 +181,7 @@ impl RecvQueue {
     /// clamped to 65535 as rdma-core does (EFA messages are MTU-sized, so a larger buffer
     /// cannot be filled anyway).
     #[doc(alias = "ibv_post_recv")]
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<usize, PostError> {
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<usize, PostError<EfaError>> {
         let mut result = Ok(wrs.len());
         for (index, wr) in wrs.iter().enumerate() {
             if let Err(error) = self.post_one(wr) {
@@ -189,8 +189,8 @@ impl RecvQueue {
                 break;
             }
         }
-        let posted = match result {
-            Ok(n) => n,
+        let posted = match &result {
+            Ok(n) => *n,
             Err(e) => e.index,
         };
         if posted != 0 {

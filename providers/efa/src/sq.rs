@@ -1,11 +1,12 @@
 //! The send queue: WQEs in the device's low-latency queue (LLQ).
 //!
-//! The LLQ is device memory mapped write-only and write-combined. Each WR is validated in full
-//! before anything is written for it. [`SendQueue::post_send`] then composes its WQE in
-//! registers and stores it straight into its LLQ slot with whole-word volatile stores (as
-//! rdma-core's `efa_post_send`); a [`SendSession`] (`ibv_wr_*`, which may still be aborted)
-//! builds WQEs in a local staging area and copies them to the LLQ on
-//! [`SendSession::complete`]. Either way the WQEs are published by writing the producer counter
+//! The LLQ is device memory mapped write-only and write-combined. Each WR (the shared
+//! [`uverbs_wr::SendWr`], read in place) is validated in full before anything is written for
+//! it. [`SendQueue::post_send`] then composes its WQE in registers and stores it straight into
+//! its LLQ slot with whole-word volatile stores (as rdma-core's `efa_post_send`); the `wr_*`
+//! builder ([`SendQueue::wr_start`] .. [`SendQueue::wr_complete`]) and a [`SendSession`],
+//! which may still be aborted, build WQEs in a local staging area and copy them to the LLQ
+//! when completed. Either way the WQEs are published by writing the producer counter
 //! to the SQ doorbell, at most every `max_batch_wr` WQEs (the device's `max_tx_batch`, in
 //! 64-byte units) and once at the end; the device reads a slot only once a doorbell covers it.
 //! Nothing is ever read back from device memory.
@@ -19,7 +20,7 @@
 
 use core::ptr::NonNull;
 
-use uverbs_wr::{Sge, WrOp};
+use uverbs_wr::{PostError, QpType, SendFlags, SendWr, Sge, UdDest, WrData, WrOp};
 use zerocopy::IntoBytes;
 
 use crate::defs::*;
@@ -32,16 +33,6 @@ use uverbs_uapi::efa::{EFA_QUERY_DEVICE_CAPS_RDMA_READ, EFA_QUERY_DEVICE_CAPS_RD
 pub const EFA_IO_TX_DESC_SIZE_64: u32 = 64;
 /// 128-byte send WQE (`sizeof(struct efa_io_tx_wqe_128)`).
 pub const EFA_IO_TX_DESC_SIZE_128: u32 = 128;
-
-/// QP transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QpType {
-    /// `IBV_QPT_UD`: unreliable datagram; SEND and SEND_WITH_IMM only.
-    Ud,
-    /// SRD (`IBV_QPT_DRIVER` + `EFA_QP_DRIVER_TYPE_SRD`): reliable unordered datagrams; RDMA
-    /// read/write as the device caps allow.
-    Srd,
-}
 
 /// What the device said it can do (`struct efa_ibv_ex_query_device_resp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,8 +48,16 @@ pub struct DeviceCaps {
 pub struct SqConfig {
     /// QP number (for errors).
     pub qp_num: u32,
-    /// Transport.
+    /// Transport: [`QpType::Ud`] or [`QpType::Srd`].
     pub qp_type: QpType,
+    /// The QP's protection domain ([`uverbs_wr::AddressHandle::domain`]): a send's address
+    /// handle must be of it.
+    pub domain: usize,
+    /// `sq_sig_all`: every send counts as signaled, whatever its own flag says.
+    pub sq_sig_all: bool,
+    /// `EFADV_WR_EX_WITH_PROCESSING_HINTS`: the `wr_*` builder may set processing hints
+    /// ([`SendQueue::wr_set_processing_hints`]).
+    pub processing_hints: bool,
     /// Number of WQE slots: a power of two (what `sq_ring_size / wqe_size` was in the request).
     pub depth: u32,
     /// 64 or 128 (see [`SqConfig::wqe_size_for`]).
@@ -133,6 +132,9 @@ impl SqConfig {
 
     fn check(&self) -> Result<(), EfaError> {
         let bad = |reason| Err(EfaError::BadConfig { ring: "sq", reason });
+        if !matches!(self.qp_type, QpType::Ud | QpType::Srd) {
+            return bad("EFA send queues are UD or SRD");
+        }
         if !self.depth.is_power_of_two() || self.depth > 1 << 16 {
             return bad("depth must be a power of two <= 65536");
         }
@@ -155,236 +157,82 @@ impl SqConfig {
     }
 }
 
-/// Destination of a datagram (`ibv_wr_set_ud_addr`; `wr.ud` of `ibv_send_wr`).
-#[doc(alias = "ibv_wr_set_ud_addr")]
+/// Where a datagram goes, as a WQE names it (from a [`UdDest`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UdAddr {
+struct Dest {
     /// Device address handle number (`efa_address_handle` of the create-AH response).
-    pub ah: u16,
-    /// Remote QP number (EFA QP numbers are 16-bit).
-    pub remote_qpn: u32,
+    ah: u16,
+    /// Remote QP number (16 bits in the WQE; a larger one is refused).
+    remote_qpn: u32,
     /// Remote Q_Key.
-    pub remote_qkey: u32,
+    remote_qkey: u32,
 }
 
-/// Where a send WR's data comes from.
+/// Where a send's data comes from, as a WQE carries it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payload<'a> {
-    /// `ibv_wr_set_sge_list`: buffers in registered memory.
+enum Payload<'a> {
+    /// Buffers in registered memory.
     Sge(&'a [Sge]),
-    /// `ibv_wr_set_inline_data_list` (or `IBV_SEND_INLINE`): bytes copied into the WQE.
+    /// Bytes copied into the WQE (`IBV_SEND_INLINE`, `ibv_wr_set_inline_data[_list]`).
     Inline(&'a [&'a [u8]]),
 }
 
-/// A send work request: required fields in the constructors, the rest by setters.
-#[doc(alias = "ibv_send_wr")]
+/// A send work request with its destination resolved: what validation and the WQE writers
+/// read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SendWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Operation.
-    pub op: WrOp,
-    /// Destination.
-    pub dest: UdAddr,
-    /// Data.
-    pub payload: Payload<'a>,
-    /// `IBV_SEND_SIGNALED` (or the QP's `sq_sig_all`); EFA refuses unsignaled sends.
-    pub signaled: bool,
+struct Wr<'a> {
+    wr_id: u64,
+    op: WrOp,
+    dest: Dest,
+    payload: Payload<'a>,
+    /// `IBV_SEND_SIGNALED` (the QP's `sq_sig_all` is added where it is checked).
+    signaled: bool,
     /// `efadv_wr_set_processing_hints` (`EFA_IO_PROCESSING_HINT_*`).
-    pub processing_hints: u8,
+    processing_hints: u8,
 }
 
-impl<'a> SendWr<'a> {
-    /// A WR with operation `op` to `dest`, no data, not yet signaled.
-    pub fn new(wr_id: u64, op: WrOp, dest: UdAddr) -> Self {
-        SendWr {
-            wr_id,
-            op,
-            dest,
-            payload: Payload::Sge(&[]),
-            signaled: false,
-            processing_hints: 0,
-        }
+/// The destination of a send to an address handle of `domain` (else `ForeignAh`).
+#[inline(always)]
+fn dest_of<A>(d: &UdDest<'_, A>, qpn: u32, domain: usize) -> Result<Dest, EfaError> {
+    if d.domain() != domain {
+        return Err(EfaError::ForeignAh { qpn });
     }
-    /// `ibv_wr_send`.
-    #[doc(alias = "ibv_wr_send")]
-    pub fn send(wr_id: u64, dest: UdAddr) -> Self {
-        Self::new(wr_id, WrOp::Send, dest)
-    }
-    /// `ibv_wr_send_imm`.
-    #[doc(alias = "ibv_wr_send_imm")]
-    pub fn send_imm(wr_id: u64, dest: UdAddr, imm: u32) -> Self {
-        Self::new(wr_id, WrOp::SendWithImm { imm_data: imm }, dest)
-    }
-    /// `ibv_wr_rdma_read`.
-    #[doc(alias = "ibv_wr_rdma_read")]
-    pub fn rdma_read(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64) -> Self {
-        Self::new(wr_id, WrOp::RdmaRead { rkey, remote_addr }, dest)
-    }
-    /// `ibv_wr_rdma_write`.
-    #[doc(alias = "ibv_wr_rdma_write")]
-    pub fn rdma_write(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64) -> Self {
-        Self::new(wr_id, WrOp::RdmaWrite { rkey, remote_addr }, dest)
-    }
-    /// `ibv_wr_rdma_write_imm`.
-    #[doc(alias = "ibv_wr_rdma_write_imm")]
-    pub fn rdma_write_imm(wr_id: u64, dest: UdAddr, rkey: u32, remote_addr: u64, imm: u32) -> Self {
-        Self::new(
-            wr_id,
-            WrOp::RdmaWriteWithImm {
-                rkey,
-                remote_addr,
-                imm_data: imm,
-            },
-            dest,
-        )
-    }
-    /// `ibv_wr_set_sge_list`.
-    #[doc(alias = "ibv_wr_set_sge_list")]
-    pub fn sge_list(mut self, sges: &'a [Sge]) -> Self {
-        self.payload = Payload::Sge(sges);
-        self
-    }
-    /// `ibv_wr_set_inline_data_list`.
-    #[doc(alias = "ibv_wr_set_inline_data_list")]
-    pub fn inline_data(mut self, bufs: &'a [&'a [u8]]) -> Self {
-        self.payload = Payload::Inline(bufs);
-        self
-    }
-    /// `IBV_SEND_SIGNALED`.
-    pub fn signaled(mut self, on: bool) -> Self {
-        self.signaled = on;
-        self
-    }
-    /// `efadv_wr_set_processing_hints`.
-    #[doc(alias = "efadv_wr_set_processing_hints")]
-    pub fn processing_hints(mut self, hints: u8) -> Self {
-        self.processing_hints = hints;
-        self
-    }
+    Ok(Dest {
+        // EFA's AH numbers are 16-bit (the create-AH response's field).
+        ah: d.ah_num() as u16,
+        remote_qpn: d.remote_qpn,
+        remote_qkey: d.remote_qkey,
+    })
 }
 
-/// The parts of a *plain* WR (a SEND of exactly one SGE): what the fast paths of
-/// [`SendQueue::post_send_with`] read, whatever type the caller's WRs are.
-#[derive(Clone, Copy, Debug)]
-pub struct PlainWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Destination.
-    pub dest: UdAddr,
-    /// The one SGE.
-    pub sge: &'a Sge,
-    /// `IBV_SEND_SIGNALED`.
-    pub signaled: bool,
-    /// `efadv_wr_set_processing_hints`.
-    pub processing_hints: u8,
+/// A plain WR (a SEND of exactly one SGE to an AH of the QP's domain) as the fast paths read
+/// it: in place, each part where the WQE needs it, so none of it is held in registers across
+/// the request id's allocation.
+struct Plain<'w, 'a, A> {
+    wr: &'w SendWr<'a, A>,
+    dest: &'w UdDest<'a, A>,
+    sge: &'w Sge,
 }
 
-/// What [`SendQueue::post_plain`] reads of a plain WR (a SEND of exactly one SGE), each part
-/// where it is needed: the checks first, then the request id, then the WQE. A caller's own
-/// WR type is read in place and none of it is held in registers across the request id's
-/// allocation.
-pub trait PlainSource {
-    /// `IBV_SEND_SIGNALED` (or the QP's `sq_sig_all`, if the caller folds it in).
-    fn signaled(&self) -> bool;
-    /// The destination QP number.
-    fn remote_qpn(&self) -> u32;
-    /// Returned in the completion.
-    fn wr_id(&self) -> u64;
-    /// The destination's AH number and Q_Key.
-    fn ah_qkey(&self) -> (u16, u32);
-    /// The one SGE.
-    fn sge(&self) -> &Sge;
-    /// `efadv_wr_set_processing_hints`.
-    fn processing_hints(&self) -> u8;
-}
-
-impl PlainSource for PlainWr<'_> {
+impl<A> Plain<'_, '_, A> {
     #[inline(always)]
     fn signaled(&self) -> bool {
-        self.signaled
-    }
-    #[inline(always)]
-    fn remote_qpn(&self) -> u32 {
-        self.dest.remote_qpn
-    }
-    #[inline(always)]
-    fn wr_id(&self) -> u64 {
-        self.wr_id
-    }
-    #[inline(always)]
-    fn ah_qkey(&self) -> (u16, u32) {
-        (self.dest.ah, self.dest.remote_qkey)
-    }
-    #[inline(always)]
-    fn sge(&self) -> &Sge {
-        self.sge
-    }
-    #[inline(always)]
-    fn processing_hints(&self) -> u8 {
-        self.processing_hints
+        self.wr.flags.contains(SendFlags::SIGNALED)
     }
 }
 
-/// A send WR the queue can post: this crate's [`SendWr`], or a caller's own type (the core's
-/// generic work request), read in place so a list is never copied into another form first.
-///
-/// A caller with checks of its own that the queue cannot make (the core: the destination's
-/// AH belongs to the QP's PD) makes them in these two methods, with what they need passed
-/// as `ctx` ([`SendQueue::post_send_in`]): a WR either method declines is never posted, and
-/// the list stops there. So the caller needs no pass of its own over the list.
-pub trait SendWrSource {
-    /// What the source's own checks need besides the WR (`()` for none).
-    type Ctx: Copy;
-    /// The WR's parts if it is a plain SEND of one SGE that passes the source's own checks
-    /// (those of signaling and the QP number stay the queue's); `None` for every other WR.
-    fn plain(&self, ctx: Self::Ctx) -> Option<PlainWr<'_>>;
-    /// The whole WR, for full validation; `None` if it is not one this provider can express
-    /// or the source's own checks refuse it (the queue then refuses it as an operation it
-    /// does not support; a caller with checks of its own names the reason itself).
-    fn send_wr(&self, ctx: Self::Ctx) -> Option<SendWr<'_>>;
-}
-
-impl SendWrSource for SendWr<'_> {
-    type Ctx = ();
-
-    #[inline(always)]
-    fn plain(&self, _: ()) -> Option<PlainWr<'_>> {
-        match (self.op, self.payload) {
-            (WrOp::Send, Payload::Sge([sge])) => Some(PlainWr {
-                wr_id: self.wr_id,
-                dest: self.dest,
-                sge,
-                signaled: self.signaled,
-                processing_hints: self.processing_hints,
-            }),
-            _ => None,
-        }
+/// `wr` as a [`Plain`] WR if it is one whose AH is of `domain`, `None` for any other.
+#[inline(always)]
+fn plain_of<'w, 'a, A>(wr: &'w SendWr<'a, A>, domain: usize) -> Option<Plain<'w, 'a, A>> {
+    let dest = wr.ud.as_ref()?;
+    if dest.domain() != domain {
+        return None;
     }
-
-    #[inline(always)]
-    fn send_wr(&self, _: ()) -> Option<SendWr<'_>> {
-        Some(*self)
-    }
+    let (WrOp::Send, WrData::Sge([sge])) = (&wr.op, &wr.data) else {
+        return None;
+    };
+    Some(Plain { wr, dest, sge })
 }
-
-/// A WR of a list was refused: the ones before it were posted, it and the rest were not
-/// (`bad_wr` of `ibv_post_send`/`ibv_post_recv`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PostError {
-    /// Index of the refused WR in the list (= number of WRs posted).
-    pub index: usize,
-    /// Why.
-    pub error: EfaError,
-}
-
-impl core::fmt::Display for PostError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "work request {} of the list: {}", self.index, self.error)
-    }
-}
-
-impl std::error::Error for PostError {}
 
 /// The send queue of one QP.
 pub struct SendQueue {
@@ -395,8 +243,12 @@ pub struct SendQueue {
     pool: WridPool,
     /// The completing half of the pool, until the core hands it to the CQ side.
     completer: Option<WridCompleter>,
-    /// Staging area for a session: `depth` WQEs, built here, copied to the LLQ on complete.
+    /// Staging area for a session or a `wr_*` batch: `depth` WQEs, built here, copied to the
+    /// LLQ on complete.
     staging: Box<[u8]>,
+    /// The `wr_*` builder's state (boxed: read while posting only when the single-WR path is
+    /// closed, see [`post_list`](Self::post_list)).
+    builder: Box<Builder>,
     wqe_size: usize,
     mask: u32,
     max_batch: u32,
@@ -415,7 +267,11 @@ pub struct SendQueue {
     /// this: 2^16 (the WQE's `dest_qp_num` has 16 bits) while that path is open, 0 (no WR at
     /// all) while it is closed ([`set_plain_open`](Self::set_plain_open)) or the QP has
     /// `max_send_sge` 0 (a plain WR has one SGE): three conditions, one compare per post.
+    /// Also closed while a `wr_*` batch is open ([`wr_start`](Self::wr_start)).
     plain_qpn_end: u32,
+    /// Whether [`set_plain_open`](Self::set_plain_open) left the single-WR path open (it is
+    /// closed anyway while a `wr_*` batch is open).
+    plain_open: bool,
 }
 
 // SAFETY: the LLQ and doorbell pointers refer to a process-wide mapping that `new`'s caller
@@ -475,6 +331,7 @@ impl SendQueue {
             pool,
             completer: Some(completer),
             staging: vec![0u8; cfg.sq_ring_size() as usize].into_boxed_slice(),
+            builder: Box::new(NO_BUILDER),
             wqe_size: cfg.wqe_size as usize,
             mask: cfg.depth - 1,
             max_batch: cfg.max_batch_wr(),
@@ -482,16 +339,19 @@ impl SendQueue {
             word0,
             hi_mask: if cfg.req_id_64 { !0xffff } else { 0 },
             plain_qpn_end: plain_qpn_end(true, &cfg),
+            plain_open: true,
         })
     }
 
-    /// Opens or closes the single-WR path ([`post_plain`](Self::post_plain), and so
-    /// [`post_single`](Self::post_single)): closed, it declines every WR, and the list path of
-    /// [`post_send_with`](Self::post_send_with) decides instead. Open when the queue is made;
+    /// Opens or closes the single-WR path ([`post_plain`](Self::post_plain), which
+    /// [`post_send`](Self::post_send) tries first for a list of one): closed, it declines every
+    /// WR, and the list path of `post_send` decides instead. Open when the queue is made;
     /// the core keeps it open only while the QP is in RTS, so that path needs no test of the
-    /// QP's state of its own.
+    /// QP's state of its own. A `wr_*` batch closes it while it is open, whatever this says;
+    /// the batch's end leaves it as this last set it.
     pub fn set_plain_open(&mut self, open: bool) {
-        self.plain_qpn_end = plain_qpn_end(open, &self.cfg);
+        self.plain_open = open;
+        self.plain_qpn_end = plain_qpn_end(open && !self.builder.open, &self.cfg);
     }
 
     /// Phase of the slot at the producer counter.
@@ -535,9 +395,8 @@ impl SendQueue {
         self.pc
     }
 
-    /// Starts a batch of WRs (`ibv_wr_start`). Dropping the session without
+    /// Starts a batch of WRs staged for all-or-nothing posting. Dropping the session without
     /// [`complete`](SendSession::complete) discards the staged WRs like `ibv_wr_abort`.
-    #[doc(alias = "ibv_wr_start")]
     pub fn start(&mut self) -> SendSession<'_> {
         SendSession {
             pc0: self.pc,
@@ -549,14 +408,6 @@ impl SendQueue {
 
     /// `ibv_post_send`: posts `wrs` in order; the first refused WR stops the list and is
     /// reported with its index, the ones before it are posted (doorbell rung).
-    #[doc(alias = "ibv_post_send")]
-    #[inline]
-    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<usize, PostError> {
-        self.post_send_with(wrs, false)
-    }
-
-    /// [`post_send`](Self::post_send) for a QP created with `sq_sig_all` = `sig_all`: then
-    /// every WR counts as signaled whatever its own flag says.
     ///
     /// Like rdma-core's `efa_post_send`, each WR is validated, then its WQE is written straight
     /// into its LLQ slot with whole-word stores (no staging copy), and the doorbell is rung
@@ -566,77 +417,54 @@ impl SendQueue {
     ///
     /// The list goes in runs that end at the ring's end at the latest, so inside a run the slot
     /// address just steps and the phase is fixed. A run posts plain WRs (a signaled SEND of
-    /// exactly one SGE to a 16-bit QP number: the common case) with the free request ids
-    /// counted once per run, ringing the doorbell whenever a batch is full; it stops at the
-    /// first WR that is not plain, finds no free id or meets the ring's end, and that WR takes
-    /// the general path (full validation, which names the reason of a refusal, and an id taken
-    /// with its own check).
+    /// exactly one SGE to a 16-bit QP number, through an AH of the QP's domain: the common
+    /// case) with the free request ids counted once per run, ringing the doorbell whenever a
+    /// batch is full; it stops at the first WR that is not plain, finds no free id or meets
+    /// the ring's end, and that WR takes the general path (full validation, which names the
+    /// reason of a refusal, and an id taken with its own check).
     ///
     /// A list of one plain WR (the common case of a latency-bound poster) takes a path of its
-    /// own, [`post_single`](Self::post_single), that posts it without the run's set-up; any
+    /// own, [`post_plain`](Self::post_plain), that posts it without the run's set-up; any
     /// other list, and a single WR that path declines, goes through the runs.
+    #[doc(alias = "ibv_post_send")]
     #[inline]
-    pub fn post_send_with<W: SendWrSource<Ctx = ()>>(
-        &mut self,
-        wrs: &[W],
-        sig_all: bool,
-    ) -> Result<usize, PostError> {
-        self.post_send_in(wrs, (), sig_all)
-    }
-
-    /// [`post_send_with`](Self::post_send_with) of WRs whose source makes checks of its own
-    /// with `ctx` ([`SendWrSource`]): a WR they refuse stops the list, refused as an
-    /// operation this queue does not support, with nothing written for it.
-    #[inline]
-    pub fn post_send_in<W: SendWrSource>(
-        &mut self,
-        wrs: &[W],
-        ctx: W::Ctx,
-        sig_all: bool,
-    ) -> Result<usize, PostError> {
+    pub fn post_send<A>(&mut self, wrs: &[SendWr<'_, A>]) -> Result<usize, PostError<EfaError>> {
         if let [wr] = wrs {
-            if self.post_single(wr, ctx, sig_all) {
+            if self.post_plain(wr) {
                 return Ok(1);
             }
         }
-        self.post_list(wrs, ctx, sig_all)
+        self.post_list(wrs)
     }
 
-    /// Posts `wr` on its own if it is a plain WR (a signaled — or `sig_all` — SEND of exactly
-    /// one SGE to a 16-bit QP number, on a QP that allows an SGE) and a request id is free,
-    /// and rings the doorbell for it: what [`post_send_with`](Self::post_send_with) does for a
-    /// list of that one WR. Returns false, having written and taken nothing, for any other WR
-    /// or when no id is free; the caller then hands the WR to `post_send_with`, which decides
-    /// (and names the reason of a refusal). Callers that can skip their own set-up for this
-    /// case (the core's `EfaQp::post_send`) call it first.
+    /// Posts `wr` on its own if it is a plain WR (a signaled — or `sq_sig_all` — SEND of
+    /// exactly one SGE to a 16-bit QP number through an AH of the QP's domain, on a QP that
+    /// allows an SGE, with this path open) and a request id is free, and rings the doorbell
+    /// for it: what [`post_send`](Self::post_send) does for a list of that one WR. Returns
+    /// false, having written and taken nothing, for any other WR or when no id is free; the
+    /// caller then hands the WR to `post_send`, which decides (and names the reason of a
+    /// refusal).
     ///
     /// What makes it cheaper than a run of one: the free ids come from the count the pool kept
     /// from its last load of the completer's `tail` (no Acquire load while that count lasts),
     /// and there is no run to set up (no cut at the ring's end: one slot always fits; no batch
     /// count: one WQE, one doorbell, and `max_batch_wr` >= 1).
     #[inline(always)]
-    pub fn post_single<W: SendWrSource>(&mut self, wr: &W, ctx: W::Ctx, sig_all: bool) -> bool {
-        let Some(p) = wr.plain(ctx) else {
+    pub fn post_plain<A>(&mut self, wr: &SendWr<'_, A>) -> bool {
+        let Some(p) = plain_of(wr, self.cfg.domain) else {
             return false;
         };
-        self.post_plain(&p, sig_all)
-    }
-
-    /// [`post_single`](Self::post_single) of a plain WR's parts ([`PlainWr`], or a caller's
-    /// own type that is a plain WR).
-    #[inline(always)]
-    pub fn post_plain<P: PlainSource + ?Sized>(&mut self, wr: &P, sig_all: bool) -> bool {
         // The checks of a plain WR: signaled, a 16-bit QP number, and (the same compare) an
         // open path on a QP that allows an SGE (`plain_qpn_end`).
-        if !(sig_all || wr.signaled()) || wr.remote_qpn() >= self.plain_qpn_end {
+        if !(self.cfg.sq_sig_all || p.signaled()) || p.dest.remote_qpn >= self.plain_qpn_end {
             return false;
         }
         // Everything is checked: from here on the WR is posted.
-        let Some((index, hi)) = self.take_id(wr.wr_id()) else {
+        let Some((index, hi)) = self.take_id(p.wr.wr_id) else {
             return false;
         };
         // `word0` holds the generation bits: with the index they make the req_id.
-        let w = plain_words(wr, index, self.word0, hi);
+        let w = plain_words(&p, index, self.word0, hi);
         let slot = (u32::from(self.pc) & self.mask) as usize * self.wqe_size;
         let dst = self.desc.as_ptr().wrapping_add(slot).cast::<u64>();
         // Orders the previous doorbell write before the WC stores below.
@@ -656,15 +484,18 @@ impl SendQueue {
         true
     }
 
-    /// [`post_send_with`](Self::post_send_with) for every list but a single plain WR: the WRs
-    /// in runs, with the general path between them.
+    /// [`post_send`](Self::post_send) for every list but a single plain WR: the WRs in runs,
+    /// with the general path between them.
     #[inline]
-    fn post_list<W: SendWrSource>(
-        &mut self,
-        wrs: &[W],
-        ctx: W::Ctx,
-        sig_all: bool,
-    ) -> Result<usize, PostError> {
+    fn post_list<A>(&mut self, wrs: &[SendWr<'_, A>]) -> Result<usize, PostError<EfaError>> {
+        // An open `wr_*` batch has WQEs staged, not yet in the LLQ, on the slots a post would
+        // ring past, and request ids staged in the pool: nothing posts until it ends. It
+        // closes the single-WR path (`wr_start`), which sends every WR here, so a QP whose
+        // path is open needs just this compare.
+        if self.plain_qpn_end == 0 && self.builder.open {
+            let qpn = self.cfg.qp_num;
+            return Err(PostError::new(0, EfaError::BatchInProgress { qpn }));
+        }
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         // A plain WR has one SGE, which a QP with `max_send_sge` 0 refuses: there every WR
@@ -672,33 +503,22 @@ impl SendQueue {
         // take their ids from the pool's free ring (`WridPool::run`), which such an SQ has not,
         // and the pool path's runs stay free of any test for it.
         let plain_ok = self.cfg.max_send_sge != 0 && self.hi_mask == 0;
+        let sig_all = self.cfg.sq_sig_all;
         let mut index = 0;
         // WQEs this batch may still take before its doorbell (>= 1 between WRs).
         let mut batch_left = self.max_batch;
         while let Some(rest) = wrs.get(index..).filter(|r| !r.is_empty()) {
             let done = match (plain_ok, self.wqe_size, sig_all) {
                 (false, _, _) => 0,
-                (true, 64, false) => {
-                    self.post_plain_run::<64, false, W>(rest, ctx, &mut batch_left)
-                }
-                (true, 64, true) => self.post_plain_run::<64, true, W>(rest, ctx, &mut batch_left),
-                (true, _, false) => {
-                    self.post_plain_run::<128, false, W>(rest, ctx, &mut batch_left)
-                }
-                (true, _, true) => self.post_plain_run::<128, true, W>(rest, ctx, &mut batch_left),
+                (true, 64, false) => self.post_plain_run::<64, false, A>(rest, &mut batch_left),
+                (true, 64, true) => self.post_plain_run::<64, true, A>(rest, &mut batch_left),
+                (true, _, false) => self.post_plain_run::<128, false, A>(rest, &mut batch_left),
+                (true, _, true) => self.post_plain_run::<128, true, A>(rest, &mut batch_left),
             };
             index += done;
             if let Some(wr) = rest.get(done) {
                 // Not a plain WR, no id was free when the run started, or the ring's end.
-                let r = match wr.send_wr(ctx) {
-                    Some(wr) => self.post_one(&wr, sig_all),
-                    None => Err(EfaError::OpNotSupported {
-                        qpn: self.cfg.qp_num,
-                        op: "this operation",
-                        reason:
-                            "EFA posts SEND, SEND_WITH_IMM, RDMA_READ and RDMA_WRITE[_WITH_IMM]",
-                    }),
-                };
+                let r = self.wr_of(wr).and_then(|wr| self.post_one(&wr));
                 if let Err(error) = r {
                     self.ring_if(self.max_batch - batch_left);
                     return Err(PostError { index, error });
@@ -717,18 +537,17 @@ impl SendQueue {
         Ok(wrs.len())
     }
 
-    /// Posts the leading plain WRs of `run` (see [`post_send_with`](Self::post_send_with)) into
-    /// `W`-byte slots and returns how many (`SIG_ALL`: the QP's `sq_sig_all`); stops at the
-    /// first WR that is not plain, when the ids free at the start are used up or the free
-    /// ring's cells end ([`WridPool::run`]), and at the ring's end, so the phase is the same
-    /// for all of them and the slot address just steps.
+    /// Posts the leading plain WRs of `run` (see [`post_send`](Self::post_send)) into `W`-byte
+    /// slots and returns how many (`SIG_ALL`: the QP's `sq_sig_all`); stops at the first WR
+    /// that is not plain, when the ids free at the start are used up or the free ring's cells
+    /// end ([`WridPool::run`]), and at the ring's end, so the phase is the same for all of
+    /// them and the slot address just steps.
     /// Rings the doorbell each time `batch_left` (the WQEs the current batch may still take,
     /// >= 1) comes down to 0, and leaves it >= 1.
     #[inline(always)]
-    fn post_plain_run<const W: usize, const SIG_ALL: bool, R: SendWrSource>(
+    fn post_plain_run<const W: usize, const SIG_ALL: bool, A>(
         &mut self,
-        run: &[R],
-        ctx: R::Ctx,
+        run: &[SendWr<'_, A>],
         batch_left: &mut u32,
     ) -> usize {
         let first = (u32::from(self.pc) & self.mask) as usize;
@@ -737,6 +556,7 @@ impl SendQueue {
         // The phase is that of slot `first`, the same for the whole run; the generation bits
         // are in it too.
         let word0 = self.word0;
+        let domain = self.cfg.domain;
         let mut ids = self.pool.run(run.len() as u32);
         let run = ids.limit(run);
         // Slot `first`; the run writes slots `first .. first + run.len() <= depth`.
@@ -744,18 +564,18 @@ impl SendQueue {
         let mut done = 0;
         let mut left = *batch_left;
         for (k, (cell, wr)) in ids.cells_for(run).enumerate() {
-            let Some(wr) = wr.plain(ctx) else {
+            let Some(p) = plain_of(wr, domain) else {
                 break;
             };
-            if !(SIG_ALL || wr.signaled) || wr.dest.remote_qpn > u32::from(u16::MAX) {
+            if !(SIG_ALL || p.signaled()) || p.dest.remote_qpn > u32::from(u16::MAX) {
                 break;
             }
             // The run's `k`-th cell, and `k` posts so far (`done`).
-            let Some(index) = ids.post_cell(cell, wr.wr_id) else {
+            let Some(index) = ids.post_cell(cell, p.wr.wr_id) else {
                 break;
             };
             // Pool path only (`post_list`): req_id_ex stays zero; `word0` has the generation.
-            let w = plain_words(&wr, index, word0, 0);
+            let w = plain_words(&p, index, word0, 0);
             // SAFETY: `dst` is slot `first + done` with `first + done < depth` (the run is cut
             // at the ring's end above), so its W bytes lie within `depth * W <= desc_len` bytes
             // of `desc`, which `new`'s caller made writable, 8-aligned (`desc` and W are
@@ -793,14 +613,36 @@ impl SendQueue {
         }
     }
 
+    /// `wr` with its destination resolved: refused without one (EFA QPs are datagram QPs)
+    /// and for an AH of another domain.
+    #[inline(always)]
+    fn wr_of<'w, A>(&self, wr: &'w SendWr<'_, A>) -> Result<Wr<'w>, EfaError> {
+        let qpn = self.cfg.qp_num;
+        let Some(d) = &wr.ud else {
+            return Err(EfaError::NoDestination { qpn });
+        };
+        let payload = match &wr.data {
+            WrData::Sge(s) => Payload::Sge(s),
+            WrData::Inline(d) => Payload::Inline(core::slice::from_ref(d)),
+        };
+        Ok(Wr {
+            wr_id: wr.wr_id,
+            op: wr.op,
+            dest: dest_of(d, qpn, self.cfg.domain)?,
+            payload,
+            signaled: wr.flags.contains(SendFlags::SIGNALED),
+            processing_hints: 0,
+        })
+    }
+
     /// Validates `wr`, takes a request id (marked posted: the doorbell that hands it to the
     /// device comes after) and writes the WQE into the slot at the producer counter.
     #[inline(always)]
-    fn post_one(&mut self, wr: &SendWr<'_>, sig_all: bool) -> Result<(), EfaError> {
+    fn post_one(&mut self, wr: &Wr<'_>) -> Result<(), EfaError> {
         // The common case (a signaled SEND of at most `max_send_sge` SGEs to a 16-bit QP
         // number) is decided by a few compares; everything else takes the full validation,
         // which names the reason.
-        let plain = (wr.signaled | sig_all)
+        let plain = (wr.signaled | self.cfg.sq_sig_all)
             && wr.dest.remote_qpn >> 16 == 0
             && matches!(wr.op, WrOp::Send | WrOp::SendWithImm { .. })
             && match wr.payload {
@@ -811,7 +653,7 @@ impl SendQueue {
                 Payload::Inline(_) => false,
             };
         if !plain {
-            self.validate(wr, sig_all)?;
+            self.validate(wr)?;
         }
         let Some((index, hi)) = self.take_id(wr.wr_id) else {
             return Err(self.queue_full());
@@ -855,9 +697,9 @@ impl SendQueue {
     /// Full validation of a WR with the reason of a refusal (the pool-full check is the
     /// allocation's).
     #[inline(never)]
-    fn validate(&self, wr: &SendWr<'_>, sig_all: bool) -> Result<(), EfaError> {
+    fn validate(&self, wr: &Wr<'_>) -> Result<(), EfaError> {
         let qpn = self.cfg.qp_num;
-        if !(wr.signaled | sig_all) {
+        if !(wr.signaled | self.cfg.sq_sig_all) {
             return Err(EfaError::Unsignaled { qpn });
         }
         if wr.dest.remote_qpn > u32::from(u16::MAX) {
@@ -974,7 +816,7 @@ fn plain_qpn_end(open: bool, cfg: &SqConfig) -> u32 {
     }
 }
 
-/// Word 0 of a plain WR's WQE (see [`SendQueue::post_send_with`]) but its req_id and
+/// Word 0 of a plain WR's WQE (see [`SendQueue::post_send`]) but its req_id and
 /// dest_qp_num: ctrl1 (op SEND, meta_desc), ctrl2 (`phase`, first, last, comp_req), length 1
 /// (one buffer descriptor).
 #[inline(always)]
@@ -990,17 +832,16 @@ fn plain_word0(phase: bool) -> u64 {
 
 /// The eight words of the 64-byte WQE of a plain WR `wr` (checked: a SEND of the one SGE
 /// `sge` to a QP number <= 0xffff) with `req_id`, given its [`plain_word0`]:
-/// efa_io_tx_meta_desc as in `write_wqe` (no immediate, ctrl3 = the hints), then data.sgl[0]
-/// and a zero sgl[1].
+/// efa_io_tx_meta_desc as in `write_wqe` (no immediate, no processing hints), then
+/// data.sgl[0] and a zero sgl[1].
 #[inline(always)]
-fn plain_words<P: PlainSource + ?Sized>(wr: &P, req_id: u16, word0: u64, hi: u64) -> [u64; 8] {
-    let sge = wr.sge();
-    let (ah, qkey) = wr.ah_qkey();
+fn plain_words<A>(p: &Plain<'_, '_, A>, req_id: u16, word0: u64, hi: u64) -> [u64; 8] {
+    let sge = p.sge;
     [
-        u64::from(req_id) | word0 | u64::from(wr.remote_qpn()) << 32,
-        u64::from(ah) << 32
-            | u64::from(wr.processing_hints() & EFA_IO_TX_META_DESC_PROCESSING_HINTS_MASK) << 48,
-        u64::from(qkey),
+        u64::from(req_id) | word0 | u64::from(p.dest.remote_qpn) << 32,
+        // The AH number (16 bits in the WQE); no processing hints on `post_send`.
+        u64::from(p.dest.ah_num() as u16) << 32,
+        u64::from(p.dest.remote_qkey),
         // reserved2[4..6] | req_id_ex: bits 63:16 of a 64-bit request id, in place.
         hi,
         // length, then the low 24 bits of lkey at bit 32.
@@ -1086,7 +927,7 @@ fn op_fields(op: WrOp) -> (u8, Option<u32>, Option<(u32, u64)>) {
 unsafe fn write_wqe(
     dst: NonNull<u8>,
     wqe_size: usize,
-    wr: &SendWr<'_>,
+    wr: &Wr<'_>,
     req_id: u16,
     hi: u64,
     phase: bool,
@@ -1184,7 +1025,7 @@ pub fn set_req_id_ex(w: &mut EfaIoTxWqe128, hi: u64) {
 /// are exactly the 64-byte WQE for every payload that fits one (sgl, inline <= 32 bytes, and
 /// `rdma_req` whose `remote_mem` + `local_mem[0]` sit at the same offsets), so the 64-byte
 /// format is its prefix.
-pub fn build_wqe(wr: &SendWr<'_>, req_id: u16, phase: bool) -> EfaIoTxWqe128 {
+fn build_wqe(wr: &Wr<'_>, req_id: u16, phase: bool) -> EfaIoTxWqe128 {
     let mut w = EfaIoTxWqe128::default();
     let (op_type, imm, remote) = op_fields(wr.op);
     {
@@ -1253,7 +1094,8 @@ fn copy_inline(dst: &mut [u8], bufs: &[&[u8]]) -> usize {
     off
 }
 
-/// A batch of send WRs being staged (`ibv_wr_start` .. `ibv_wr_complete`/`ibv_wr_abort`).
+/// A batch of send WRs being staged, posted all together or not at all: the mechanism of the
+/// `wr_*` builder, for a caller that has its WRs whole.
 #[derive(Debug)]
 pub struct SendSession<'q> {
     sq: &'q mut SendQueue,
@@ -1265,25 +1107,15 @@ pub struct SendSession<'q> {
 impl SendSession<'_> {
     /// Validates `wr` and stages its WQE. A refused WR leaves nothing behind; WRs staged before
     /// it stay staged.
-    pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), EfaError> {
-        self.sq.validate(wr, false)?;
-        let sq = &mut *self.sq;
-        let Some(req_id) = sq.pool.alloc(wr.wr_id) else {
-            return Err(sq.queue_full());
-        };
-        let mut wqe = build_wqe(wr, req_id, sq.phase());
-        set_req_id_ex(&mut wqe, wr.wr_id & sq.hi_mask);
-        let off = self.staged as usize * sq.wqe_size;
-        // The pool holds `depth` slots and each staged WR holds one, so `staged < depth` and
-        // the staging slot exists.
-        if let Some(slot) = sq.staging.get_mut(off..off + sq.wqe_size) {
-            slot.copy_from_slice(&wqe.as_bytes()[..sq.wqe_size]);
+    pub fn post<A>(&mut self, wr: &SendWr<'_, A>) -> Result<(), EfaError> {
+        // A `wr_*` batch's WQEs are staged in the same area (see `post_list`).
+        if self.sq.builder.open {
+            let qpn = self.sq.cfg.qp_num;
+            return Err(EfaError::BatchInProgress { qpn });
         }
+        let wr = self.sq.wr_of(wr)?;
+        self.sq.stage(&wr, self.staged)?;
         self.staged += 1;
-        sq.pc = sq.pc.wrapping_add(1);
-        if u32::from(sq.pc) & sq.mask == 0 {
-            sq.flip_phase();
-        }
         Ok(())
     }
 
@@ -1292,35 +1124,363 @@ impl SendSession<'_> {
         self.staged
     }
 
-    /// `ibv_wr_complete`: copies the staged WQEs to the LLQ and rings the doorbell every
-    /// `max_batch_wr` WQEs and once at the end. Returns the number of WRs posted.
-    #[doc(alias = "ibv_wr_complete")]
+    /// Copies the staged WQEs to the LLQ and rings the doorbell every `max_batch_wr` WQEs and
+    /// once at the end. Returns the number of WRs posted.
     pub fn complete(mut self) -> usize {
         let n = core::mem::take(&mut self.staged);
-        let sq = &mut *self.sq;
+        self.sq.flush_staged(self.pc0, n)
+    }
+
+    /// Discards the staged WRs (their req_ids return to the pool, the producer counter and
+    /// phase go back).
+    pub fn abort(mut self) {
+        self.rollback();
+    }
+
+    fn rollback(&mut self) {
+        let n = core::mem::take(&mut self.staged);
+        self.sq.unstage(n, self.pc0, self.phase0);
+    }
+}
+
+impl Drop for SendSession<'_> {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+/// The WR a `wr_*` batch builds: started by [`SendQueue::wr_op`], completed by the setters,
+/// staged when the next one starts or the batch completes. Its data is copied, so the
+/// caller's borrows end with each call.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    wr_id: u64,
+    op: WrOp,
+    signaled: bool,
+    dest: Option<Dest>,
+    data: PendingData,
+    hints: u8,
+}
+
+/// The data of a [`Pending`] WR.
+#[derive(Clone, Copy, Debug)]
+enum PendingData {
+    /// Up to the two buffer descriptors a WQE has.
+    Sge {
+        n: u8,
+        sges: [Sge; EFA_IO_TX_DESC_NUM_BUFS],
+    },
+    /// Up to the 80 inline bytes a 128-byte WQE holds.
+    Inline {
+        len: u8,
+        bytes: [u8; EFA_IO_TX_DESC_INLINE_MAX_SIZE_128],
+    },
+}
+
+/// The state of the `wr_*` builder (`ibv_wr_start` .. `ibv_wr_complete`/`ibv_wr_abort`): a
+/// session kept in the queue between calls, the WR being built, and the batch's first error,
+/// which is sticky (as in libibverbs: `ibv_wr_complete` returns it and posts nothing).
+#[derive(Debug)]
+struct Builder {
+    open: bool,
+    pc0: u16,
+    phase0: bool,
+    staged: u32,
+    cur: Option<Pending>,
+    err: Option<EfaError>,
+}
+
+const NO_BUILDER: Builder = Builder {
+    open: false,
+    pc0: 0,
+    phase0: false,
+    staged: 0,
+    cur: None,
+    err: None,
+};
+
+/// The `ibv_wr_*` API: WRs built one call at a time, validated and staged as each is
+/// finished, posted all together by [`SendQueue::wr_complete`] (the same all-or-nothing
+/// staging as a [`SendSession`]). The first refused call makes the batch fail: later calls
+/// return its error, and `wr_complete` returns it with nothing posted.
+impl SendQueue {
+    /// Opens a batch (`ibv_wr_start`).
+    #[doc(alias = "ibv_wr_start")]
+    pub fn wr_start(&mut self) -> Result<(), EfaError> {
+        if self.builder.open {
+            return Err(EfaError::BatchInProgress {
+                qpn: self.cfg.qp_num,
+            });
+        }
+        *self.builder = Builder {
+            open: true,
+            pc0: self.pc,
+            phase0: self.phase(),
+            ..NO_BUILDER
+        };
+        // Nothing else posts while the batch is open (see `post_list`).
+        self.plain_qpn_end = 0;
+        Ok(())
+    }
+
+    /// Ends the batch, whichever way, and reopens the single-WR path if it was open; returns
+    /// the batch's state.
+    fn end_batch(&mut self) -> Builder {
+        self.plain_qpn_end = plain_qpn_end(self.plain_open, &self.cfg);
+        core::mem::replace(&mut *self.builder, NO_BUILDER)
+    }
+
+    /// The error of a call while no batch is open, or the batch's sticky error.
+    fn builder_ready(&self) -> Result<(), EfaError> {
+        if !self.builder.open {
+            return Err(EfaError::NoBatch {
+                qpn: self.cfg.qp_num,
+            });
+        }
+        match self.builder.err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Records `r`'s error as the batch's sticky error (the first one wins).
+    fn sticky(&mut self, r: Result<(), EfaError>) -> Result<(), EfaError> {
+        if let Err(e) = r {
+            if self.builder.open && self.builder.err.is_none() {
+                self.builder.err = Some(e);
+            }
+        }
+        r
+    }
+
+    /// Stages the WR being built, if any.
+    fn stage_pending(&mut self) -> Result<(), EfaError> {
+        let Some(p) = self.builder.cur.take() else {
+            return Ok(());
+        };
+        let qpn = self.cfg.qp_num;
+        let Some(dest) = p.dest else {
+            return Err(EfaError::NoDestination { qpn });
+        };
+        let inline: [&[u8]; 1];
+        let payload = match &p.data {
+            PendingData::Sge { n, sges } => Payload::Sge(&sges[..usize::from(*n)]),
+            PendingData::Inline { len, bytes } => {
+                inline = [&bytes[..usize::from(*len)]];
+                Payload::Inline(&inline)
+            }
+        };
+        let wr = Wr {
+            wr_id: p.wr_id,
+            op: p.op,
+            dest,
+            payload,
+            signaled: p.signaled,
+            processing_hints: p.hints,
+        };
+        self.stage(&wr, self.builder.staged)?;
+        self.builder.staged += 1;
+        Ok(())
+    }
+
+    /// Starts one WR of `op` in the open batch (the common body of `ibv_wr_send`,
+    /// `ibv_wr_rdma_write`, ...); its data, destination and hints come from the setters.
+    #[doc(alias = "ibv_wr_send")]
+    #[doc(alias = "ibv_wr_send_imm")]
+    #[doc(alias = "ibv_wr_rdma_read")]
+    #[doc(alias = "ibv_wr_rdma_write")]
+    #[doc(alias = "ibv_wr_rdma_write_imm")]
+    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), EfaError> {
+        self.builder_ready()?;
+        let r = self.stage_pending();
+        self.sticky(r)?;
+        self.builder.cur = Some(Pending {
+            wr_id,
+            op,
+            signaled: flags.contains(SendFlags::SIGNALED),
+            dest: None,
+            data: PendingData::Sge {
+                n: 0,
+                sges: [Sge::default(); EFA_IO_TX_DESC_NUM_BUFS],
+            },
+            hints: 0,
+        });
+        Ok(())
+    }
+
+    /// The WR being built, for a setter.
+    fn pending(&mut self) -> Result<&mut Pending, EfaError> {
+        self.builder_ready()?;
+        let qpn = self.cfg.qp_num;
+        self.builder
+            .cur
+            .as_mut()
+            .ok_or(EfaError::NoCurrentWr { qpn })
+    }
+
+    fn set_pending(
+        &mut self,
+        f: impl FnOnce(&mut Pending, u32) -> Result<(), EfaError>,
+    ) -> Result<(), EfaError> {
+        let qpn = self.cfg.qp_num;
+        let r = self.pending().and_then(|p| f(p, qpn));
+        self.sticky(r)
+    }
+
+    /// `ibv_wr_set_sge_list` (and `ibv_wr_set_sge`): the buffers of the WR being built.
+    #[doc(alias = "ibv_wr_set_sge_list")]
+    #[doc(alias = "ibv_wr_set_sge")]
+    pub fn wr_set_sge_list(&mut self, list: &[Sge]) -> Result<(), EfaError> {
+        self.set_pending(|p, qpn| {
+            let mut sges = [Sge::default(); EFA_IO_TX_DESC_NUM_BUFS];
+            let Some(dst) = sges.get_mut(..list.len()) else {
+                return Err(EfaError::TooManySge {
+                    qpn,
+                    queue: QueueKind::Send,
+                    num_sge: list.len(),
+                    max_sge: EFA_IO_TX_DESC_NUM_BUFS,
+                });
+            };
+            dst.copy_from_slice(list);
+            p.data = PendingData::Sge {
+                n: list.len() as u8,
+                sges,
+            };
+            Ok(())
+        })
+    }
+
+    /// `ibv_wr_set_inline_data`: bytes copied into the WR being built.
+    #[doc(alias = "ibv_wr_set_inline_data")]
+    pub fn wr_set_inline_data(&mut self, data: &[u8]) -> Result<(), EfaError> {
+        self.set_pending(|p, qpn| {
+            let mut bytes = [0u8; EFA_IO_TX_DESC_INLINE_MAX_SIZE_128];
+            let Some(dst) = bytes.get_mut(..data.len()) else {
+                return Err(EfaError::InlineTooLong {
+                    qpn,
+                    len: data.len(),
+                    max: EFA_IO_TX_DESC_INLINE_MAX_SIZE_128,
+                });
+            };
+            dst.copy_from_slice(data);
+            p.data = PendingData::Inline {
+                len: data.len() as u8,
+                bytes,
+            };
+            Ok(())
+        })
+    }
+
+    /// `ibv_wr_set_ud_addr`: the destination of the WR being built, through an AH of the QP's
+    /// domain.
+    #[doc(alias = "ibv_wr_set_ud_addr")]
+    pub fn wr_set_ud_addr<A>(&mut self, dest: UdDest<'_, A>) -> Result<(), EfaError> {
+        let domain = self.cfg.domain;
+        self.set_pending(|p, qpn| {
+            p.dest = Some(dest_of(&dest, qpn, domain)?);
+            Ok(())
+        })
+    }
+
+    /// `efadv_wr_set_processing_hints`: `EFA_IO_PROCESSING_HINT_*` bits for the WR being
+    /// built, on a QP configured with [`SqConfig::processing_hints`]; refused otherwise, and
+    /// for bits EFA defines none for.
+    #[doc(alias = "efadv_wr_set_processing_hints")]
+    pub fn wr_set_processing_hints(&mut self, hints: u8) -> Result<(), EfaError> {
+        let allowed = self.cfg.processing_hints;
+        self.set_pending(|p, qpn| {
+            if !allowed {
+                return Err(EfaError::HintsNotEnabled { qpn });
+            }
+            if hints & !EFA_IO_PROCESSING_HINT_BURST_PPS_SENSITIVE != 0 {
+                return Err(EfaError::UnknownHints { qpn, hints });
+            }
+            p.hints = hints;
+            Ok(())
+        })
+    }
+
+    /// How many WRs the open batch holds (the one being built included); 0 without a batch.
+    pub fn wr_len(&self) -> usize {
+        if !self.builder.open {
+            return 0;
+        }
+        self.builder.staged as usize + usize::from(self.builder.cur.is_some())
+    }
+
+    /// Posts the batch (`ibv_wr_complete`): stages the last WR, then copies every staged WQE
+    /// to the LLQ and rings the doorbell every `max_batch_wr` WQEs and once at the end.
+    /// Returns how many WRs were posted. If any call of the batch was refused, posts nothing,
+    /// ends the batch as [`wr_abort`](Self::wr_abort) does and returns the first error (as
+    /// rdma-core's `efa_send_wr_complete` rolls the SQ back).
+    #[doc(alias = "ibv_wr_complete")]
+    pub fn wr_complete(&mut self) -> Result<usize, EfaError> {
+        if let Err(e) = self.builder_ready().and_then(|()| self.stage_pending()) {
+            self.wr_abort();
+            return Err(e);
+        }
+        let b = self.end_batch();
+        Ok(self.flush_staged(b.pc0, b.staged))
+    }
+
+    /// Drops the batch (`ibv_wr_abort`): nothing of it reaches the device. A no-op without an
+    /// open batch.
+    #[doc(alias = "ibv_wr_abort")]
+    pub fn wr_abort(&mut self) {
+        let b = self.end_batch();
+        if b.open {
+            self.unstage(b.staged, b.pc0, b.phase0);
+        }
+    }
+
+    /// Validates `wr` and stages its WQE as the `staged`-th of a batch started at the current
+    /// producer counter less `staged`. A refused WR leaves nothing behind.
+    fn stage(&mut self, wr: &Wr<'_>, staged: u32) -> Result<(), EfaError> {
+        self.validate(wr)?;
+        let Some(req_id) = self.pool.alloc(wr.wr_id) else {
+            return Err(self.queue_full());
+        };
+        let mut wqe = build_wqe(wr, req_id, self.phase());
+        set_req_id_ex(&mut wqe, wr.wr_id & self.hi_mask);
+        let off = staged as usize * self.wqe_size;
+        // The pool holds `depth` slots and each staged WR holds one, so `staged < depth` and
+        // the staging slot exists.
+        if let Some(slot) = self.staging.get_mut(off..off + self.wqe_size) {
+            slot.copy_from_slice(&wqe.as_bytes()[..self.wqe_size]);
+        }
+        self.pc = self.pc.wrapping_add(1);
+        if u32::from(self.pc) & self.mask == 0 {
+            self.flip_phase();
+        }
+        Ok(())
+    }
+
+    /// Copies `n` staged WQEs, the first for producer counter `pc0`, to the LLQ and rings the
+    /// doorbell every `max_batch_wr` WQEs and once at the end. Returns `n`.
+    fn flush_staged(&mut self, pc0: u16, n: u32) -> usize {
         if n == 0 {
             return 0;
         }
-        let mut pc = self.pc0;
+        let mut pc = pc0;
         let mut in_batch = 0;
         // The completer accepts these req_ids from here on; this happens before the first
         // doorbell below, which is what lets the device complete them.
-        sq.pool.publish();
+        self.pool.publish();
         // Orders the previous doorbell write before the WC stores below.
         mmio::wc_start();
         for i in 0..n as usize {
-            let slot = (u32::from(pc) & sq.mask) as usize * sq.wqe_size;
-            let src = &sq.staging[i * sq.wqe_size..(i + 1) * sq.wqe_size];
+            let slot = (u32::from(pc) & self.mask) as usize * self.wqe_size;
+            let src = &self.staging[i * self.wqe_size..(i + 1) * self.wqe_size];
             // SAFETY: `slot + wqe_size <= depth * wqe_size <= desc_len` (index masked by
             // depth - 1, size checked in `new`), `desc` and `wqe_size` are multiples of 8, and
             // `new`'s caller made `desc` writable for `desc_len` bytes for our lifetime.
-            unsafe { mmio::copy_to_wc(sq.desc.add(slot), src) };
+            unsafe { mmio::copy_to_wc(self.desc.add(slot), src) };
             pc = pc.wrapping_add(1);
             in_batch += 1;
-            if in_batch == sq.max_batch {
+            if in_batch == self.max_batch {
                 // Every WC store of this batch reaches the device before the doorbell.
                 mmio::wc_flush();
-                sq.db.ring(u32::from(pc));
+                self.db.ring(u32::from(pc));
                 in_batch = 0;
                 // The doorbell above reaches the device before the next batch's WC stores.
                 mmio::wc_start();
@@ -1329,33 +1489,21 @@ impl SendSession<'_> {
         if in_batch != 0 {
             // Every WC store since the last doorbell reaches the device before this one.
             mmio::wc_flush();
-            sq.db.ring(u32::from(pc));
+            self.db.ring(u32::from(pc));
         }
         n as usize
     }
 
-    /// `ibv_wr_abort`: discards the staged WRs (their req_ids return to the pool, the producer
-    /// counter and phase go back).
-    #[doc(alias = "ibv_wr_abort")]
-    pub fn abort(mut self) {
-        self.rollback();
-    }
-
-    fn rollback(&mut self) {
-        let n = core::mem::take(&mut self.staged);
+    /// Discards `n` staged WRs: their req_ids return to the pool, the producer counter and
+    /// phase go back to `pc0` and `phase0`.
+    fn unstage(&mut self, n: u32, pc0: u16, phase0: bool) {
         if n != 0 {
-            self.sq.pool.rollback(n);
-            self.sq.pc = self.pc0;
-            if self.sq.phase() != self.phase0 {
-                self.sq.flip_phase();
+            self.pool.rollback(n);
+            self.pc = pc0;
+            if self.phase() != phase0 {
+                self.flip_phase();
             }
         }
-    }
-}
-
-impl Drop for SendSession<'_> {
-    fn drop(&mut self) {
-        self.rollback();
     }
 }
 

@@ -148,6 +148,64 @@ pub fn send_wc_opcode_of_word0(w0: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uverbs_wr::{WcFlags, WcOpcode, WcStatus};
+
+    /// The numbers this module hands out are wrapped into `uverbs_wr`'s `WcStatus`/`WcOpcode`
+    /// untranslated (by the CQ here and the core above it): every number it can produce must
+    /// be the shared vocabulary's name for it, and every status a device can report (all 256
+    /// bytes), and every send op type, maps to one of those names. (Moved from the core's
+    /// EFA CQ tests, where the numbers were wrapped before `Wc` was shared.)
+    #[test]
+    fn provider_numbers_are_the_shared_names() {
+        let statuses = [
+            (IBV_WC_SUCCESS, WcStatus::SUCCESS),
+            (IBV_WC_LOC_LEN_ERR, WcStatus::LOC_LEN_ERR),
+            (IBV_WC_LOC_QP_OP_ERR, WcStatus::LOC_QP_OP_ERR),
+            (IBV_WC_LOC_PROT_ERR, WcStatus::LOC_PROT_ERR),
+            (IBV_WC_WR_FLUSH_ERR, WcStatus::WR_FLUSH_ERR),
+            (IBV_WC_BAD_RESP_ERR, WcStatus::BAD_RESP_ERR),
+            (IBV_WC_REM_INV_REQ_ERR, WcStatus::REM_INV_REQ_ERR),
+            (IBV_WC_REM_ACCESS_ERR, WcStatus::REM_ACCESS_ERR),
+            (IBV_WC_REM_OP_ERR, WcStatus::REM_OP_ERR),
+            (IBV_WC_RNR_RETRY_EXC_ERR, WcStatus::RNR_RETRY_EXC_ERR),
+            (IBV_WC_REM_INV_RD_REQ_ERR, WcStatus::REM_INV_RD_REQ_ERR),
+            (IBV_WC_REM_ABORT_ERR, WcStatus::REM_ABORT_ERR),
+            (IBV_WC_RESP_TIMEOUT_ERR, WcStatus::RESP_TIMEOUT_ERR),
+            (IBV_WC_GENERAL_ERR, WcStatus::GENERAL_ERR),
+        ];
+        for (n, s) in statuses {
+            assert_eq!(WcStatus(n), s, "{}", s.as_str());
+            assert_ne!(s.as_str(), "unknown", "{n}");
+        }
+        // Every EFA status, by byte and by CQE word 0, maps to one of the named numbers.
+        for efa in 0..=u8::MAX {
+            let n = wc_status_from_efa(efa);
+            assert!(statuses.iter().any(|&(m, _)| m == n), "efa {efa} -> {n}");
+            assert_eq!(wc_status_of_word0(u32::from(efa) << 16), n, "efa {efa}");
+        }
+        let opcodes = [
+            (IBV_WC_SEND, WcOpcode::SEND),
+            (IBV_WC_RDMA_WRITE, WcOpcode::RDMA_WRITE),
+            (IBV_WC_RDMA_READ, WcOpcode::RDMA_READ),
+            (IBV_WC_RECV, WcOpcode::RECV),
+            (IBV_WC_RECV_RDMA_WITH_IMM, WcOpcode::RECV_RDMA_WITH_IMM),
+        ];
+        for (n, o) in opcodes {
+            assert_eq!(WcOpcode(n), o);
+        }
+        assert!(WcOpcode(IBV_WC_RECV).is_recv() && WcOpcode(IBV_WC_RECV_RDMA_WITH_IMM).is_recv());
+        // Every send op type (all 8 values of the 3-bit field) completes as a named send
+        // opcode, never as a receive.
+        for op in 0..8u8 {
+            let n = send_wc_opcode(op);
+            assert!(
+                opcodes[..3].iter().any(|&(m, _)| m == n),
+                "op_type {op} -> {n}"
+            );
+            assert!(!WcOpcode(n).is_recv(), "op_type {op}");
+        }
+        assert_eq!(WcFlags::WITH_IMM.bits(), IBV_WC_WITH_IMM);
+    }
 
     /// The word-0 forms give what the byte forms give, for every status byte and flags byte.
     #[test]

@@ -68,3 +68,28 @@ impl Drop for Mem {
         unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
     }
 }
+
+/// An address handle as the tests make them: the device's AH number and the identity of the
+/// protection domain it belongs to (what the object model's `Ah` gives a provider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestAh {
+    pub num: u32,
+    pub domain: usize,
+}
+
+impl uverbs_wr::AddressHandle for TestAh {
+    fn ah_num(&self) -> u32 {
+        self.num
+    }
+    fn domain(&self) -> usize {
+        self.domain
+    }
+}
+
+/// The protection domain of the test QPs.
+pub const PD: usize = 0x5eed;
+
+/// An AH of the test QPs' domain with device AH number `num`.
+pub const fn ah(num: u32) -> TestAh {
+    TestAh { num, domain: PD }
+}

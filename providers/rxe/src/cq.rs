@@ -1,5 +1,7 @@
 //! Completion queue: reads `struct ib_uverbs_wc` elements the kernel writes into the mmapped
-//! CQ ring, as plain copies.
+//! CQ ring into [`Wc`]s (`struct ibv_wc`, the same layout: a slot is copied whole, then the
+//! two things the kernel stores differently are fixed: its flag bits and big-endian
+//! immediate data).
 //!
 //! The kernel owns `producer_index`, we own `consumer_index`. When the ring is full the kernel
 //! drops the completion and raises `IB_EVENT_CQ_ERR` on the async event fd; nothing in the ring
@@ -8,6 +10,7 @@
 
 use core::sync::atomic::Ordering;
 
+use uverbs_wr::{Wc, WcFlags, WcOpcode, WcStatus};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::error::{IndexKind, RingError};
@@ -45,75 +48,124 @@ const _: () = {
 /// Size of `struct ib_uverbs_wc`: the least a CQ element must hold.
 pub const CQE_MIN_SIZE: usize = core::mem::size_of::<UverbsWc>();
 
-/// One completion, copied out of the ring (`struct ibv_wc` / `struct ib_uverbs_wc`).
-///
-/// Numbers are passed through as the kernel wrote them: `status` is `IBV_WC_*` status,
-/// `opcode` is `IBV_WC_*` opcode (receive opcodes have bit 7 set), `wc_flags` are the kernel's
-/// `IB_WC_*` bits as rdma-core's rxe provider hands them to applications unchanged.
-#[doc(alias = "ibv_wc")]
-#[doc(alias = "ib_uverbs_wc")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Cqe {
-    /// `wr_id` of the completed work request.
-    pub wr_id: u64,
-    /// Completion status (`IBV_WC_SUCCESS` = 0).
-    pub status: u32,
-    /// Completion opcode.
-    pub opcode: u32,
-    /// Vendor error (rxe: 0).
-    pub vendor_err: u32,
-    /// Bytes transferred (receives, RDMA read, atomics).
-    pub byte_len: u32,
-    /// The `ex` union as stored: big-endian immediate data or an invalidated rkey.
-    pub ex: u32,
-    /// Local QP number.
-    pub qp_num: u32,
-    /// Source QP (UD receives).
-    pub src_qp: u32,
-    /// Completion flags.
-    pub wc_flags: u32,
-    /// P_Key index.
-    pub pkey_index: u16,
-    /// Source LID (0 on RoCE).
-    pub slid: u16,
-    /// Service level.
-    pub sl: u8,
-    /// DLID path bits.
-    pub dlid_path_bits: u8,
-    /// Port number.
-    pub port_num: u8,
+// `Wc` (`struct ibv_wc`) and the kernel's `struct ib_uverbs_wc`, which rxe writes at the start
+// of each CQ ring slot, have every field at the same offset with the same size; a slot is
+// copied into a `Wc` whole and relies on it. Only `wc_flags` differs in meaning (fixed after
+// the copy), and `ib_uverbs_wc`'s last two bytes (port_num, reserved) land in `Wc`'s trailing
+// padding.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    const fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
+        size_of::<F>()
+    }
+    macro_rules! same {
+        ($w:ident, $k:ident) => {
+            assert!(offset_of!(Wc, $w) == offset_of!(UverbsWc, $k));
+            assert!(field_size(|w: &Wc| &w.$w) == field_size(|k: &UverbsWc| &k.$k));
+        };
+    }
+    assert!(size_of::<Wc>() == size_of::<UverbsWc>());
+    same!(wr_id, wr_id);
+    same!(status, status);
+    same!(opcode, opcode);
+    same!(vendor_err, vendor_err);
+    same!(byte_len, byte_len);
+    same!(imm_data, ex);
+    same!(qp_num, qp_num);
+    same!(src_qp, src_qp);
+    same!(wc_flags, wc_flags);
+    same!(pkey_index, pkey_index);
+    same!(slid, slid);
+    same!(sl, sl);
+    same!(dlid_path_bits, dlid_path_bits);
+    assert!(offset_of!(UverbsWc, port_num) == offset_of!(Wc, dlid_path_bits) + 1);
+};
+
+/// The kernel's `enum ib_wc_flags` bits (what rxe writes into its CQ ring): they differ from
+/// libibverbs' `enum ibv_wc_flags` ([`WcFlags`]) in two bits: the kernel has WITH_INVALIDATE
+/// at bit 2 and IP_CSUM_OK at bit 3, libibverbs the reverse.
+const IB_WC_GRH: u32 = 1 << 0;
+const IB_WC_WITH_IMM: u32 = 1 << 1;
+const IB_WC_WITH_INVALIDATE: u32 = 1 << 2;
+const IB_WC_IP_CSUM_OK: u32 = 1 << 3;
+
+/// The kernel's completion flags as [`WcFlags`] (libibverbs' bits).
+#[inline]
+pub fn wc_flags_from_kernel(k: u32) -> WcFlags {
+    const {
+        assert!(IB_WC_GRH == WcFlags::GRH.bits() && IB_WC_WITH_IMM == WcFlags::WITH_IMM.bits());
+        assert!(IB_WC_WITH_INVALIDATE << 1 == WcFlags::WITH_INV.bits());
+        assert!(IB_WC_IP_CSUM_OK >> 1 == WcFlags::IP_CSUM_OK.bits());
+    }
+    // Branch-free: GRH and WITH_IMM keep their bits, the other two swap; other bits dropped.
+    WcFlags::from_bits_retain(
+        (k & (IB_WC_GRH | IB_WC_WITH_IMM))
+            | ((k & IB_WC_WITH_INVALIDATE) << 1)
+            | ((k & IB_WC_IP_CSUM_OK) >> 1),
+    )
 }
 
-impl Cqe {
-    /// Immediate data as a host-order value (`ntohl(wc.imm_data)`), meaningful when the
-    /// completion carries immediate data.
-    pub fn imm_data(&self) -> u32 {
-        u32::from_be(self.ex)
+/// The `ex` union of an rxe completion as [`Wc::imm_data`] holds it: immediate data (stored
+/// big-endian, as it travels) in host order, an invalidated rkey (stored host order) as it is.
+#[inline(always)]
+fn imm_from_kernel(ex: u32, kernel_flags: u32) -> u32 {
+    if kernel_flags & IB_WC_WITH_IMM != 0 {
+        u32::from_be(ex)
+    } else {
+        ex
     }
+}
 
-    /// The invalidated rkey, meaningful when the completion reports one.
-    pub fn invalidated_rkey(&self) -> u32 {
-        self.ex
-    }
+/// The first 48 bytes of a CQ slot (`struct ib_uverbs_wc`), as a `Wc` of the same layout
+/// (asserted above), moved as six words: every field is already what `struct ibv_wc` says
+/// except, when [`needs_fix`] says so, the flags and the immediate data.
+#[inline(always)]
+fn wc_as_copied(words: [u64; 6]) -> Wc {
+    zerocopy::transmute!(words)
+}
 
-    #[inline]
-    fn from_wc(wc: &UverbsWc) -> Self {
-        Cqe {
-            wr_id: wc.wr_id,
-            status: wc.status,
-            opcode: wc.opcode,
-            vendor_err: wc.vendor_err,
-            byte_len: wc.byte_len,
-            ex: wc.ex,
-            qp_num: wc.qp_num,
-            src_qp: wc.src_qp,
-            wc_flags: wc.wc_flags,
-            pkey_index: wc.pkey_index,
-            slid: wc.slid,
-            sl: wc.sl,
-            dlid_path_bits: wc.dlid_path_bits,
-            port_num: wc.port_num,
-        }
+/// Whether a `Wc` copied whole from a slot needs [`fix_in_place`]: its flags (the kernel's
+/// `IB_WC_*` bits, as copied) hold something besides GRH. A send completion, and most
+/// receives, have none (GRH has the same bit in both enums, and without `WITH_IMM` there is
+/// no immediate to turn), so for them the copy is the whole conversion.
+#[inline(always)]
+fn needs_fix(wc: &Wc) -> bool {
+    wc.wc_flags.bits() & !IB_WC_GRH != 0
+}
+
+/// [`fix_in_place`] out of line (for the inline one-completion path).
+#[inline(never)]
+fn fix_out_of_line(wc: &mut Wc) {
+    fix_in_place(wc)
+}
+
+/// Turns a `Wc` copied whole from a slot into the `Wc` it means: the kernel's flags
+/// translated to libibverbs' bits, immediate data (stored big-endian) to host order.
+#[inline(always)]
+fn fix_in_place(wc: &mut Wc) {
+    let kflags = wc.wc_flags.bits();
+    wc.imm_data = imm_from_kernel(wc.imm_data, kflags);
+    wc.wc_flags = wc_flags_from_kernel(kflags);
+}
+
+/// The `Wc` a slot's `ib_uverbs_wc` means, field by field (the reference the whole-slot copy
+/// is tested against, and the lazy cursor's whole-completion read).
+#[inline]
+fn wc_from_kernel(k: &UverbsWc) -> Wc {
+    Wc {
+        wr_id: k.wr_id,
+        status: WcStatus(k.status),
+        opcode: WcOpcode(k.opcode),
+        vendor_err: k.vendor_err,
+        byte_len: k.byte_len,
+        imm_data: imm_from_kernel(k.ex, k.wc_flags),
+        qp_num: k.qp_num,
+        src_qp: k.src_qp,
+        wc_flags: wc_flags_from_kernel(k.wc_flags),
+        pkey_index: k.pkey_index,
+        slid: k.slid,
+        sl: k.sl,
+        dlid_path_bits: k.dlid_path_bits,
     }
 }
 
@@ -172,7 +224,7 @@ impl CompletionQueue {
         take_producer(&self.q, self.cons, &mut self.ready_seen, prod)
     }
 
-    fn read_at(&self, index: u32) -> Result<Cqe, RingError> {
+    fn read_at(&self, index: u32) -> Result<Wc, RingError> {
         let mut wc = UverbsWc::default();
         if !self.q.read_slot(index, 0, wc.as_mut_bytes()) {
             // Unreachable: `new` checked the element holds a UverbsWc.
@@ -181,34 +233,67 @@ impl CompletionQueue {
                 found: self.q.elem_size(),
             });
         }
-        Ok(Cqe::from_wc(&wc))
+        Ok(wc_from_kernel(&wc))
     }
 
     /// Copies the next completion without consuming it.
-    pub fn peek(&mut self) -> Result<Option<Cqe>, RingError> {
+    pub fn peek(&mut self) -> Result<Option<Wc>, RingError> {
         if self.ready_seen == 0 && self.ready()? == 0 {
             return Ok(None);
         }
         self.read_at(self.cons).map(Some)
     }
 
-    /// Takes one completion: copies it out and frees its slot with a `Release` store of
-    /// `consumer_index`.
+    /// Polls up to `wcs.len()` completions into `wcs` (`ibv_poll_cq`) and returns how many:
+    /// [`CompletionQueue::refresh`], then each slot copied whole into its `Wc` (same layout:
+    /// three 16-byte loads and stores), one `Release` store of the consumer index, and the
+    /// completions whose kernel flags need it fixed in place. One completion (one asked for,
+    /// or one ready) is taken inline, its fix-up out of line; more go through an out-of-line
+    /// run. An error means the producer index is corrupt (out of range or moved backwards).
     #[doc(alias = "ibv_poll_cq")]
     #[doc(alias = "rxe_poll_cq")]
-    pub fn poll(&mut self) -> Result<Option<Cqe>, RingError> {
-        let mut one = [Cqe::default()];
-        Ok(match self.poll_batch(&mut one)? {
-            0 => None,
-            _ => Some(one[0]),
+    #[inline(always)]
+    pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize, RingError> {
+        // One load of the kernel's index (none when enough are known ready) inline in the
+        // caller's loop; an empty poll ends here.
+        Ok(match self.refresh(wcs.len())? {
+            0 => 0,
+            // One to take (one asked for, or one ready): inline, no call.
+            1 => match wcs.first_mut() {
+                Some(wc) => self.take_one(wc),
+                None => 0,
+            },
+            _ => self.take_wcs(wcs),
         })
     }
 
-    /// Takes up to `out.len()` completions, then frees their slots with a single `Release` store
-    /// of `consumer_index`. Returns how many were written to `out`.
-    #[doc(alias = "ibv_poll_cq")]
-    pub fn poll_batch(&mut self, out: &mut [Cqe]) -> Result<usize, RingError> {
-        self.poll_map(out, |c| *c)
+    /// [`Self::poll`] of more than one ready completion: each slot copied whole into its
+    /// `Wc`, one `Release` store of the consumer index, no second load of the kernel's index;
+    /// then the completions whose kernel flags need it (see [`needs_fix`]) fixed in place.
+    /// Out of line (a direct call) so `poll` itself stays small enough to inline.
+    #[inline(never)]
+    fn take_wcs(&mut self, wcs: &mut [Wc]) -> usize {
+        let n = self.take_with(wcs, wc_as_copied);
+        // `n <= wcs.len()` (`take_with` fills a prefix of `wcs`): the empty default never
+        // applies.
+        for wc in wcs.get_mut(..n).unwrap_or_default() {
+            if needs_fix(wc) {
+                fix_in_place(wc);
+            }
+        }
+        n
+    }
+
+    /// [`Self::poll`] of one ready completion: inline in the caller, the slot copied into `wc`
+    /// whole and the consumer index stored; then, only if the copied flags need it, the
+    /// fix-up, out of line.
+    #[inline(always)]
+    fn take_one(&mut self, wc: &mut Wc) -> usize {
+        let n = self.take_with(core::slice::from_mut(wc), wc_as_copied);
+        if n == 1 && needs_fix(wc) {
+            fix_out_of_line(wc);
+        }
+        n
     }
 
     /// Brings the count of ready completions up to date for a poll that wants `want` of them
@@ -217,38 +302,19 @@ impl CompletionQueue {
     /// index is validated (in range, not behind what was already seen) before it counts; an
     /// unchanged one was validated when first seen, so an empty poll is a load and a compare.
     ///
-    /// Small enough to inline into a caller's poll loop; [`CompletionQueue::take`] does the rest.
+    /// Small enough to inline into a caller's poll loop; [`CompletionQueue::poll`] begins with
+    /// it, then takes what it counted.
     #[inline(always)]
     pub fn refresh(&mut self, want: usize) -> Result<usize, RingError> {
         refresh(&self.q, self.cons, &mut self.ready_seen, want)
     }
 
     /// Takes up to `out.len()` of the completions already known ready (see
-    /// [`CompletionQueue::refresh`]; no load of the kernel's index here), storing `f(cqe)` for
-    /// each into `out` straight from its ring slot, then frees their slots with one `Release`
-    /// store of `consumer_index`. Returns how many were taken. Cannot fail: the completions
-    /// were validated when counted ready, and an element holds what is read (checked once,
-    /// in `new`).
-    #[inline]
-    pub fn take<T>(&mut self, out: &mut [T], mut f: impl FnMut(&Cqe) -> T) -> usize {
-        self.take_with(out, |wc: UverbsWc| f(&Cqe::from_wc(&wc)))
-    }
-
-    /// [`CompletionQueue::take`] without the [`Cqe`] step: the first `size_of::<U>()` bytes
-    /// of each slot (the kernel writes a `struct ib_uverbs_wc` there) are copied whole into a
-    /// `U`, and `f(u)` is stored into `out`. With `U` a plain word array and `T` laid out like
-    /// `ib_uverbs_wc`, a completion costs a few wide loads and stores instead of one per field.
-    /// `U` must fit in `struct ib_uverbs_wc` (checked at compile time): the rest of a slot is
-    /// the kernel's private `ib_wc`, not ABI.
-    ///
-    /// Same contract as `take`: only completions already known ready, one `Release` store of
-    /// `consumer_index` for the whole call; returns how many were taken.
-    #[inline]
-    pub fn take_raw<U: FromBytes, T>(&mut self, out: &mut [T], f: impl FnMut(U) -> T) -> usize {
-        self.take_with(out, f)
-    }
-
-    /// The body of `take` and `take_raw`: copies a `U` out of each ready slot, stores `f(u)`.
+    /// [`CompletionQueue::refresh`]; no load of the kernel's index here): the first
+    /// `size_of::<U>()` bytes of each slot (the kernel writes a `struct ib_uverbs_wc` there) are
+    /// copied whole into a `U`, `f(u)` is stored into `out`, then their slots are freed with one
+    /// `Release` store of `consumer_index`. Returns how many were taken; cannot fail (the
+    /// completions were validated when counted ready).
     /// A `U` fits an element by type (`ElemQueue<CQE_MIN_SIZE>`, and `read_head`/`read_run`
     /// assert `size_of::<U>() <= CQE_MIN_SIZE` at compile time), so no read can be refused.
     #[inline(always)]
@@ -272,22 +338,6 @@ impl CompletionQueue {
         // kernel's acquire load that sees the slots free and overwrites them.
         self.q.store_index(IndexKind::Consumer, self.cons);
         n
-    }
-
-    /// Takes up to `out.len()` completions and stores `f(cqe)` for each into `out`, straight
-    /// from its ring slot: [`CompletionQueue::refresh`] then [`CompletionQueue::take`], so one
-    /// `Acquire` load of the kernel's producer index (none when enough are known ready) and
-    /// one `Release` store of ours per call, not per completion. `f` is a generic parameter,
-    /// so the conversion is inlined, not called through a pointer.
-    #[doc(alias = "ibv_poll_cq")]
-    #[inline]
-    pub fn poll_map<T>(
-        &mut self,
-        out: &mut [T],
-        f: impl FnMut(&Cqe) -> T,
-    ) -> Result<usize, RingError> {
-        self.refresh(out.len())?;
-        Ok(self.take(out, f))
     }
 }
 
@@ -391,13 +441,13 @@ impl CompletionQueue {
 }
 
 macro_rules! cursor_field {
-    ($(#[$m:meta])* $name:ident: $ty:ty) => {
+    ($(#[$m:meta])* $vis:vis $name:ident = $field:ident: $ty:ty) => {
         $(#[$m])*
         #[inline(always)]
-        pub fn $name(&self) -> $ty {
+        $vis fn $name(&self) -> $ty {
             // Inside the slot's `UverbsWc` (checked at compile time): no run-time check.
             self.slot
-                .read::<$ty, { core::mem::offset_of!(UverbsWc, $name) }>()
+                .read::<$ty, { core::mem::offset_of!(UverbsWc, $field) }>()
         }
     };
 }
@@ -449,62 +499,95 @@ impl PollCursor<'_> {
         Ok(true)
     }
 
-    /// The current completion copied whole.
-    pub fn cqe(&self) -> Cqe {
-        Cqe::from_wc(&self.slot.read::<UverbsWc, 0>())
+    /// The current completion as a whole [`Wc`] (what [`CompletionQueue::poll`] gives for
+    /// it).
+    #[inline]
+    pub fn wc(&self) -> Wc {
+        wc_from_kernel(&self.slot.read::<UverbsWc, 0>())
+    }
+
+    /// Status.
+    #[inline(always)]
+    pub fn status(&self) -> WcStatus {
+        WcStatus(self.raw_status())
+    }
+
+    /// Opcode.
+    #[inline(always)]
+    pub fn opcode(&self) -> WcOpcode {
+        WcOpcode(self.raw_opcode())
+    }
+
+    /// Immediate data in host order (stored big-endian); meaningful with
+    /// [`WcFlags::WITH_IMM`].
+    #[inline(always)]
+    pub fn imm_data(&self) -> u32 {
+        u32::from_be(self.ex())
+    }
+
+    /// The invalidated rkey (stored host order); meaningful with [`WcFlags::WITH_INV`].
+    #[inline(always)]
+    pub fn invalidated_rkey(&self) -> u32 {
+        self.ex()
+    }
+
+    /// The completion flags, in libibverbs' bits.
+    #[inline(always)]
+    pub fn wc_flags(&self) -> WcFlags {
+        wc_flags_from_kernel(self.raw_wc_flags())
     }
 
     cursor_field!(
         /// `wr_id` of the current completion.
-        wr_id: u64
+        pub wr_id = wr_id: u64
     );
     cursor_field!(
-        /// Status (`IBV_WC_*`).
-        status: u32
+        /// Status as stored (`IBV_WC_*`).
+        raw_status = status: u32
     );
     cursor_field!(
-        /// Opcode (`IBV_WC_*`).
-        opcode: u32
+        /// Opcode as stored (`IBV_WC_*`).
+        raw_opcode = opcode: u32
     );
     cursor_field!(
         /// Vendor error.
-        vendor_err: u32
+        pub vendor_err = vendor_err: u32
     );
     cursor_field!(
         /// Bytes transferred.
-        byte_len: u32
+        pub byte_len = byte_len: u32
     );
     cursor_field!(
         /// The `ex` union as stored (big-endian immediate data or an invalidated rkey).
-        ex: u32
+        ex = ex: u32
     );
     cursor_field!(
         /// Local QP number.
-        qp_num: u32
+        pub qp_num = qp_num: u32
     );
     cursor_field!(
         /// Source QP.
-        src_qp: u32
+        pub src_qp = src_qp: u32
     );
     cursor_field!(
         /// The kernel's `IB_WC_*` flags, as stored.
-        wc_flags: u32
+        raw_wc_flags = wc_flags: u32
     );
     cursor_field!(
         /// P_Key index.
-        pkey_index: u16
+        pub pkey_index = pkey_index: u16
     );
     cursor_field!(
         /// Source LID.
-        slid: u16
+        pub slid = slid: u16
     );
     cursor_field!(
         /// Service level.
-        sl: u8
+        pub sl = sl: u8
     );
     cursor_field!(
         /// DLID path bits.
-        dlid_path_bits: u8
+        pub dlid_path_bits = dlid_path_bits: u8
     );
 }
 
@@ -523,3 +606,7 @@ impl Drop for PollCursor<'_> {
         q.store_index(IndexKind::Consumer, *self.cq_cons);
     }
 }
+
+#[cfg(test)]
+#[path = "cq_tests.rs"]
+mod tests;

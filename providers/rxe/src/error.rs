@@ -1,12 +1,15 @@
 //! Errors of the rxe ring layer: a mapped queue that fails validation ([`RingError`]) and a work
-//! request that fails a check before anything is written to the ring ([`PostError`]).
+//! request that fails a check before anything is written to the ring ([`WrError`]; a list's
+//! refusal is a [`uverbs_wr::PostError`] of it).
 //!
 //! Each variant names the check that failed and carries the numbers involved, so the caller
 //! (which knows the QP/CQ) can report operation, object and reason.
 
 use core::fmt;
 
-use crate::sq::{QpType, SendOpcode};
+use uverbs_wr::QpType;
+
+use crate::sq::SendOpcode;
 
 /// Which index of an rxe queue header a [`RingError`] is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +91,11 @@ pub enum RingError {
         /// Our own index at that time.
         ours: u32,
     },
+    /// rxe has no send queue of this QP type (it has RC, UC and UD).
+    UnsupportedQpType {
+        /// The QP type.
+        qp_type: QpType,
+    },
     /// The queue capabilities passed by the caller do not fit into one element.
     CapsExceedSlot {
         /// Which capability (`"max_send_sge"`, `"max_inline_data"`, `"max_recv_sge"`).
@@ -133,6 +141,9 @@ impl fmt::Display for RingError {
                 f,
                 "rxe ring corrupted: {index} moved from {last} to {value}, impossible with our index at {ours}"
             ),
+            RingError::UnsupportedQpType { qp_type } => {
+                write!(f, "rxe has no {qp_type:?} QPs (it has RC, UC and UD)")
+            }
             RingError::CapsExceedSlot { cap, requested, fits } => write!(
                 f,
                 "rxe queue: {cap} {requested} does not fit one element (at most {fits})"
@@ -144,11 +155,11 @@ impl fmt::Display for RingError {
 #[cfg(feature = "std")]
 impl std::error::Error for RingError {}
 
-/// A work request was refused before anything was written to the ring. The ring is unchanged
-/// (except [`PostError::Ring`], after which the ring must be treated as dead).
+/// Why a work request was refused before anything was written to the ring. The ring is unchanged
+/// (except [`WrError::Ring`], after which the ring must be treated as dead).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum PostError {
+pub enum WrError {
     /// The queue holds `capacity` unconsumed elements already.
     QueueFull {
         /// Usable slots of the queue (`index_mask`).
@@ -202,6 +213,11 @@ pub enum PostError {
     },
     /// A UD send without a destination address (`wr.ud` / `ibv_wr_set_ud_addr`).
     UdAddressMissing,
+    /// The destination's address handle belongs to another protection domain than the QP.
+    ForeignAh,
+    /// The destination's address handle has no kernel AH index (kernels before 5.10 return
+    /// none; their WQEs would need a full address vector with a resolved MAC).
+    AhWithoutIndex,
     /// A destination address on a connected (RC/UC) QP.
     UdAddressOnConnectedQp {
         /// The QP type.
@@ -219,71 +235,77 @@ pub enum PostError {
     Ring(RingError),
 }
 
-impl From<RingError> for PostError {
+impl From<RingError> for WrError {
     fn from(e: RingError) -> Self {
-        PostError::Ring(e)
+        WrError::Ring(e)
     }
 }
 
-impl fmt::Display for PostError {
+impl fmt::Display for WrError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            PostError::QueueFull { capacity } => {
+            WrError::QueueFull { capacity } => {
                 write!(f, "queue full ({capacity} work requests outstanding)")
             }
-            PostError::TooManySge { num_sge, max_sge } => {
+            WrError::TooManySge { num_sge, max_sge } => {
                 write!(
                     f,
                     "{num_sge} scatter/gather entries, the queue allows {max_sge}"
                 )
             }
-            PostError::InlineTooLong { len, max_inline } => {
+            WrError::InlineTooLong { len, max_inline } => {
                 write!(
                     f,
                     "{len} bytes of inline data, the queue allows {max_inline}"
                 )
             }
-            PostError::InlineNotAllowed { opcode } => {
+            WrError::InlineNotAllowed { opcode } => {
                 write!(f, "{opcode:?} cannot carry inline data")
             }
-            PostError::DataNotAllowed { opcode } => {
+            WrError::DataNotAllowed { opcode } => {
                 write!(f, "{opcode:?} takes no data segments")
             }
-            PostError::AtomicLength { length } => {
+            WrError::AtomicLength { length } => {
                 write!(f, "atomic local buffer is {length} bytes, must be 8")
             }
-            PostError::AtomicMisaligned { remote_addr } => {
+            WrError::AtomicMisaligned { remote_addr } => {
                 write!(
                     f,
                     "atomic remote address {remote_addr:#x} is not 8-byte aligned"
                 )
             }
-            PostError::LengthOverflow { length } => {
+            WrError::LengthOverflow { length } => {
                 write!(f, "message length {length} exceeds 2^32-1")
             }
-            PostError::OpcodeNotSupported { opcode, qp_type } => {
+            WrError::OpcodeNotSupported { opcode, qp_type } => {
                 write!(f, "{opcode:?} is not supported on a {qp_type:?} QP")
             }
-            PostError::UdAddressMissing => f.write_str("UD send without a destination address"),
-            PostError::UdAddressOnConnectedQp { qp_type } => {
+            WrError::UdAddressMissing => f.write_str("UD send without a destination address"),
+            WrError::ForeignAh => {
+                f.write_str("the destination's AH belongs to another PD than the QP")
+            }
+            WrError::AhWithoutIndex => f.write_str(
+                "the destination's AH has no kernel AH index (kernels before 5.10 return none)",
+            ),
+            WrError::UdAddressOnConnectedQp { qp_type } => {
                 write!(f, "destination address given on a {qp_type:?} QP")
             }
-            PostError::BindMwZeroBased => {
+            WrError::BindMwZeroBased => {
                 f.write_str("memory-window bind with IBV_ACCESS_ZERO_BASED (not supported by rxe)")
             }
-            PostError::NoBatch => f.write_str("wr_* call without wr_start"),
-            PostError::BatchInProgress => f.write_str("a wr_start batch is open"),
-            PostError::NoCurrentWqe => f.write_str("wr_set_* call before any wr_* builder"),
-            PostError::Ring(e) => fmt::Display::fmt(&e, f),
+            WrError::NoBatch => f.write_str("wr_* call without wr_start"),
+            WrError::BatchInProgress => f.write_str("a wr_start batch is open"),
+            WrError::NoCurrentWqe => f.write_str("wr_set_* call before any wr_* builder"),
+            WrError::Ring(e) => fmt::Display::fmt(&e, f),
         }
     }
 }
 
 #[cfg(feature = "std")]
-impl std::error::Error for PostError {
+impl std::error::Error for WrError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PostError::Ring(e) => Some(e),
+            WrError::Ring(e) => Some(e),
             _ => None,
         }
     }

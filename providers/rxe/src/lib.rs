@@ -42,12 +42,11 @@ mod sq;
 #[cfg(test)]
 mod tests;
 
-pub use cq::{CompletionQueue, Cqe, PollCursor, CQE_MIN_SIZE};
-pub use error::{IndexKind, PostError, RingError};
+pub use cq::{wc_flags_from_kernel, CompletionQueue, PollCursor, CQE_MIN_SIZE};
+pub use error::{IndexKind, RingError, WrError};
 pub use ring::Queue;
 pub use rq::RecvQueue;
-pub use sq::{Payload, QpType, SendOpcode, SendQueue, SendQueueCaps, SendWr, UdAh, UdDest};
-pub use uverbs_uapi::rxe::RxeAv;
+pub use sq::{SendOpcode, SendQueue, SendQueueCaps};
 
 // The rings take the shared `uverbs_wr::Sge` (`struct ibv_sge`) and copy its bytes into the
 // WQE's SGE array, whose elements are the kernel's `struct rxe_sge`: the two layouts must be

@@ -7,7 +7,7 @@
 
 use core::sync::atomic::Ordering;
 
-use crate::error::{IndexKind, PostError, RingError};
+use crate::error::{IndexKind, RingError, WrError};
 use crate::ring::Queue;
 
 #[derive(Debug)]
@@ -61,7 +61,7 @@ impl Producer {
     /// from the last consumer index seen) is a compare inline in the caller; only a queue that
     /// looks full goes out of line to reload the kernel's index.
     #[inline(always)]
-    pub(crate) fn reserve(&mut self) -> Result<(), PostError> {
+    pub(crate) fn reserve(&mut self) -> Result<(), WrError> {
         let next = self.q.next(self.prod);
         if next != self.cons_seen {
             return Ok(());
@@ -94,10 +94,10 @@ impl Producer {
 
     #[cold]
     #[inline(never)]
-    fn reserve_slow(&mut self, next: u32) -> Result<(), PostError> {
+    fn reserve_slow(&mut self, next: u32) -> Result<(), WrError> {
         self.refresh_consumer()?;
         if next == self.cons_seen {
-            return Err(PostError::QueueFull {
+            return Err(WrError::QueueFull {
                 capacity: self.q.capacity(),
             });
         }

@@ -4,10 +4,10 @@
 use core::mem::size_of;
 
 use uverbs_uapi::rxe::{RxeDmaInfo, RxeRecvWqe};
-use uverbs_wr::Sge;
+use uverbs_wr::{PostError, RecvWr, Sge};
 use zerocopy::IntoBytes;
 
-use crate::error::{PostError, RingError};
+use crate::error::{RingError, WrError};
 use crate::producer::Producer;
 use crate::ring::Queue;
 
@@ -77,16 +77,15 @@ impl RecvQueue {
     #[doc(alias = "ibv_post_recv")]
     #[doc(alias = "ibv_post_srq_recv")]
     #[doc(alias = "rxe_post_one_recv")]
-    pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
+    pub fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), WrError> {
         if sges.len() > self.max_sge as usize {
-            return Err(PostError::TooManySge {
+            return Err(WrError::TooManySge {
                 num_sge: sges.len(),
                 max_sge: self.max_sge,
             });
         }
         let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
-        let length =
-            u32::try_from(total).map_err(|_| PostError::LengthOverflow { length: total })?;
+        let length = u32::try_from(total).map_err(|_| WrError::LengthOverflow { length: total })?;
         self.p.reserve()?;
         let wqe = RxeRecvWqe {
             wr_id,
@@ -107,13 +106,31 @@ impl RecvQueue {
             && self.p.q.write_slot(index, 0, wqe.as_bytes());
         if !fits {
             // Unreachable: `new` proved max_sge SGEs fit one element.
-            return Err(PostError::Ring(RingError::ElemTooSmall {
+            return Err(WrError::Ring(RingError::ElemTooSmall {
                 need: RQ_DATA_OFFSET + core::mem::size_of_val(sges),
                 found: self.p.q.elem_size(),
             }));
         }
         self.p.advance();
         Ok(())
+    }
+
+    /// Writes the receives of `wrs` in order ([`Self::post`] each) and publishes them with one
+    /// `Release` store (`ibv_post_recv` of a list). The first refused work request stops the
+    /// list and is named by its index; those before it are posted and published.
+    #[doc(alias = "ibv_post_recv")]
+    #[doc(alias = "ibv_post_srq_recv")]
+    #[inline]
+    pub fn post_list(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError<WrError>> {
+        let mut r = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if let Err(e) = self.post(wr.wr_id, wr.sg_list) {
+                r = Err(PostError::new(i, e));
+                break;
+            }
+        }
+        self.publish();
+        r
     }
 
     /// Makes every receive written so far visible to the kernel with one `Release` store of

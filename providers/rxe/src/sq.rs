@@ -15,16 +15,15 @@
 //! with `wr_count = 0` for this QP (rdma-core's `post_send_db`).
 
 use core::mem::{offset_of, size_of};
-use core::num::NonZeroU32;
 
 use uverbs_uapi::rxe::{
-    RxeAv, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd,
+    RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd,
     RXE_WQE_STATE_POSTED,
 };
-use uverbs_wr::{AccessFlags, SendFlags, Sge, WrOp};
+use uverbs_wr::{AccessFlags, QpType, SendFlags, SendWr, Sge, UdDest, WrData, WrOp};
 use zerocopy::IntoBytes;
 
-use crate::error::{PostError, RingError};
+use crate::error::{RingError, WrError};
 use crate::producer::Producer;
 use crate::ring::{Queue, SlotMut};
 
@@ -44,17 +43,6 @@ const SQ_IOVA_OFFSET: usize = offset_of!(RxeSendWqe, iova);
 const _: () = assert!(offset_of!(RxeSendWqe, wr) == 0);
 // `dma` ends the fixed WQE: zeroing up to it and writing all of `dma` covers every byte.
 const _: () = assert!(SQ_DMA_OFFSET + size_of::<uverbs_uapi::rxe::RxeDmaInfo>() == SQ_DATA_OFFSET);
-
-/// Transport type of the QP that owns a send queue (`IBV_QPT_*`; rxe has no XRC/raw packet).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QpType {
-    /// Reliable connected (`IBV_QPT_RC`).
-    Rc,
-    /// Unreliable connected (`IBV_QPT_UC`).
-    Uc,
-    /// Unreliable datagram (`IBV_QPT_UD`).
-    Ud,
-}
 
 /// Send opcode, numbered as `IB_UVERBS_WR_*` / `IBV_WR_*` (the value written to the WQE).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,12 +127,13 @@ fn opcode_props(op: &WrOp) -> (u32, u8) {
     (u32::from(v & 0xff), (v >> 8) as u8)
 }
 
-/// `qp_type`'s bit in [`OP_PROPS`].
+/// `qp_type`'s bit in [`OP_PROPS`]; 0 for a type rxe has no send queue of.
 const fn qp_type_bit(qp_type: QpType) -> u8 {
     match qp_type {
         QpType::Rc => OP_RC,
         QpType::Uc => OP_UC,
         QpType::Ud => OP_UD,
+        QpType::RawPacket | QpType::XrcSend | QpType::XrcRecv | QpType::Srd => 0,
     }
 }
 
@@ -196,29 +185,10 @@ impl SendOpcode {
     }
 }
 
-/// How a UD send names its address handle.
+/// Data of a WQE as the queue writes it: a work request's [`WrData`], or the pieces
+/// `ibv_wr_set_inline_data_list` copies back to back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UdAh<'a> {
-    /// Kernel AH index (`rxe_create_ah_resp.ah_num`, non-zero on current kernels).
-    Num(NonZeroU32),
-    /// Full address vector, for old kernels whose CREATE_AH returned `ah_num == 0`.
-    Av(&'a RxeAv),
-}
-
-/// Destination of a UD send (`wr.ud` of `ibv_send_wr`, `ibv_wr_set_ud_addr`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UdDest<'a> {
-    /// The address handle.
-    pub ah: UdAh<'a>,
-    /// Destination QP number.
-    pub remote_qpn: u32,
-    /// Destination Q_Key.
-    pub remote_qkey: u32,
-}
-
-/// Data of a send work request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payload<'a> {
+enum Payload<'a> {
     /// Scatter/gather list of registered memory (`sg_list`/`num_sge`); may be empty.
     Sge(&'a [Sge]),
     /// Bytes copied into the WQE now (`IBV_SEND_INLINE`); the buffer is free on return.
@@ -227,75 +197,37 @@ pub enum Payload<'a> {
     InlineList(&'a [&'a [u8]]),
 }
 
-impl Default for Payload<'_> {
-    fn default() -> Self {
-        Payload::Sge(&[])
-    }
-}
-
-/// One send work request (`struct ibv_send_wr` without `next`), for [`SendQueue::post`].
-#[doc(alias = "ibv_send_wr")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SendWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Operation and its operands.
-    pub op: WrOp,
-    /// Send flags.
-    pub flags: SendFlags,
-    /// Data.
-    pub payload: Payload<'a>,
-    /// Destination; required on UD QPs, refused on RC/UC.
-    pub ud: Option<UdDest<'a>>,
-}
-
-impl<'a> SendWr<'a> {
-    /// A work request with no flags, no data and no UD destination.
-    pub fn new(wr_id: u64, op: WrOp) -> Self {
-        SendWr {
-            wr_id,
-            op,
-            flags: SendFlags::empty(),
-            payload: Payload::default(),
-            ud: None,
+impl<'a> From<WrData<'a>> for Payload<'a> {
+    #[inline(always)]
+    fn from(d: WrData<'a>) -> Self {
+        match d {
+            WrData::Sge(s) => Payload::Sge(s),
+            WrData::Inline(d) => Payload::Inline(d),
         }
-    }
-
-    /// Sets the flags.
-    pub fn flags(mut self, flags: SendFlags) -> Self {
-        self.flags = flags;
-        self
-    }
-
-    /// Sets a scatter/gather list.
-    pub fn sge(mut self, sges: &'a [Sge]) -> Self {
-        self.payload = Payload::Sge(sges);
-        self
-    }
-
-    /// Sets inline data.
-    pub fn inline(mut self, data: &'a [u8]) -> Self {
-        self.payload = Payload::Inline(data);
-        self
-    }
-
-    /// Sets the UD destination.
-    pub fn ud(mut self, dest: UdDest<'a>) -> Self {
-        self.ud = Some(dest);
-        self
     }
 }
 
 /// Limits of a send queue, as the kernel returned them in the CREATE_QP response
-/// (`ib_uverbs_create_qp_resp.max_send_sge` / `max_inline_data`).
+/// (`ib_uverbs_create_qp_resp.max_send_sge` / `max_inline_data`), and the QP's domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendQueueCaps {
-    /// QP transport type.
+    /// QP transport type (RC, UC or UD).
     pub qp_type: QpType,
+    /// The QP's protection domain ([`uverbs_wr::AddressHandle::domain`]): a UD send's address
+    /// handle must be of it.
+    pub domain: usize,
     /// Maximum SGEs per send WQE.
     pub max_send_sge: u32,
     /// Maximum inline bytes per send WQE.
     pub max_inline_data: u32,
+}
+
+/// [`SendQueueCaps`] but the domain.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    qp_type: QpType,
+    max_send_sge: u32,
+    max_inline_data: u32,
 }
 
 /// Shadow of the WQE the `wr_*` API built last, so setters and the final checks need not read
@@ -305,14 +237,14 @@ struct Current {
     index: u32,
     opcode: SendOpcode,
     flags: u32,
-    length: u64,
+    length: u32,
     has_ud: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Batch {
     start: u32,
-    err: Option<PostError>,
+    err: Option<WrError>,
     cur: Option<Current>,
 }
 
@@ -325,7 +257,11 @@ struct Batch {
 #[derive(Debug)]
 pub struct SendQueue {
     p: Producer,
-    caps: SendQueueCaps,
+    /// The caps but the domain (kept apart: the limits' padding then takes `qp_bit` and
+    /// `fast`).
+    caps: Limits,
+    /// [`SendQueueCaps::domain`].
+    domain: usize,
     /// `caps.qp_type`'s bit in [`OP_PROPS`], computed once.
     qp_bit: u8,
     /// What [`SendQueue::post_fast`] takes: `qp_bit` on a connected QP with no `wr_*` batch
@@ -347,18 +283,18 @@ const _: () = {
 };
 
 /// Length check: total fits the WQE's `u32` length.
-fn check_len(total: u64) -> Result<u32, PostError> {
-    u32::try_from(total).map_err(|_| PostError::LengthOverflow { length: total })
+fn check_len(total: u64) -> Result<u32, WrError> {
+    u32::try_from(total).map_err(|_| WrError::LengthOverflow { length: total })
 }
 
 /// Writes `bytes` at `offset` of `slot`; the range was proven to fit by validation against
 /// caps that [`SendQueue::new`] checked against the element size, and is checked again here.
 #[inline(always)]
-fn put_in(slot: &mut SlotMut<'_>, offset: usize, bytes: &[u8]) -> Result<(), PostError> {
+fn put_in(slot: &mut SlotMut<'_>, offset: usize, bytes: &[u8]) -> Result<(), WrError> {
     if slot.write(offset, bytes) {
         Ok(())
     } else {
-        Err(PostError::Ring(RingError::ElemTooSmall {
+        Err(WrError::Ring(RingError::ElemTooSmall {
             need: offset.saturating_add(bytes.len()),
             found: slot.len(),
         }))
@@ -376,7 +312,7 @@ fn write_header(
     opcode: SendOpcode,
     flags: u32,
     op: &WrOp,
-) -> Result<(), PostError> {
+) -> Result<(), WrError> {
     write_header_zeroed(slot, SQ_DATA_OFFSET, wr_id, opcode as u32, flags, op)
 }
 
@@ -390,9 +326,9 @@ fn write_header_zeroed(
     opcode: u32,
     flags: u32,
     op: &WrOp,
-) -> Result<(), PostError> {
+) -> Result<(), WrError> {
     if !slot.zero(0, zero) {
-        return Err(PostError::Ring(RingError::ElemTooSmall {
+        return Err(WrError::Ring(RingError::ElemTooSmall {
             need: SQ_DATA_OFFSET,
             found: slot.len(),
         }));
@@ -475,7 +411,7 @@ fn write_header_zeroed(
 
 /// `wr.rdma` and its copy in `iova`.
 #[inline(always)]
-fn put_rdma(slot: &mut SlotMut<'_>, remote_addr: u64, rkey: u32) -> Result<(), PostError> {
+fn put_rdma(slot: &mut SlotMut<'_>, remote_addr: u64, rkey: u32) -> Result<(), WrError> {
     let rdma = RxeSendWrRdma {
         remote_addr,
         rkey,
@@ -487,7 +423,7 @@ fn put_rdma(slot: &mut SlotMut<'_>, remote_addr: u64, rkey: u32) -> Result<(), P
 
 /// `wr.atomic` and its remote address in `iova`.
 #[inline(always)]
-fn put_atomic(slot: &mut SlotMut<'_>, atomic: &RxeSendWrAtomic) -> Result<(), PostError> {
+fn put_atomic(slot: &mut SlotMut<'_>, atomic: &RxeSendWrAtomic) -> Result<(), WrError> {
     put_in(slot, SQ_WR_UNION_OFFSET, atomic.as_bytes())?;
     put_in(slot, SQ_IOVA_OFFSET, &atomic.remote_addr.to_ne_bytes())
 }
@@ -496,7 +432,7 @@ fn put_atomic(slot: &mut SlotMut<'_>, atomic: &RxeSendWrAtomic) -> Result<(), Po
 /// fixed-size 16-byte copy (a call to `memcpy` of a run-time length costs more than the one
 /// or few SGEs a WR has).
 #[inline(always)]
-fn write_payload(slot: &mut SlotMut<'_>, payload: &Payload<'_>) -> Result<u32, PostError> {
+fn write_payload(slot: &mut SlotMut<'_>, payload: &Payload<'_>) -> Result<u32, WrError> {
     match payload {
         Payload::Sge(sges) => {
             let mut off = SQ_DATA_OFFSET;
@@ -524,7 +460,7 @@ fn write_payload(slot: &mut SlotMut<'_>, payload: &Payload<'_>) -> Result<u32, P
 
 /// `dma`: the length to move, all of it still to go, `num_sge` SGEs, from the first.
 #[inline(always)]
-fn write_dma(slot: &mut SlotMut<'_>, length: u32, num_sge: u32) -> Result<(), PostError> {
+fn write_dma(slot: &mut SlotMut<'_>, length: u32, num_sge: u32) -> Result<(), WrError> {
     let dma = uverbs_uapi::rxe::RxeDmaInfo {
         length,
         resid: length,
@@ -541,6 +477,11 @@ impl SendQueue {
     /// `caps.max_send_sge` SGEs or `caps.max_inline_data` inline bytes, or if the ring's indices
     /// are out of range.
     pub fn new(queue: Queue, caps: SendQueueCaps) -> Result<Self, RingError> {
+        if qp_type_bit(caps.qp_type) == 0 {
+            return Err(RingError::UnsupportedQpType {
+                qp_type: caps.qp_type,
+            });
+        }
         let elem = queue.elem_size();
         if elem < SQ_DATA_OFFSET {
             return Err(RingError::ElemTooSmall {
@@ -568,7 +509,12 @@ impl SendQueue {
         let qp_bit = qp_type_bit(caps.qp_type);
         Ok(SendQueue {
             p: Producer::new(queue)?,
-            caps,
+            caps: Limits {
+                qp_type: caps.qp_type,
+                max_send_sge: caps.max_send_sge,
+                max_inline_data: caps.max_inline_data,
+            },
+            domain: caps.domain,
             qp_bit,
             fast: Self::fast_bit(caps.qp_type, false),
             batch: None,
@@ -593,7 +539,12 @@ impl SendQueue {
 
     /// The limits this queue enforces.
     pub fn caps(&self) -> SendQueueCaps {
-        self.caps
+        SendQueueCaps {
+            qp_type: self.caps.qp_type,
+            domain: self.domain,
+            max_send_sge: self.caps.max_send_sge,
+            max_inline_data: self.caps.max_inline_data,
+        }
     }
 
     /// The private producer index: the slot (`& index_mask`) the next WQE is written to.
@@ -624,11 +575,11 @@ impl SendQueue {
     // ----- validation ------------------------------------------------------------------------
 
     #[inline]
-    fn check_opcode(&self, op: &WrOp) -> Result<SendOpcode, PostError> {
+    fn check_opcode(&self, op: &WrOp) -> Result<SendOpcode, WrError> {
         let opcode = SendOpcode::of(op);
         let props = opcode.props();
         if props & self.qp_bit == 0 {
-            return Err(PostError::OpcodeNotSupported {
+            return Err(WrError::OpcodeNotSupported {
                 opcode,
                 qp_type: self.caps.qp_type,
             });
@@ -640,37 +591,50 @@ impl SendQueue {
     }
 
     /// The operand rules of the opcodes marked [`OP_OPERANDS`].
-    fn check_operands(op: &WrOp) -> Result<(), PostError> {
+    fn check_operands(op: &WrOp) -> Result<(), WrError> {
         match *op {
             WrOp::AtomicCmpAndSwp { remote_addr, .. }
             | WrOp::AtomicFetchAndAdd { remote_addr, .. }
                 if remote_addr % 8 != 0 =>
             {
-                Err(PostError::AtomicMisaligned { remote_addr })
+                Err(WrError::AtomicMisaligned { remote_addr })
             }
             WrOp::BindMw { access, .. } if access.contains(AccessFlags::ZERO_BASED) => {
-                Err(PostError::BindMwZeroBased)
+                Err(WrError::BindMwZeroBased)
             }
             _ => Ok(()),
         }
     }
 
     #[inline]
-    fn check_ud(&self, ud: Option<&UdDest<'_>>) -> Result<(), PostError> {
+    fn check_ud<A>(&self, ud: Option<&UdDest<'_, A>>) -> Result<(), WrError> {
         match (self.caps.qp_type, ud) {
-            (QpType::Ud, None) => Err(PostError::UdAddressMissing),
-            (QpType::Ud, Some(_)) | (_, None) => Ok(()),
-            (qp_type, Some(_)) => Err(PostError::UdAddressOnConnectedQp { qp_type }),
+            (QpType::Ud, None) => Err(WrError::UdAddressMissing),
+            (QpType::Ud, Some(d)) => self.check_dest(d),
+            (_, None) => Ok(()),
+            (qp_type, Some(_)) => Err(WrError::UdAddressOnConnectedQp { qp_type }),
         }
     }
 
+    /// A destination's own rules: an AH of this QP's domain, with a kernel AH index.
     #[inline]
-    fn check_sges(&self, opcode: SendOpcode, sges: &[Sge]) -> Result<u32, PostError> {
+    fn check_dest<A>(&self, d: &UdDest<'_, A>) -> Result<(), WrError> {
+        if d.domain() != self.domain {
+            return Err(WrError::ForeignAh);
+        }
+        if d.ah_num() == 0 {
+            return Err(WrError::AhWithoutIndex);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn check_sges(&self, opcode: SendOpcode, sges: &[Sge]) -> Result<u32, WrError> {
         if !sges.is_empty() && !opcode.takes_data() {
-            return Err(PostError::DataNotAllowed { opcode });
+            return Err(WrError::DataNotAllowed { opcode });
         }
         if sges.len() > self.caps.max_send_sge as usize {
-            return Err(PostError::TooManySge {
+            return Err(WrError::TooManySge {
                 num_sge: sges.len(),
                 max_sge: self.caps.max_send_sge,
             });
@@ -679,12 +643,12 @@ impl SendQueue {
     }
 
     #[inline]
-    fn check_inline(&self, opcode: SendOpcode, total: usize) -> Result<u32, PostError> {
+    fn check_inline(&self, opcode: SendOpcode, total: usize) -> Result<u32, WrError> {
         if !opcode.allows_inline() {
-            return Err(PostError::InlineNotAllowed { opcode });
+            return Err(WrError::InlineNotAllowed { opcode });
         }
         if total > self.caps.max_inline_data as usize {
-            return Err(PostError::InlineTooLong {
+            return Err(WrError::InlineTooLong {
                 len: total,
                 max_inline: self.caps.max_inline_data,
             });
@@ -693,7 +657,7 @@ impl SendQueue {
     }
 
     #[inline]
-    fn check_payload(&self, opcode: SendOpcode, payload: &Payload<'_>) -> Result<u32, PostError> {
+    fn check_payload(&self, opcode: SendOpcode, payload: &Payload<'_>) -> Result<u32, WrError> {
         match payload {
             Payload::Sge(sges) => self.check_sges(opcode, sges),
             Payload::Inline(data) => self.check_inline(opcode, data.len()),
@@ -706,12 +670,12 @@ impl SendQueue {
         }
     }
 
-    fn check_final(&self, opcode: SendOpcode, length: u64, has_ud: bool) -> Result<(), PostError> {
+    fn check_final(&self, opcode: SendOpcode, length: u64, has_ud: bool) -> Result<(), WrError> {
         if self.caps.qp_type == QpType::Ud && !has_ud {
-            return Err(PostError::UdAddressMissing);
+            return Err(WrError::UdAddressMissing);
         }
         if opcode.is_atomic() && length != 8 {
-            return Err(PostError::AtomicLength { length });
+            return Err(WrError::AtomicLength { length });
         }
         Ok(())
     }
@@ -721,7 +685,7 @@ impl SendQueue {
     /// Writes the fixed part of a send WQE for `op` straight into slot `index` (see
     /// [`write_header`]).
     #[inline]
-    fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &WrOp) -> Result<(), PostError> {
+    fn put_header(&self, index: u32, wr_id: u64, flags: u32, op: &WrOp) -> Result<(), WrError> {
         let mut slot = self.slot(index)?;
         write_header(&mut slot, wr_id, SendOpcode::of(op), flags, op)
     }
@@ -730,37 +694,35 @@ impl SendQueue {
     /// (`new` checked that; this re-checks it against the ring's own geometry, so the
     /// fixed-offset writes into it need no further check).
     #[inline(always)]
-    fn slot(&self, index: u32) -> Result<SlotMut<'_>, PostError> {
+    fn slot(&self, index: u32) -> Result<SlotMut<'_>, WrError> {
         self.p
             .q
             .slot_mut(index, SQ_DATA_OFFSET)
-            .ok_or(PostError::Ring(RingError::ElemTooSmall {
+            .ok_or(WrError::Ring(RingError::ElemTooSmall {
                 need: SQ_DATA_OFFSET,
                 found: self.p.q.elem_size(),
             }))
     }
 
-    fn ud_bytes(dest: &UdDest<'_>) -> RxeSendWrUd {
-        let mut ud = RxeSendWrUd {
+    /// `wr.ud` of a destination checked by [`Self::check_dest`]: the kernel's AH index
+    /// (the address vector stays zero: the kernel takes it from the AH).
+    fn ud_bytes<A>(dest: &UdDest<'_, A>) -> RxeSendWrUd {
+        RxeSendWrUd {
             remote_qpn: dest.remote_qpn,
             remote_qkey: dest.remote_qkey,
+            ah_num: dest.ah_num(),
             ..RxeSendWrUd::default()
-        };
-        match dest.ah {
-            UdAh::Num(n) => ud.ah_num = n.get(),
-            UdAh::Av(av) => ud.av = *av,
         }
-        ud
     }
 
     /// Writes `bytes` at `offset` of slot `index`; the range was proven to fit by validation
     /// against caps that [`Self::new`] checked against the element size.
     #[inline]
-    fn put(&self, index: u32, offset: usize, bytes: &[u8]) -> Result<(), PostError> {
+    fn put(&self, index: u32, offset: usize, bytes: &[u8]) -> Result<(), WrError> {
         if self.p.q.write_slot(index, offset, bytes) {
             Ok(())
         } else {
-            Err(PostError::Ring(RingError::ElemTooSmall {
+            Err(WrError::Ring(RingError::ElemTooSmall {
                 need: offset.saturating_add(bytes.len()),
                 found: self.p.q.elem_size(),
             }))
@@ -769,12 +731,12 @@ impl SendQueue {
 
     /// Writes the data area for `payload` into slot `index`; returns `num_sge`.
     #[inline]
-    fn put_payload(&self, index: u32, payload: &Payload<'_>) -> Result<u32, PostError> {
+    fn put_payload(&self, index: u32, payload: &Payload<'_>) -> Result<u32, WrError> {
         write_payload(&mut self.slot(index)?, payload)
     }
 
     #[inline]
-    fn put_dma(&self, index: u32, length: u32, num_sge: u32) -> Result<(), PostError> {
+    fn put_dma(&self, index: u32, length: u32, num_sge: u32) -> Result<(), WrError> {
         write_dma(&mut self.slot(index)?, length, num_sge)
     }
 
@@ -787,36 +749,35 @@ impl SendQueue {
     /// hold some of the refused WR's bytes) stays unpublished and free; for a WR list, publish
     /// the WRs that succeeded before the failing one, kick the kernel, and report the failing
     /// one as `bad_wr`.
-    #[doc(alias = "ibv_post_send")]
-    #[doc(alias = "post_one_send")]
-    #[doc(alias = "init_send_wqe")]
-    #[inline]
-    pub fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        self.post_parts(wr.wr_id, &wr.op, wr.flags, wr.payload, wr.ud.as_ref())
-    }
-
-    /// [`Self::post`] of a WR given as its parts, borrowed where the caller keeps them: a
-    /// caller with a work-request type of its own posts it in place, with no [`SendWr`] built
-    /// and copied.
     ///
     /// The checks, in order: no `wr_*` batch open; the opcode on this QP type (and an
     /// atomic's remote address aligned, a bind without `ZERO_BASED`); a destination exactly on
-    /// UD QPs; data only for opcodes that move it, at most `max_send_sge` SGEs, inline only
-    /// where allowed and at most `max_inline_data` bytes; a free slot. Then the WQE is written
-    /// into that free, unpublished slot, and before the producer index moves: the total
-    /// length fits the WQE's `u32` and an atomic's is 8 (summed while the SGEs are copied, so
-    /// a full queue is reported before these two).
+    /// UD QPs, whose AH is of the QP's domain and has a kernel AH index; data only for
+    /// opcodes that move it, at most `max_send_sge` SGEs, inline only where allowed and at
+    /// most `max_inline_data` bytes; a free slot. Then the WQE is written into that free,
+    /// unpublished slot, and before the producer index moves: the total length fits the WQE's
+    /// `u32` and an atomic's is 8 (summed while the SGEs are copied, so a full queue is
+    /// reported before these two).
+    #[doc(alias = "ibv_post_send")]
+    #[doc(alias = "post_one_send")]
+    #[doc(alias = "init_send_wqe")]
     #[inline(always)]
-    pub fn post_parts(
+    pub fn post<A>(&mut self, wr: &SendWr<'_, A>) -> Result<(), WrError> {
+        self.post_parts(wr.wr_id, &wr.op, wr.flags, wr.data.into(), wr.ud.as_ref())
+    }
+
+    /// [`Self::post`] of a WR given as its parts.
+    #[inline(always)]
+    fn post_parts<A>(
         &mut self,
         wr_id: u64,
         op: &WrOp,
         flags: SendFlags,
         payload: Payload<'_>,
-        ud: Option<&UdDest<'_>>,
-    ) -> Result<(), PostError> {
+        ud: Option<&UdDest<'_, A>>,
+    ) -> Result<(), WrError> {
         if self.batch.is_some() {
-            return Err(PostError::BatchInProgress);
+            return Err(WrError::BatchInProgress);
         }
         let opcode = self.check_opcode(op)?;
         self.check_ud(ud)?;
@@ -824,10 +785,10 @@ impl SendQueue {
         let inline = match payload {
             Payload::Sge(sges) => {
                 if !sges.is_empty() && !opcode.takes_data() {
-                    return Err(PostError::DataNotAllowed { opcode });
+                    return Err(WrError::DataNotAllowed { opcode });
                 }
                 if sges.len() > self.caps.max_send_sge as usize {
-                    return Err(PostError::TooManySge {
+                    return Err(WrError::TooManySge {
                         num_sge: sges.len(),
                         max_sge: self.caps.max_send_sge,
                     });
@@ -866,7 +827,7 @@ impl SendQueue {
         let (length, num_sge) = match payload {
             Payload::Sge(sges) => {
                 let Some(total) = slot.write_sges(SQ_DATA_OFFSET, sges) else {
-                    return Err(PostError::Ring(RingError::ElemTooSmall {
+                    return Err(WrError::Ring(RingError::ElemTooSmall {
                         need: SQ_DATA_OFFSET.saturating_add(core::mem::size_of_val(sges)),
                         found: slot.len(),
                     }));
@@ -879,7 +840,7 @@ impl SendQueue {
         // `check_final` for a whole WR: its UD rule is `check_ud`'s (a UD QP without a
         // destination was refused above), which leaves the atomic length.
         if opcode.is_atomic() && length != 8 {
-            return Err(PostError::AtomicLength {
+            return Err(WrError::AtomicLength {
                 length: u64::from(length),
             });
         }
@@ -888,25 +849,36 @@ impl SendQueue {
         Ok(())
     }
 
-    /// [`Self::post_parts`] for the common work request, or nothing: posts a WR of SGEs (not
-    /// inline) on a connected QP (RC, UC) with no `wr_*` batch open, whose opcode that QP
+    /// [`Self::post`] for the common work request, or nothing: posts a WR of SGEs (not
+    /// inline, no destination) on a connected QP (RC, UC) with no `wr_*` batch open, whose opcode that QP
     /// takes and has no operand rule of its own (not an atomic, not a bind), with at most
     /// `max_send_sge` SGEs (none for an opcode without data) of a total length that fits the
     /// WQE's `u32`, into a free slot (the kernel's consumer index is reloaded only when the
     /// last one seen says the queue is full, as it does at every post on a queue of depth 1).
-    /// Returns `true` if it posted the WR, exactly as `post_parts` would have (the same WQE
+    /// Returns `true` if it posted the WR, exactly as `post` would have (the same WQE
     /// bytes, the producer index moved by one).
     ///
     /// Anything else returns `false` with nothing posted: the producer index has not moved,
     /// so the kernel sees nothing (the free slot may hold some of the WR's bytes, as after a
-    /// refusal by `post_parts`). The caller then posts the WR with `post_parts`, which posts it
-    /// or refuses it with its error. A UD QP or an open batch declines every WR.
+    /// refusal by `post`). The caller then posts the WR with `post`, which posts it or
+    /// refuses it with its error. A UD QP or an open batch declines every WR.
     ///
     /// Every check that bounds a write is made here too: the slot and the SGE run inside the
-    /// element, the producer index in the ring; the checks it leaves to `post_parts` are
-    /// refusals of WRs it does not take.
+    /// element, the producer index in the ring; the checks it leaves to `post` are refusals
+    /// of WRs it does not take.
     #[inline(always)]
-    pub fn post_fast(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[Sge]) -> bool {
+    pub fn post_fast<A>(&mut self, wr: &SendWr<'_, A>) -> bool {
+        match wr.data {
+            WrData::Sge(sges) if wr.ud.is_none() => {
+                self.post_fast_parts(wr.wr_id, &wr.op, wr.flags, sges)
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Self::post_fast`] of a WR of SGEs without a destination, given as its parts.
+    #[inline(always)]
+    fn post_fast_parts(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[Sge]) -> bool {
         let (opcode, props) = opcode_props(op);
         // The opcode on this QP type, no operand rule; never on a UD QP or in a batch.
         if props & (self.fast | OP_OPERANDS) != self.fast {
@@ -962,9 +934,9 @@ impl SendQueue {
 
     /// Opens a batch of `wr_*` calls (`ibv_wr_start`).
     #[doc(alias = "ibv_wr_start")]
-    pub fn wr_start(&mut self) -> Result<(), PostError> {
+    pub fn wr_start(&mut self) -> Result<(), WrError> {
         if self.batch.is_some() {
-            return Err(PostError::BatchInProgress);
+            return Err(WrError::BatchInProgress);
         }
         self.set_batch(Some(Batch {
             start: self.p.prod,
@@ -975,7 +947,7 @@ impl SendQueue {
     }
 
     /// Records `r`'s error as the batch's sticky error (the first one wins).
-    fn sticky<T>(&mut self, r: Result<T, PostError>) -> Result<T, PostError> {
+    fn sticky<T>(&mut self, r: Result<T, WrError>) -> Result<T, WrError> {
         if let (Err(e), Some(b)) = (&r, self.batch.as_mut()) {
             if b.err.is_none() {
                 b.err = Some(*e);
@@ -984,22 +956,22 @@ impl SendQueue {
         r
     }
 
-    fn open_batch(&self) -> Result<Batch, PostError> {
-        let b = self.batch.ok_or(PostError::NoBatch)?;
+    fn open_batch(&self) -> Result<Batch, WrError> {
+        let b = self.batch.ok_or(WrError::NoBatch)?;
         match b.err {
             Some(e) => Err(e),
             None => Ok(b),
         }
     }
 
-    fn finish_current(&self, b: &Batch) -> Result<(), PostError> {
+    fn finish_current(&self, b: &Batch) -> Result<(), WrError> {
         match b.cur {
-            Some(c) => self.check_final(c.opcode, c.length, c.has_ud),
+            Some(c) => self.check_final(c.opcode, u64::from(c.length), c.has_ud),
             None => Ok(()),
         }
     }
 
-    fn wr_op_inner(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), PostError> {
+    fn wr_op_inner(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), WrError> {
         let b = self.open_batch()?;
         self.finish_current(&b)?;
         let opcode = self.check_opcode(&op)?;
@@ -1023,14 +995,14 @@ impl SendQueue {
     /// Data and UD address are added by the `wr_set_*` setters. `ibv_wr_bind_mw` is this
     /// with [`WrOp::BindMw`].
     #[doc(alias = "ibv_wr_bind_mw")]
-    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), PostError> {
+    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> Result<(), WrError> {
         let r = self.wr_op_inner(wr_id, flags, op);
         self.sticky(r)
     }
 
     /// `ibv_wr_send`.
     #[doc(alias = "ibv_wr_send")]
-    pub fn wr_send(&mut self, wr_id: u64, flags: SendFlags) -> Result<(), PostError> {
+    pub fn wr_send(&mut self, wr_id: u64, flags: SendFlags) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::Send)
     }
 
@@ -1041,7 +1013,7 @@ impl SendQueue {
         wr_id: u64,
         flags: SendFlags,
         imm_data: u32,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::SendWithImm { imm_data })
     }
 
@@ -1052,7 +1024,7 @@ impl SendQueue {
         wr_id: u64,
         flags: SendFlags,
         invalidate_rkey: u32,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::SendWithInv { invalidate_rkey })
     }
 
@@ -1064,7 +1036,7 @@ impl SendQueue {
         flags: SendFlags,
         rkey: u32,
         remote_addr: u64,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::RdmaWrite { remote_addr, rkey })
     }
 
@@ -1077,7 +1049,7 @@ impl SendQueue {
         rkey: u32,
         remote_addr: u64,
         imm_data: u32,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(
             wr_id,
             flags,
@@ -1097,7 +1069,7 @@ impl SendQueue {
         flags: SendFlags,
         rkey: u32,
         remote_addr: u64,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::RdmaRead { remote_addr, rkey })
     }
 
@@ -1111,7 +1083,7 @@ impl SendQueue {
         remote_addr: u64,
         compare: u64,
         swap: u64,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(
             wr_id,
             flags,
@@ -1133,7 +1105,7 @@ impl SendQueue {
         rkey: u32,
         remote_addr: u64,
         add: u64,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(
             wr_id,
             flags,
@@ -1152,12 +1124,12 @@ impl SendQueue {
         wr_id: u64,
         flags: SendFlags,
         invalidate_rkey: u32,
-    ) -> Result<(), PostError> {
+    ) -> Result<(), WrError> {
         self.wr_op(wr_id, flags, WrOp::LocalInv { invalidate_rkey })
     }
 
-    fn current(&self) -> Result<Current, PostError> {
-        self.open_batch()?.cur.ok_or(PostError::NoCurrentWqe)
+    fn current(&self) -> Result<Current, WrError> {
+        self.open_batch()?.cur.ok_or(WrError::NoCurrentWqe)
     }
 
     fn set_current(&mut self, c: Current) {
@@ -1166,7 +1138,7 @@ impl SendQueue {
         }
     }
 
-    fn set_data_inner(&mut self, payload: Payload<'_>) -> Result<(), PostError> {
+    fn set_data_inner(&mut self, payload: Payload<'_>) -> Result<(), WrError> {
         let mut c = self.current()?;
         let length = self.check_payload(c.opcode, &payload)?;
         let inline = !matches!(payload, Payload::Sge(_));
@@ -1179,7 +1151,7 @@ impl SendQueue {
         };
         self.put(c.index, SQ_FLAGS_OFFSET, &flags.to_ne_bytes())?;
         c.flags = flags;
-        c.length = u64::from(length);
+        c.length = length;
         self.set_current(c);
         Ok(())
     }
@@ -1187,7 +1159,7 @@ impl SendQueue {
     /// `ibv_wr_set_sge`: one SGE for the last built WQE (a zero `length` means no data, as in
     /// rdma-core).
     #[doc(alias = "ibv_wr_set_sge")]
-    pub fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Result<(), PostError> {
+    pub fn wr_set_sge(&mut self, lkey: u32, addr: u64, length: u32) -> Result<(), WrError> {
         let sge = [Sge { addr, length, lkey }];
         let list: &[Sge] = if length == 0 { &[] } else { &sge };
         let r = self.set_data_inner(Payload::Sge(list));
@@ -1196,32 +1168,33 @@ impl SendQueue {
 
     /// `ibv_wr_set_sge_list`: the SGE list of the last built WQE.
     #[doc(alias = "ibv_wr_set_sge_list")]
-    pub fn wr_set_sge_list(&mut self, sges: &[Sge]) -> Result<(), PostError> {
+    pub fn wr_set_sge_list(&mut self, sges: &[Sge]) -> Result<(), WrError> {
         let r = self.set_data_inner(Payload::Sge(sges));
         self.sticky(r)
     }
 
     /// `ibv_wr_set_inline_data`: copies `data` into the last built WQE and marks it inline.
     #[doc(alias = "ibv_wr_set_inline_data")]
-    pub fn wr_set_inline_data(&mut self, data: &[u8]) -> Result<(), PostError> {
+    pub fn wr_set_inline_data(&mut self, data: &[u8]) -> Result<(), WrError> {
         let r = self.set_data_inner(Payload::Inline(data));
         self.sticky(r)
     }
 
     /// `ibv_wr_set_inline_data_list`: copies the pieces back to back into the last built WQE.
     #[doc(alias = "ibv_wr_set_inline_data_list")]
-    pub fn wr_set_inline_data_list(&mut self, list: &[&[u8]]) -> Result<(), PostError> {
+    pub fn wr_set_inline_data_list(&mut self, list: &[&[u8]]) -> Result<(), WrError> {
         let r = self.set_data_inner(Payload::InlineList(list));
         self.sticky(r)
     }
 
-    fn set_ud_inner(&mut self, dest: &UdDest<'_>) -> Result<(), PostError> {
+    fn set_ud_inner<A>(&mut self, dest: &UdDest<'_, A>) -> Result<(), WrError> {
         let mut c = self.current()?;
         if self.caps.qp_type != QpType::Ud {
-            return Err(PostError::UdAddressOnConnectedQp {
+            return Err(WrError::UdAddressOnConnectedQp {
                 qp_type: self.caps.qp_type,
             });
         }
+        self.check_dest(dest)?;
         self.put(c.index, SQ_WR_UNION_OFFSET, Self::ud_bytes(dest).as_bytes())?;
         c.has_ud = true;
         self.set_current(c);
@@ -1230,7 +1203,7 @@ impl SendQueue {
 
     /// `ibv_wr_set_ud_addr`: the destination of the last built WQE (UD QPs only).
     #[doc(alias = "ibv_wr_set_ud_addr")]
-    pub fn wr_set_ud_addr(&mut self, dest: UdDest<'_>) -> Result<(), PostError> {
+    pub fn wr_set_ud_addr<A>(&mut self, dest: UdDest<'_, A>) -> Result<(), WrError> {
         let r = self.set_ud_inner(&dest);
         self.sticky(r)
     }
@@ -1240,8 +1213,8 @@ impl SendQueue {
     /// and returns how many WQEs the batch held; the caller then kicks the kernel. Otherwise
     /// rolls the batch back and returns the first error.
     #[doc(alias = "ibv_wr_complete")]
-    pub fn wr_complete(&mut self) -> Result<u32, PostError> {
-        let b = self.batch.ok_or(PostError::NoBatch)?;
+    pub fn wr_complete(&mut self) -> Result<u32, WrError> {
+        let b = self.batch.ok_or(WrError::NoBatch)?;
         let checked = match b.err {
             Some(e) => Err(e),
             None => self.finish_current(&b),
@@ -1254,6 +1227,12 @@ impl SendQueue {
         let n = self.p.q.distance(b.start, self.p.prod);
         self.p.publish_upto(self.p.prod);
         Ok(n)
+    }
+
+    /// How many WQEs the open batch holds (the one being built included); 0 without a batch.
+    pub fn wr_len(&self) -> usize {
+        self.batch
+            .map_or(0, |b| self.p.q.distance(b.start, self.p.prod) as usize)
     }
 
     /// Drops every WQE built since [`Self::wr_start`] (`ibv_wr_abort`); nothing was visible to

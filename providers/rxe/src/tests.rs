@@ -3,14 +3,16 @@
 //! the same atomics the real driver uses.
 #![allow(unsafe_code)]
 
-use core::num::NonZeroU32;
 use std::vec::Vec;
 
 use uverbs_uapi::rxe::{
     RxeAv, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma,
     RXE_WQE_STATE_POSTED,
 };
-use uverbs_wr::{AccessFlags, SendFlags, Sge, WrOp};
+use uverbs_wr::{
+    AccessFlags, AddressHandle, PostError, QpType, RecvWr, SendFlags, SendWr, Sge, UdDest, Wc,
+    WcFlags, WcOpcode, WcStatus, WrData, WrOp,
+};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::cq::UverbsWc;
@@ -19,7 +21,36 @@ use crate::*;
 
 const WQE: usize = core::mem::size_of::<RxeSendWqe>();
 
-fn open(m: &FakeMapping) -> Queue {
+/// An address handle as the tests make them: a kernel AH index and the identity of the PD it
+/// belongs to (the object model's `Ah` in the tests of this crate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TestAh {
+    pub(crate) num: u32,
+    pub(crate) domain: usize,
+}
+
+impl AddressHandle for TestAh {
+    fn ah_num(&self) -> u32 {
+        self.num
+    }
+    fn domain(&self) -> usize {
+        self.domain
+    }
+}
+
+/// The protection domain of the test QPs.
+pub(crate) const PD: usize = 0x5eed;
+
+/// An AH of the test QPs' domain with kernel AH index `num`.
+pub(crate) const fn ah(num: u32) -> TestAh {
+    TestAh { num, domain: PD }
+}
+
+/// A send work request to [`TestAh`]s (the address-handle type fixed once, so a WR without a
+/// destination needs no annotation).
+pub(crate) type Wr<'a> = SendWr<'a, TestAh>;
+
+pub(crate) fn open(m: &FakeMapping) -> Queue {
     // SAFETY: every test keeps the mapping alive longer than the queue (the rig structs below
     // declare the queue first so it is dropped first) and only the fake kernel touches it.
     unsafe { Queue::from_raw(m.base(), m.len(), None) }.unwrap()
@@ -33,6 +64,7 @@ struct SqRig {
 fn rc_caps() -> SendQueueCaps {
     SendQueueCaps {
         qp_type: QpType::Rc,
+        domain: PD,
         max_send_sge: 4,
         max_inline_data: 64,
     }
@@ -95,24 +127,22 @@ fn every_opcode_writes_the_right_fields() {
         access: AccessFlags::REMOTE_WRITE,
     };
     let wrs = [
-        SendWr::new(1, WrOp::Send)
-            .sge(&list)
-            .flags(SendFlags::SIGNALED),
-        SendWr::new(
+        Wr::new(1, WrOp::Send).sge(&list).flags(SendFlags::SIGNALED),
+        Wr::new(
             2,
             WrOp::SendWithImm {
                 imm_data: 0xA1B2_C3D4,
             },
         )
         .sge(&list),
-        SendWr::new(
+        Wr::new(
             3,
             WrOp::SendWithInv {
                 invalidate_rkey: 0x77,
             },
         )
         .sge(&list),
-        SendWr::new(
+        Wr::new(
             4,
             WrOp::RdmaWrite {
                 remote_addr: 0xDEAD_0000,
@@ -120,7 +150,7 @@ fn every_opcode_writes_the_right_fields() {
             },
         )
         .sge(&list),
-        SendWr::new(
+        Wr::new(
             5,
             WrOp::RdmaWriteWithImm {
                 remote_addr: 0xBEEF_0000,
@@ -129,7 +159,7 @@ fn every_opcode_writes_the_right_fields() {
             },
         )
         .sge(&list),
-        SendWr::new(
+        Wr::new(
             6,
             WrOp::RdmaRead {
                 remote_addr: 0xCAFE_0000,
@@ -138,7 +168,7 @@ fn every_opcode_writes_the_right_fields() {
         )
         .sge(&list)
         .flags(SendFlags::FENCE),
-        SendWr::new(
+        Wr::new(
             7,
             WrOp::AtomicCmpAndSwp {
                 remote_addr: 0x8000,
@@ -148,7 +178,7 @@ fn every_opcode_writes_the_right_fields() {
             },
         )
         .sge(&list),
-        SendWr::new(
+        Wr::new(
             8,
             WrOp::AtomicFetchAndAdd {
                 remote_addr: 0x8008,
@@ -158,13 +188,13 @@ fn every_opcode_writes_the_right_fields() {
         )
         .sge(&list)
         .flags(SendFlags::SOLICITED | SendFlags::SIGNALED),
-        SendWr::new(
+        Wr::new(
             9,
             WrOp::LocalInv {
                 invalidate_rkey: 0x1234,
             },
         ),
-        SendWr::new(10, bind),
+        Wr::new(10, bind),
     ];
     for wr in &wrs {
         r.sq.post(wr).unwrap();
@@ -251,11 +281,11 @@ fn every_opcode_writes_the_right_fields() {
 
 /// What a send WQE's fixed part must be: a zeroed `rxe_send_wqe` with the fields `wr` sets,
 /// built through the uapi setters (how `post` built it before it wrote in place).
-fn expected_header(wr: &SendWr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
+fn expected_header(wr: &Wr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
     let mut w = RxeSendWqe::default();
     w.wr.wr_id = wr.wr_id;
     w.wr.opcode = SendOpcode::of(&wr.op) as u32;
-    let inline = !matches!(wr.payload, Payload::Sge(_));
+    let inline = !matches!(wr.data, WrData::Sge(_));
     w.wr.send_flags = wr.flags.bits() | if inline { 1 << 3 } else { 0 };
     w.state = RXE_WQE_STATE_POSTED;
     match wr.op {
@@ -360,10 +390,10 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
     };
     let inline = [0x3cu8; 24];
     let wrs = [
-        SendWr::new(1, WrOp::Send).sge(&list[..1]),
-        SendWr::new(2, WrOp::SendWithImm { imm_data: 0xA1B2 }).inline(&inline),
-        SendWr::new(3, WrOp::SendWithInv { invalidate_rkey: 7 }).sge(&list),
-        SendWr::new(
+        Wr::new(1, WrOp::Send).sge(&list[..1]),
+        Wr::new(2, WrOp::SendWithImm { imm_data: 0xA1B2 }).inline(&inline),
+        Wr::new(3, WrOp::SendWithInv { invalidate_rkey: 7 }).sge(&list),
+        Wr::new(
             4,
             WrOp::RdmaWrite {
                 remote_addr: 0xDEAD_0000,
@@ -372,7 +402,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         )
         .sge(&list)
         .flags(SendFlags::SIGNALED | SendFlags::FENCE),
-        SendWr::new(
+        Wr::new(
             5,
             WrOp::RdmaWriteWithImm {
                 remote_addr: 0xBEEF_0000,
@@ -380,7 +410,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
                 imm_data: 7,
             },
         ),
-        SendWr::new(
+        Wr::new(
             6,
             WrOp::RdmaRead {
                 remote_addr: 0xCAFE_0000,
@@ -388,7 +418,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
             },
         )
         .sge(&list[..1]),
-        SendWr::new(
+        Wr::new(
             7,
             WrOp::AtomicCmpAndSwp {
                 remote_addr: 0x8000,
@@ -398,7 +428,7 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
             },
         )
         .sge(&list[..1]),
-        SendWr::new(
+        Wr::new(
             8,
             WrOp::AtomicFetchAndAdd {
                 remote_addr: 0x8008,
@@ -408,13 +438,13 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
         )
         .sge(&list[..1])
         .flags(SendFlags::SOLICITED),
-        SendWr::new(
+        Wr::new(
             9,
             WrOp::LocalInv {
                 invalidate_rkey: 0x1234,
             },
         ),
-        SendWr::new(10, bind),
+        Wr::new(10, bind),
     ];
     for wr in &wrs {
         sq.post(wr).unwrap();
@@ -422,14 +452,13 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
     sq.publish();
     for wr in &wrs {
         let bytes = m.kernel_consume().unwrap();
-        let (length, num_sge, data): (u32, u32, &[u8]) = match wr.payload {
-            Payload::Sge(s) => (
+        let (length, num_sge, data): (u32, u32, &[u8]) = match wr.data {
+            WrData::Sge(s) => (
                 s.iter().map(|x| x.length).sum(),
                 s.len() as u32,
                 s.as_bytes(),
             ),
-            Payload::Inline(d) => (d.len() as u32, 0, d),
-            Payload::InlineList(_) => unreachable!(),
+            WrData::Inline(d) => (d.len() as u32, 0, d),
         };
         let want = expected_header(wr, length, num_sge);
         assert_eq!(&bytes[..WQE], want.as_bytes(), "wr_id {}", wr.wr_id);
@@ -443,28 +472,22 @@ fn wqe_written_in_place_is_exactly_a_zeroed_wqe_with_its_fields_over_stale_slots
 fn inline_and_multi_sge() {
     let mut r = sq_rig(3, rc_caps());
     let msg = b"hello rxe, inline";
-    r.sq.post(&SendWr::new(1, WrOp::Send).inline(msg)).unwrap();
+    r.sq.post(&Wr::new(1, WrOp::Send).inline(msg)).unwrap();
+    // A list of inline pieces is the `wr_*` builder's (`ibv_wr_set_inline_data_list`).
     let pieces: [&[u8]; 3] = [b"ab", b"", b"cdef"];
-    r.sq.post(&SendWr {
-        payload: Payload::InlineList(&pieces),
-        ..SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: 64,
-                rkey: 1,
-            },
-        )
-    })
-    .unwrap();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_rdma_write(2, SendFlags::empty(), 1, 64).unwrap();
+    r.sq.wr_set_inline_data_list(&pieces).unwrap();
+    assert_eq!(r.sq.wr_complete(), Ok(1));
     let list = [
         sge(0x10, 100, 1),
         sge(0x2000, 28, 2),
         sge(0x3000, 0, 3),
         sge(0x4000, 1, 4),
     ];
-    r.sq.post(&SendWr::new(3, WrOp::Send).sge(&list)).unwrap();
+    r.sq.post(&Wr::new(3, WrOp::Send).sge(&list)).unwrap();
     let max_inline = [0x5au8; 64];
-    r.sq.post(&SendWr::new(4, WrOp::Send).inline(&max_inline))
+    r.sq.post(&Wr::new(4, WrOp::Send).inline(&max_inline))
         .unwrap();
     r.sq.publish();
 
@@ -488,33 +511,25 @@ fn inline_and_multi_sge() {
     assert_eq!(&d[..64], &max_inline);
 }
 
+/// A UD send names its destination by the kernel's AH index; the address vector of `wr.ud`
+/// stays zero (the kernel takes it from the AH), even over a slot full of stale bytes.
+/// (Sends by a full address vector, for kernels before 5.10 whose CREATE_AH returned no
+/// index, are gone: such an AH is refused, see `ah_without_an_index_is_refused`.)
 #[test]
-fn ud_destination_by_ah_num_and_by_av() {
+fn ud_destination_by_ah_num() {
     let caps = SendQueueCaps {
         qp_type: QpType::Ud,
         ..rc_caps()
     };
-    let mut r = sq_rig(3, caps);
-    let mut av = RxeAv {
-        port_num: 1,
-        network_type: uverbs_uapi::rxe::RXE_NETWORK_TYPE_IPV4,
-        dmac: [2, 0, 0, 0, 0, 9],
-        ..Default::default()
-    };
-    av.grh.hop_limit = 64;
-    let num = UdDest {
-        ah: UdAh::Num(NonZeroU32::new(17).unwrap()),
-        remote_qpn: 0x12,
-        remote_qkey: 0x1111_1111,
-    };
-    let full = UdDest {
-        ah: UdAh::Av(&av),
-        remote_qpn: 0x13,
-        remote_qkey: 0x2222,
-    };
-    r.sq.post(&SendWr::new(1, WrOp::Send).inline(b"x").ud(num))
-        .unwrap();
-    r.sq.post(&SendWr::new(2, WrOp::SendWithImm { imm_data: 5 }).ud(full))
+    let mut r = stale_sq(caps);
+    let (a17, a18) = (ah(17), ah(18));
+    r.sq.post(
+        &Wr::new(1, WrOp::Send)
+            .inline(b"x")
+            .ud(&a17, 0x12, 0x1111_1111),
+    )
+    .unwrap();
+    r.sq.post(&Wr::new(2, WrOp::SendWithImm { imm_data: 5 }).ud(&a18, 0x13, 0x2222))
         .unwrap();
     r.sq.publish();
 
@@ -530,11 +545,130 @@ fn ud_destination_by_ah_num_and_by_av() {
     let ud = w.wr.ud();
     assert_eq!(
         (ud.remote_qpn, ud.remote_qkey, ud.ah_num),
-        (0x13, 0x2222, 0)
+        (0x13, 0x2222, 18)
     );
-    assert_eq!(ud.av, av);
+    assert_eq!(ud.av, RxeAv::default());
     // imm shares `ex`, not the union: both survive.
     assert_eq!(w.wr.imm_data(), 5);
+}
+
+/// A UD send through an AH of another protection domain is refused, by `post` and by
+/// `wr_set_ud_addr` (an error the batch keeps: `wr_complete` returns it and posts nothing);
+/// nothing of it reaches the kernel. The same AH number in the QP's own domain goes.
+#[test]
+fn ud_send_through_an_ah_of_another_pd_is_refused() {
+    let caps = SendQueueCaps {
+        qp_type: QpType::Ud,
+        ..rc_caps()
+    };
+    let mut r = sq_rig(3, caps);
+    let foreign = TestAh {
+        num: 5,
+        domain: PD + 1,
+    };
+    assert_eq!(
+        r.sq.post(&Wr::new(1, WrOp::Send).ud(&foreign, 9, 1)),
+        Err(WrError::ForeignAh)
+    );
+    assert_eq!(r.sq.pending(), 0, "refused before anything was written");
+    // The domain is checked before the index: a foreign AH without one is foreign.
+    let foreign_no_index = TestAh {
+        num: 0,
+        domain: PD + 1,
+    };
+    assert_eq!(
+        r.sq.post(&Wr::new(1, WrOp::Send).ud(&foreign_no_index, 9, 1)),
+        Err(WrError::ForeignAh)
+    );
+
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(2, SendFlags::empty()).unwrap();
+    assert_eq!(
+        r.sq.wr_set_ud_addr(UdDest::new(&foreign, 9, 1)),
+        Err(WrError::ForeignAh)
+    );
+    // Sticky: a later good destination does not make the batch whole again.
+    assert_eq!(
+        r.sq.wr_set_ud_addr(UdDest::new(&ah(5), 9, 1)),
+        Err(WrError::ForeignAh)
+    );
+    assert_eq!(r.sq.wr_complete(), Err(WrError::ForeignAh));
+    assert_eq!(r.sq.publish(), 0);
+    assert!(take_wqe(&r.m).is_none());
+
+    // The same number in the QP's domain goes, both ways.
+    let own = ah(5);
+    r.sq.post(&Wr::new(3, WrOp::Send).ud(&own, 9, 1)).unwrap();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(4, SendFlags::empty()).unwrap();
+    r.sq.wr_set_ud_addr(UdDest::new(&own, 9, 1)).unwrap();
+    assert_eq!(r.sq.wr_complete(), Ok(1));
+    let ids: Vec<(u64, u32)> = core::iter::from_fn(|| take_wqe(&r.m))
+        .map(|(w, _)| (w.wr.wr_id, w.wr.ud().ah_num))
+        .collect();
+    assert_eq!(ids, [(3, 5), (4, 5)]);
+}
+
+/// An AH without a kernel AH index (`ah_num` 0: CREATE_AH of a kernel before 5.10) cannot be
+/// named by a WQE; `post` and `wr_set_ud_addr` refuse it, and nothing reaches the kernel.
+#[test]
+fn ah_without_an_index_is_refused() {
+    let caps = SendQueueCaps {
+        qp_type: QpType::Ud,
+        ..rc_caps()
+    };
+    let mut r = sq_rig(3, caps);
+    let none = ah(0);
+    assert_eq!(
+        r.sq.post(&Wr::new(1, WrOp::Send).ud(&none, 9, 1)),
+        Err(WrError::AhWithoutIndex)
+    );
+    assert_eq!(r.sq.pending(), 0);
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(2, SendFlags::empty()).unwrap();
+    assert_eq!(
+        r.sq.wr_set_ud_addr(UdDest::new(&none, 9, 1)),
+        Err(WrError::AhWithoutIndex)
+    );
+    assert_eq!(r.sq.wr_complete(), Err(WrError::AhWithoutIndex));
+    assert_eq!(r.sq.publish(), 0);
+    assert!(take_wqe(&r.m).is_none());
+    // The refusals say why.
+    assert!(WrError::AhWithoutIndex
+        .to_string()
+        .contains("no kernel AH index"));
+    assert!(WrError::ForeignAh.to_string().contains("another PD"));
+}
+
+/// rxe has send queues of RC, UC and UD QPs only: `SendQueue::new` refuses every other type
+/// (its opcode table has no column for them, so a queue of one could post nothing right).
+#[test]
+fn qp_types_rxe_lacks_have_no_send_queue() {
+    for qp_type in [
+        QpType::RawPacket,
+        QpType::XrcSend,
+        QpType::XrcRecv,
+        QpType::Srd,
+    ] {
+        let m = FakeMapping::new(9, 3);
+        let caps = SendQueueCaps {
+            qp_type,
+            ..rc_caps()
+        };
+        assert_eq!(
+            SendQueue::new(open(&m), caps).unwrap_err(),
+            RingError::UnsupportedQpType { qp_type },
+            "{qp_type:?}"
+        );
+    }
+    for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud] {
+        let m = FakeMapping::new(9, 3);
+        let caps = SendQueueCaps {
+            qp_type,
+            ..rc_caps()
+        };
+        assert!(SendQueue::new(open(&m), caps).is_ok(), "{qp_type:?}");
+    }
 }
 
 // ----- validation ----------------------------------------------------------------------------
@@ -544,23 +678,24 @@ fn send_validation_names_the_failed_check() {
     let mut r = sq_rig(3, rc_caps());
     let eight = [sge(0x1000, 8, 1)];
     let five = [sge(0x1000, 5, 1); 5];
-    let cases: Vec<(SendWr<'_>, PostError)> = vec![
+    let a1 = ah(1);
+    let cases: Vec<(Wr<'_>, WrError)> = vec![
         (
-            SendWr::new(1, WrOp::Send).sge(&five),
-            PostError::TooManySge {
+            Wr::new(1, WrOp::Send).sge(&five),
+            WrError::TooManySge {
                 num_sge: 5,
                 max_sge: 4,
             },
         ),
         (
-            SendWr::new(1, WrOp::Send).inline(&[0u8; 65]),
-            PostError::InlineTooLong {
+            Wr::new(1, WrOp::Send).inline(&[0u8; 65]),
+            WrError::InlineTooLong {
                 len: 65,
                 max_inline: 64,
             },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::RdmaRead {
                     remote_addr: 0,
@@ -568,12 +703,12 @@ fn send_validation_names_the_failed_check() {
                 },
             )
             .inline(b"x"),
-            PostError::InlineNotAllowed {
+            WrError::InlineNotAllowed {
                 opcode: SendOpcode::RdmaRead,
             },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::AtomicFetchAndAdd {
                     remote_addr: 8,
@@ -582,10 +717,10 @@ fn send_validation_names_the_failed_check() {
                 },
             )
             .sge(&five[..1]),
-            PostError::AtomicLength { length: 5 },
+            WrError::AtomicLength { length: 5 },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::AtomicFetchAndAdd {
                     remote_addr: 8,
@@ -593,10 +728,10 @@ fn send_validation_names_the_failed_check() {
                     add: 1,
                 },
             ),
-            PostError::AtomicLength { length: 0 },
+            WrError::AtomicLength { length: 0 },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::AtomicCmpAndSwp {
                     remote_addr: 0x1004,
@@ -606,12 +741,12 @@ fn send_validation_names_the_failed_check() {
                 },
             )
             .sge(&eight),
-            PostError::AtomicMisaligned {
+            WrError::AtomicMisaligned {
                 remote_addr: 0x1004,
             },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::AtomicCmpAndSwp {
                     remote_addr: 8,
@@ -621,18 +756,18 @@ fn send_validation_names_the_failed_check() {
                 },
             )
             .inline(&[0; 8]),
-            PostError::InlineNotAllowed {
+            WrError::InlineNotAllowed {
                 opcode: SendOpcode::AtomicCmpAndSwp,
             },
         ),
         (
-            SendWr::new(1, WrOp::LocalInv { invalidate_rkey: 1 }).sge(&eight),
-            PostError::DataNotAllowed {
+            Wr::new(1, WrOp::LocalInv { invalidate_rkey: 1 }).sge(&eight),
+            WrError::DataNotAllowed {
                 opcode: SendOpcode::LocalInv,
             },
         ),
         (
-            SendWr::new(
+            Wr::new(
                 1,
                 WrOp::BindMw {
                     mw_rkey: 0,
@@ -643,15 +778,11 @@ fn send_validation_names_the_failed_check() {
                     access: AccessFlags::ZERO_BASED,
                 },
             ),
-            PostError::BindMwZeroBased,
+            WrError::BindMwZeroBased,
         ),
         (
-            SendWr::new(1, WrOp::Send).ud(UdDest {
-                ah: UdAh::Num(NonZeroU32::MIN),
-                remote_qpn: 1,
-                remote_qkey: 1,
-            }),
-            PostError::UdAddressOnConnectedQp {
+            Wr::new(1, WrOp::Send).ud(&a1, 1, 1),
+            WrError::UdAddressOnConnectedQp {
                 qp_type: QpType::Rc,
             },
         ),
@@ -664,8 +795,8 @@ fn send_validation_names_the_failed_check() {
     // Lengths that overflow the WQE's u32.
     let huge = [sge(0, u32::MAX, 1), sge(0, 1, 1)];
     assert_eq!(
-        r.sq.post(&SendWr::new(1, WrOp::Send).sge(&huge)),
-        Err(PostError::LengthOverflow { length: 1 << 32 })
+        r.sq.post(&Wr::new(1, WrOp::Send).sge(&huge)),
+        Err(WrError::LengthOverflow { length: 1 << 32 })
     );
 
     // Opcode support per QP type.
@@ -677,21 +808,21 @@ fn send_validation_names_the_failed_check() {
         },
     );
     assert_eq!(
-        ud.sq.post(&SendWr::new(
+        ud.sq.post(&Wr::new(
             1,
             WrOp::RdmaWrite {
                 remote_addr: 0,
                 rkey: 0
             }
         )),
-        Err(PostError::OpcodeNotSupported {
+        Err(WrError::OpcodeNotSupported {
             opcode: SendOpcode::RdmaWrite,
             qp_type: QpType::Ud
         })
     );
     assert_eq!(
-        ud.sq.post(&SendWr::new(1, WrOp::Send)),
-        Err(PostError::UdAddressMissing)
+        ud.sq.post(&Wr::new(1, WrOp::Send)),
+        Err(WrError::UdAddressMissing)
     );
     let mut uc = sq_rig(
         3,
@@ -701,20 +832,20 @@ fn send_validation_names_the_failed_check() {
         },
     );
     assert_eq!(
-        uc.sq.post(&SendWr::new(
+        uc.sq.post(&Wr::new(
             1,
             WrOp::RdmaRead {
                 remote_addr: 0,
                 rkey: 0
             }
         )),
-        Err(PostError::OpcodeNotSupported {
+        Err(WrError::OpcodeNotSupported {
             opcode: SendOpcode::RdmaRead,
             qp_type: QpType::Uc
         })
     );
     uc.sq
-        .post(&SendWr::new(
+        .post(&Wr::new(
             1,
             WrOp::RdmaWrite {
                 remote_addr: 0,
@@ -747,7 +878,7 @@ fn caps_that_do_not_fit_the_element_are_refused() {
         SendQueueCaps {
             max_send_sge: 3,
             max_inline_data: 49,
-            qp_type: QpType::Rc,
+            ..rc_caps()
         },
     );
     assert!(matches!(
@@ -796,20 +927,19 @@ fn send_queue_full_then_drains_and_wraps() {
     let mut expect_id = 0u64;
     for _round in 0..5 {
         for _ in 0..3 {
-            r.sq.post(&SendWr::new(next_id, WrOp::Send).sge(&list))
-                .unwrap();
+            r.sq.post(&Wr::new(next_id, WrOp::Send).sge(&list)).unwrap();
             next_id += 1;
         }
         assert_eq!(
-            r.sq.post(&SendWr::new(999, WrOp::Send)),
-            Err(PostError::QueueFull { capacity: 3 })
+            r.sq.post(&Wr::new(999, WrOp::Send)),
+            Err(WrError::QueueFull { capacity: 3 })
         );
         r.sq.publish();
         assert_eq!(r.sq.outstanding().unwrap(), 3);
         // Still full while the kernel has not consumed anything.
         assert!(matches!(
-            r.sq.post(&SendWr::new(999, WrOp::Send)),
-            Err(PostError::QueueFull { .. })
+            r.sq.post(&Wr::new(999, WrOp::Send)),
+            Err(WrError::QueueFull { .. })
         ));
         while let Some((w, d)) = take_wqe(&r.m) {
             assert_eq!(w.wr.wr_id, expect_id);
@@ -826,7 +956,7 @@ fn send_queue_full_then_drains_and_wraps() {
 #[test]
 fn kernel_consumer_past_published_is_corruption() {
     let mut r = sq_rig(3, rc_caps());
-    r.sq.post(&SendWr::new(1, WrOp::Send)).unwrap();
+    r.sq.post(&Wr::new(1, WrOp::Send)).unwrap();
     r.sq.publish();
     // The kernel claims to have consumed 3 WQEs, but only 1 was published.
     r.m.set_consumer(3);
@@ -856,15 +986,19 @@ fn kernel_consumer_past_published_is_corruption() {
 fn full_queue_check_reloads_a_hostile_consumer() {
     let mut r = sq_rig(1, rc_caps()); // 2 slots, capacity 1
     let list = [sge(0x1000, 8, 0x11)];
-    assert!(r.sq.post_fast(1, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(r
+        .sq
+        .post_fast(&Wr::new(1, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.publish();
     r.m.set_consumer(0xffff);
     let index = r.sq.producer_index();
-    assert!(!r.sq.post_fast(2, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(!r
+        .sq
+        .post_fast(&Wr::new(2, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     assert_eq!(r.sq.producer_index(), index, "declined, not moved");
     assert_eq!(
-        r.sq.post(&SendWr::new(2, WrOp::Send)),
-        Err(PostError::Ring(RingError::IndexOutOfRange {
+        r.sq.post(&Wr::new(2, WrOp::Send)),
+        Err(WrError::Ring(RingError::IndexOutOfRange {
             index: IndexKind::Consumer,
             value: 0xffff,
             index_mask: 1
@@ -881,10 +1015,14 @@ fn post_fast_on_a_queue_of_depth_one_takes_every_post() {
     let list = [sge(0x1000, 8, 0x11)];
     for n in 0..5u64 {
         assert!(
-            r.sq.post_fast(n, &WrOp::Send, SendFlags::SIGNALED, &list),
+            r.sq.post_fast(&Wr::new(n, WrOp::Send).flags(SendFlags::SIGNALED).sge(&list)),
             "post {n}"
         );
-        assert!(!r.sq.post_fast(99, &WrOp::Send, SendFlags::SIGNALED, &list));
+        assert!(!r.sq.post_fast(
+            &Wr::new(99, WrOp::Send)
+                .flags(SendFlags::SIGNALED)
+                .sge(&list)
+        ));
         r.sq.publish();
         let (wqe, _) = take_wqe(&r.m).expect("the posted WQE");
         assert_eq!(wqe.wr.wr_id, n);
@@ -897,7 +1035,7 @@ fn recv_queue_posts_wraps_and_validates() {
     let mut rq = RecvQueue::new(open(&m), 5).unwrap();
     assert_eq!(
         rq.post(1, &[sge(0, 1, 1); 6]),
-        Err(PostError::TooManySge {
+        Err(WrError::TooManySge {
             num_sge: 6,
             max_sge: 5
         })
@@ -914,7 +1052,7 @@ fn recv_queue_posts_wraps_and_validates() {
             id += 1;
         }
         if n == 3 {
-            assert_eq!(rq.post(99, &[]), Err(PostError::QueueFull { capacity: 3 }));
+            assert_eq!(rq.post(99, &[]), Err(WrError::QueueFull { capacity: 3 }));
         }
         assert_eq!(
             m.kernel_consume(),
@@ -946,9 +1084,119 @@ fn recv_queue_posts_wraps_and_validates() {
     assert!(id > 3 * 4, "more than three wraps");
 }
 
+/// `post_list` posts the receives of a list in order and publishes them with one store; the
+/// first refused one (too many SGEs, a length beyond 2^32-1, a full queue) stops the list and
+/// is named by its index, and the receives before it are posted *and* published (the kernel
+/// sees them), those from it on are not.
+#[test]
+fn recv_post_list_names_the_first_refused_wr_and_publishes_the_ones_before() {
+    let m = FakeMapping::new(7, 3); // 128-byte elements, 8 slots: capacity 7
+    let mut rq = RecvQueue::new(open(&m), 2).unwrap();
+    let one = [sge(0x1000, 10, 7)];
+    let two = [sge(0x2000, 20, 7), sge(0x3000, 30, 7)];
+    let three = [sge(0, 1, 7); 3];
+    let huge = [sge(0, u32::MAX, 7), sge(0, 1, 7)];
+
+    // All good: all posted and published, nothing left pending.
+    let wrs = [
+        RecvWr::new(1, &one),
+        RecvWr::new(2, &two),
+        RecvWr::new(3, &[]),
+    ];
+    assert_eq!(rq.post_list(&wrs), Ok(()));
+    assert_eq!(rq.pending(), 0, "published by the call");
+    // An empty list is a no-op.
+    assert_eq!(rq.post_list(&[]), Ok(()));
+    let got = |m: &FakeMapping| -> Vec<(u64, u32, u32)> {
+        core::iter::from_fn(|| m.kernel_consume())
+            .map(|b| {
+                let (w, _) = RxeRecvWqe::read_from_prefix(&b).unwrap();
+                (w.wr_id, w.dma.num_sge, w.dma.length)
+            })
+            .collect()
+    };
+    assert_eq!(got(&m), [(1, 1, 10), (2, 2, 50), (3, 0, 0)]);
+
+    // A refusal in the middle: index 2, the two before it visible to the kernel.
+    let wrs = [
+        RecvWr::new(10, &one),
+        RecvWr::new(11, &two),
+        RecvWr::new(12, &three),
+        RecvWr::new(13, &one),
+    ];
+    assert_eq!(
+        rq.post_list(&wrs),
+        Err(PostError::new(
+            2,
+            WrError::TooManySge {
+                num_sge: 3,
+                max_sge: 2
+            }
+        ))
+    );
+    assert_eq!(rq.pending(), 0, "the ones before the refusal are published");
+    assert_eq!(got(&m), [(10, 1, 10), (11, 2, 50)]);
+
+    // The first one refused: nothing posted.
+    let wrs = [RecvWr::new(20, &huge), RecvWr::new(21, &one)];
+    assert_eq!(
+        rq.post_list(&wrs),
+        Err(PostError::new(
+            0,
+            WrError::LengthOverflow { length: 1 << 32 }
+        ))
+    );
+    assert!(got(&m).is_empty());
+
+    // A full queue mid-list: the 7 that fit go, the 8th is named.
+    let ids: Vec<u64> = (30..40).collect();
+    let wrs: Vec<RecvWr<'_>> = ids.iter().map(|&id| RecvWr::new(id, &one)).collect();
+    let e = rq.post_list(&wrs).unwrap_err();
+    assert_eq!(e, PostError::new(7, WrError::QueueFull { capacity: 7 }));
+    assert_eq!(
+        e.to_string(),
+        "work request 7: queue full (7 work requests outstanding)"
+    );
+    assert_eq!(
+        m.producer(),
+        m.consumer().wrapping_add(7) & 7,
+        "all 7 published"
+    );
+    let posted: Vec<u64> = got(&m).into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(posted, ids[..7]);
+}
+
+/// A receive queue whose slots hold more than 64 SGEs (a device reporting `max_sge` > 64)
+/// takes a list of 65 (SGEs are read in place, no stack buffer bounds them) and refuses one
+/// longer than its slots with an error, no panic. (Moved from the core's rxe SRQ tests, now
+/// against `RecvQueue::post_list` over the crate's `FakeMapping`.)
+#[test]
+fn sge_lists_are_bounded_by_the_queue_not_a_buffer() {
+    // 2048-byte slots: over a hundred SGEs fit.
+    let m = FakeMapping::new(11, 2);
+    let mut rq = RecvQueue::new(open(&m), 100).unwrap();
+    let max = rq.max_sge() as usize;
+    assert!(max > 64, "{max}");
+    let sges = [Sge::default(); 128];
+    let wrs = [RecvWr::new(1, &sges[..max + 1])];
+    let e = rq.post_list(&wrs).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(
+        matches!(e.error, WrError::TooManySge { num_sge, .. } if num_sge == max + 1),
+        "{e}"
+    );
+    // 65 go.
+    rq.post_list(&[RecvWr::new(2, &sges[..65])]).unwrap();
+    let bytes = m.kernel_consume().expect("published");
+    let (w, _) = RxeRecvWqe::read_from_prefix(&bytes).unwrap();
+    assert_eq!((w.wr_id, w.dma.num_sge), (2, 65));
+}
+
 // ----- completion queue ----------------------------------------------------------------------
 
-fn wc(wr_id: u64) -> UverbsWc {
+/// A completion as the kernel writes it into a slot: a receive with immediate data (kernel
+/// flag `IB_WC_WITH_IMM`, the immediate stored big-endian).
+pub(crate) fn wc(wr_id: u64) -> UverbsWc {
     UverbsWc {
         wr_id,
         status: (wr_id % 3) as u32,
@@ -966,6 +1214,35 @@ fn wc(wr_id: u64) -> UverbsWc {
         port_num: 1,
         reserved: 0,
     }
+}
+
+/// The `Wc` a poll must give for [`wc`]`(wr_id)`, written out: libibverbs' flag bits and the
+/// immediate data in host order.
+fn wc_polled(wr_id: u64) -> Wc {
+    Wc {
+        wr_id,
+        status: WcStatus((wr_id % 3) as u32),
+        opcode: WcOpcode::RECV,
+        vendor_err: 0,
+        byte_len: wr_id as u32 * 10,
+        imm_data: 0x0102_0304,
+        qp_num: 0x11,
+        src_qp: 0x22,
+        wc_flags: WcFlags::WITH_IMM,
+        pkey_index: 3,
+        slid: 4,
+        sl: 5,
+        dlid_path_bits: 6,
+    }
+}
+
+/// Polls one completion (`poll` into a one-element slice).
+fn poll_one(cq: &mut CompletionQueue) -> Result<Option<Wc>, RingError> {
+    let mut one = [Wc::default()];
+    Ok(match cq.poll(&mut one)? {
+        0 => None,
+        _ => Some(one[0]),
+    })
 }
 
 /// The fake mapping handed to a "kernel" thread.
@@ -1000,19 +1277,25 @@ fn producer_and_consumer_threads_see_whole_slots() {
             }
         });
         let mut polled = 0u64;
+        // Polls of one and of several, so both the inline one-completion path and the run
+        // see the kernel's stores.
+        let mut wcs = [Wc::default(); 3];
         while polled < n {
-            match cq.poll().unwrap() {
-                Some(c) => {
-                    assert_eq!(c.wr_id, polled, "CQEs in order, none lost or repeated");
-                    assert_eq!(
-                        c.byte_len,
-                        polled as u32 * 10,
-                        "a whole CQE, not a stale one"
-                    );
-                    assert_eq!(c.status, (polled % 3) as u32);
-                    polled += 1;
+            let want = 1 + (polled % 3) as usize;
+            match cq.poll(&mut wcs[..want]).unwrap() {
+                0 => std::thread::yield_now(),
+                got => {
+                    for c in &wcs[..got] {
+                        assert_eq!(c.wr_id, polled, "CQEs in order, none lost or repeated");
+                        assert_eq!(
+                            c.byte_len,
+                            polled as u32 * 10,
+                            "a whole CQE, not a stale one"
+                        );
+                        assert_eq!(c.status, WcStatus((polled % 3) as u32));
+                        polled += 1;
+                    }
                 }
-                None => std::thread::yield_now(),
             }
         }
     });
@@ -1022,7 +1305,7 @@ fn producer_and_consumer_threads_see_whole_slots() {
 fn cq_polls_field_by_field_and_wraps() {
     let m = FakeMapping::new(7, 2); // 4 slots of 128 bytes (kernel's rxe_cqe rounds up)
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
-    assert_eq!(cq.poll().unwrap(), None);
+    assert_eq!(poll_one(&mut cq).unwrap(), None);
     let mut produced = 0u64;
     let mut polled = 0u64;
     for _ in 0..5 {
@@ -1031,27 +1314,32 @@ fn cq_polls_field_by_field_and_wraps() {
         }
         assert_eq!(cq.ready().unwrap(), 3, "one slot stays empty");
         let peeked = cq.peek().unwrap().unwrap();
-        let c = cq.poll().unwrap().unwrap();
+        let c = poll_one(&mut cq).unwrap().unwrap();
         assert_eq!(peeked, c);
         assert_eq!(c.wr_id, polled);
-        assert_eq!(c.status, (polled % 3) as u32);
-        assert_eq!(c.opcode, 128);
+        assert_eq!(c.status, WcStatus((polled % 3) as u32));
+        assert_eq!(c.opcode, WcOpcode::RECV);
         assert_eq!(c.byte_len, polled as u32 * 10);
-        assert_eq!(c.imm_data(), 0x0102_0304);
-        assert_eq!((c.qp_num, c.src_qp, c.wc_flags), (0x11, 0x22, 2));
+        // Stored big-endian with the kernel's WITH_IMM: host order, and the flag in
+        // libibverbs' bit.
+        assert_eq!(c.imm_data, 0x0102_0304);
+        assert_eq!(c.imm(), Some(0x0102_0304));
         assert_eq!(
-            (c.pkey_index, c.slid, c.sl, c.dlid_path_bits, c.port_num),
-            (3, 4, 5, 6, 1)
+            (c.qp_num, c.src_qp, c.wc_flags),
+            (0x11, 0x22, WcFlags::WITH_IMM)
         );
+        assert_eq!((c.pkey_index, c.slid, c.sl, c.dlid_path_bits), (3, 4, 5, 6));
+        assert_eq!(c, wc_polled(polled));
         polled += 1;
-        let mut out = [Cqe::default(); 8];
-        let n = cq.poll_batch(&mut out).unwrap();
+        let mut out = [Wc::default(); 8];
+        let n = cq.poll(&mut out).unwrap();
         assert_eq!(n, 2);
         for c in &out[..n] {
-            assert_eq!(c.wr_id, polled);
+            assert_eq!(*c, wc_polled(polled));
             polled += 1;
         }
-        assert_eq!(cq.poll().unwrap(), None);
+        assert!(out[n..].iter().all(|c| *c == Wc::default()), "untouched");
+        assert_eq!(poll_one(&mut cq).unwrap(), None);
         assert_eq!(m.consumer(), (polled % 4) as u32, "consumer index released");
     }
     assert_eq!(polled, 15);
@@ -1074,8 +1362,9 @@ fn cq_distrusts_the_producer_index() {
     };
     assert_eq!(cq.ready(), Err(bad));
     // A poll that needs more than the entries already validated reloads and fails too.
-    let mut out = [Cqe::default(); 8];
-    assert_eq!(cq.poll_batch(&mut out), Err(bad));
+    let mut out = [Wc::default(); 8];
+    assert_eq!(cq.poll(&mut out), Err(bad));
+    assert_eq!(m.consumer(), 0, "nothing taken");
     // Producer moved backwards: fewer entries ready than already seen.
     m.set_producer(2);
     assert!(matches!(
@@ -1087,17 +1376,17 @@ fn cq_distrusts_the_producer_index() {
         })
     ));
     m.set_producer(4);
-    assert_eq!(cq.poll().unwrap().unwrap().wr_id, 0);
+    assert_eq!(poll_one(&mut cq).unwrap().unwrap().wr_id, 0);
 }
 
 #[test]
-fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
+fn cq_poll_converts_from_the_slot_and_checks_a_moved_producer() {
     let m = FakeMapping::new(6, 3); // 8 slots of 64 bytes
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
-    let mut ids = [0u64; 4];
+    let mut wcs = [Wc::default(); 4];
     // Empty: the unchanged producer index is only compared, and nothing is released.
     assert_eq!(cq.refresh(4), Ok(0));
-    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
+    assert_eq!(cq.poll(&mut wcs), Ok(0));
     assert_eq!(m.consumer(), 0);
     // A moved, hostile producer index is validated even though the last poll was empty.
     m.set_producer(9);
@@ -1109,86 +1398,44 @@ fn cq_poll_map_converts_from_the_slot_and_checks_a_moved_producer() {
         "a moved index is validated"
     );
     assert!(matches!(
-        cq.poll_map(&mut ids, |c| c.wr_id),
+        cq.poll(&mut wcs),
         Err(RingError::IndexOutOfRange { value: 9, .. })
     ));
     m.set_producer(0);
-    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(0));
+    assert_eq!(cq.poll(&mut wcs), Ok(0));
     for i in 0..6 {
         assert!(m.kernel_produce(wc(40 + i).as_bytes()));
     }
     assert_eq!(cq.refresh(4), Ok(4));
     assert_eq!(cq.refresh(8), Ok(6));
-    // Known ready: `take` needs no further load and takes what was counted.
+    // Known ready: a poll of no more than that needs no further load and takes what was
+    // counted.
     m.set_producer(1000);
-    let mut two = [0u64; 2];
-    assert_eq!(cq.take(&mut two, |c| c.wr_id), 2);
-    assert_eq!(two, [40, 41]);
+    let mut two = [Wc::default(); 2];
+    assert_eq!(cq.poll(&mut two), Ok(2));
+    assert_eq!(two.map(|c| c.wr_id), [40, 41]);
     m.set_producer(6);
     // Put the first two back so the rest of the test sees all six.
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
     assert_eq!(cq.refresh(8), Ok(4));
     m.set_consumer(0);
     let mut cq = CompletionQueue::new(open(&m)).unwrap();
-    // Converted straight into the caller's type; one consumer store per call.
-    assert_eq!(
-        cq.poll_map(&mut ids, |c| c.wr_id * 2 + u64::from(c.status)),
-        Ok(4)
-    );
-    assert_eq!(ids, [81, 84, 84, 87]); // wr_id 40..44, status wr_id % 3
+    // Converted straight from the slots; one consumer store per call.
+    assert_eq!(cq.poll(&mut wcs), Ok(4));
+    assert_eq!(wcs, [40, 41, 42, 43].map(wc_polled));
     assert_eq!(m.consumer(), 4);
-    assert_eq!(cq.poll_map(&mut ids, |c| c.wr_id), Ok(2));
-    assert_eq!(ids[..2], [44, 45]);
+    assert_eq!(cq.poll(&mut wcs), Ok(2));
+    assert_eq!(wcs[..2], [44, 45].map(wc_polled));
     assert_eq!(m.consumer(), 6);
     assert_eq!(cq.refresh(4), Ok(0));
     // Entries counted by an earlier load are taken without another: a producer index moved
     // back meanwhile is not even looked at until they are used up.
     assert!(m.kernel_produce(wc(46).as_bytes()));
     assert!(m.kernel_produce(wc(47).as_bytes()));
-    assert_eq!(cq.poll_map(&mut ids[..1], |c| c.wr_id), Ok(1));
+    assert_eq!(cq.poll(&mut wcs[..1]), Ok(1));
+    assert_eq!(wcs[0], wc_polled(46));
     m.set_producer(7);
     assert_eq!(cq.refresh(1), Ok(1), "one entry known ready");
-}
-
-#[test]
-fn cq_take_raw_copies_slots_whole_across_the_wrap() {
-    let m = FakeMapping::new(6, 2); // 4 slots of 64 bytes
-    let mut cq = CompletionQueue::new(open(&m)).unwrap();
-    // Move the ring to slot 2 so the next three completions wrap after one.
-    for i in 0..2 {
-        assert!(m.kernel_produce(wc(i).as_bytes()));
-    }
-    assert_eq!(cq.poll_batch(&mut [Cqe::default(); 2]), Ok(2));
-    for i in 0..3 {
-        let mut w = wc(10 + i);
-        w.port_num = 7 + i as u8;
-        assert!(m.kernel_produce(w.as_bytes()));
-    }
-    // Known ready is all `take_raw` takes; nothing is copied before `refresh` counted it.
-    let mut out = [UverbsWc::default(); 4];
-    assert_eq!(cq.take_raw(&mut out, |w: UverbsWc| w), 0);
-    assert_eq!(cq.refresh(4), Ok(3));
-    let mut fixed = 0;
-    let n = cq.take_raw(&mut out, |mut w: UverbsWc| {
-        fixed += 1;
-        w.wc_flags ^= 0x8000_0000;
-        w
-    });
-    assert_eq!((n, fixed), (3, 3));
-    for (i, w) in out[..3].iter().enumerate() {
-        let mut want = wc(10 + i as u64);
-        want.port_num = 7 + i as u8;
-        want.wc_flags ^= 0x8000_0000;
-        // Every byte of the 48, the last two included, came from its own slot.
-        assert_eq!(w.as_bytes(), want.as_bytes(), "completion {i}");
-    }
-    assert_eq!(
-        out[3].as_bytes(),
-        UverbsWc::default().as_bytes(),
-        "untouched"
-    );
-    assert_eq!(m.consumer(), 1, "one release store, after the wrap");
-    assert_eq!(cq.refresh(1), Ok(0));
 }
 
 #[test]
@@ -1206,19 +1453,22 @@ fn cq_cursor_reads_fields_in_place_wraps_and_publishes_once() {
         let mut cur = cq.start_poll().unwrap().unwrap();
         loop {
             assert_eq!(cur.wr_id(), polled);
-            assert_eq!(cur.status(), (polled % 3) as u32);
+            assert_eq!(cur.status(), WcStatus((polled % 3) as u32));
             assert_eq!(cur.byte_len(), polled as u32 * 10);
-            assert_eq!((cur.opcode(), cur.vendor_err()), (128, 0));
-            assert_eq!(cur.ex(), 0x0102_0304u32.to_be());
+            assert_eq!((cur.opcode(), cur.vendor_err()), (WcOpcode::RECV, 0));
+            // The `ex` union: immediate data in host order, or (read as an invalidated rkey)
+            // as stored.
+            assert_eq!(cur.imm_data(), 0x0102_0304);
+            assert_eq!(cur.invalidated_rkey(), 0x0102_0304u32.to_be());
             assert_eq!(
                 (cur.qp_num(), cur.src_qp(), cur.wc_flags()),
-                (0x11, 0x22, 2)
+                (0x11, 0x22, WcFlags::WITH_IMM)
             );
             assert_eq!(
                 (cur.pkey_index(), cur.slid(), cur.sl(), cur.dlid_path_bits()),
                 (3, 4, 5, 6)
             );
-            assert_eq!(cur.cqe().wr_id, polled);
+            assert_eq!(cur.wc(), wc_polled(polled));
             // Nothing is handed back while the cursor is open.
             assert_eq!(m.consumer(), cons_before);
             polled += 1;
@@ -1230,7 +1480,7 @@ fn cq_cursor_reads_fields_in_place_wraps_and_publishes_once() {
         assert_eq!(cur.wr_id(), polled - 1);
         drop(cur);
         assert_eq!(m.consumer(), (polled % 4) as u32, "one store on drop");
-        assert!(cq.poll().unwrap().is_none(), "nothing seen twice");
+        assert!(poll_one(&mut cq).unwrap().is_none(), "nothing seen twice");
     }
     assert_eq!(polled, 18);
 
@@ -1291,7 +1541,7 @@ fn cq_cursor_dropped_mid_run_hands_back_the_rest_at_every_wrap_position() {
             let cur = cq.start_poll().unwrap().unwrap();
             assert_eq!(cur.wr_id(), next + 2);
         } else {
-            assert_eq!(cq.poll().unwrap().unwrap().wr_id, next + 2);
+            assert_eq!(poll_one(&mut cq).unwrap().unwrap().wr_id, next + 2);
         }
         m.set_producer(real);
         assert!(cq.start_poll().unwrap().is_none(), "nothing seen twice");
@@ -1304,18 +1554,18 @@ fn cq_cursor_dropped_mid_run_hands_back_the_rest_at_every_wrap_position() {
 #[test]
 fn wr_api_builds_publishes_and_rolls_back() {
     let mut r = sq_rig(3, rc_caps());
-    assert_eq!(r.sq.wr_send(1, SendFlags::empty()), Err(PostError::NoBatch));
-    assert_eq!(r.sq.wr_complete(), Err(PostError::NoBatch));
+    assert_eq!(r.sq.wr_send(1, SendFlags::empty()), Err(WrError::NoBatch));
+    assert_eq!(r.sq.wr_complete(), Err(WrError::NoBatch));
 
     // An ordinary post before the batch: publish() during the batch must publish only it.
-    r.sq.post(&SendWr::new(100, WrOp::Send)).unwrap();
+    r.sq.post(&Wr::new(100, WrOp::Send)).unwrap();
     r.sq.wr_start().unwrap();
-    assert_eq!(r.sq.wr_start(), Err(PostError::BatchInProgress));
+    assert_eq!(r.sq.wr_start(), Err(WrError::BatchInProgress));
     assert_eq!(
-        r.sq.post(&SendWr::new(5, WrOp::Send)),
-        Err(PostError::BatchInProgress)
+        r.sq.post(&Wr::new(5, WrOp::Send)),
+        Err(WrError::BatchInProgress)
     );
-    assert_eq!(r.sq.wr_set_sge(1, 2, 3), Err(PostError::NoCurrentWqe));
+    assert_eq!(r.sq.wr_set_sge(1, 2, 3), Err(WrError::NoCurrentWqe));
     // NoCurrentWqe is sticky: start over.
     r.sq.wr_abort();
     r.sq.wr_start().unwrap();
@@ -1358,7 +1608,7 @@ fn wr_api_builds_publishes_and_rolls_back() {
     r.sq.wr_abort();
     assert_eq!(r.sq.pending(), 0);
     assert_eq!(r.m.producer(), prod_before);
-    r.sq.post(&SendWr::new(9, WrOp::Send)).unwrap();
+    r.sq.post(&Wr::new(9, WrOp::Send)).unwrap();
     r.sq.publish();
     assert_eq!(take_wqe(&r.m).unwrap().0.wr.wr_id, 9);
     assert!(take_wqe(&r.m).is_none());
@@ -1373,7 +1623,7 @@ fn wr_api_errors_are_sticky_and_roll_back() {
     let five = [sge(0, 1, 1); 5];
     assert_eq!(
         r.sq.wr_set_sge_list(&five),
-        Err(PostError::TooManySge {
+        Err(WrError::TooManySge {
             num_sge: 5,
             max_sge: 4
         })
@@ -1381,14 +1631,14 @@ fn wr_api_errors_are_sticky_and_roll_back() {
     // Later calls report the first error and do nothing.
     assert_eq!(
         r.sq.wr_send(2, SendFlags::empty()),
-        Err(PostError::TooManySge {
+        Err(WrError::TooManySge {
             num_sge: 5,
             max_sge: 4
         })
     );
     assert_eq!(
         r.sq.wr_complete(),
-        Err(PostError::TooManySge {
+        Err(WrError::TooManySge {
             num_sge: 5,
             max_sge: 4
         })
@@ -1400,29 +1650,26 @@ fn wr_api_errors_are_sticky_and_roll_back() {
     r.sq.wr_start().unwrap();
     r.sq.wr_atomic_cmp_swp(1, SendFlags::empty(), 1, 0x10, 1, 2)
         .unwrap();
-    assert_eq!(
-        r.sq.wr_complete(),
-        Err(PostError::AtomicLength { length: 0 })
-    );
+    assert_eq!(r.sq.wr_complete(), Err(WrError::AtomicLength { length: 0 }));
     r.sq.wr_start().unwrap();
     r.sq.wr_atomic_cmp_swp(1, SendFlags::empty(), 1, 0x10, 1, 2)
         .unwrap();
     assert_eq!(
         r.sq.wr_send(2, SendFlags::empty()),
-        Err(PostError::AtomicLength { length: 0 })
+        Err(WrError::AtomicLength { length: 0 })
     );
     r.sq.wr_abort();
     r.sq.wr_start().unwrap();
     assert_eq!(
         r.sq.wr_atomic_fetch_add(1, SendFlags::empty(), 1, 0x11, 1),
-        Err(PostError::AtomicMisaligned { remote_addr: 0x11 })
+        Err(WrError::AtomicMisaligned { remote_addr: 0x11 })
     );
     r.sq.wr_abort();
     r.sq.wr_start().unwrap();
     r.sq.wr_rdma_read(1, SendFlags::empty(), 1, 0x10).unwrap();
     assert_eq!(
         r.sq.wr_set_inline_data(b"no"),
-        Err(PostError::InlineNotAllowed {
+        Err(WrError::InlineNotAllowed {
             opcode: SendOpcode::RdmaRead
         })
     );
@@ -1437,7 +1684,7 @@ fn wr_api_errors_are_sticky_and_roll_back() {
     }
     assert_eq!(
         r.sq.wr_send(7, SendFlags::empty()),
-        Err(PostError::QueueFull { capacity: 7 })
+        Err(WrError::QueueFull { capacity: 7 })
     );
     assert!(r.sq.wr_complete().is_err());
     assert!(take_wqe(&r.m).is_none());
@@ -1452,17 +1699,14 @@ fn wr_api_on_ud_needs_an_address() {
             ..rc_caps()
         },
     );
-    let dest = UdDest {
-        ah: UdAh::Num(NonZeroU32::new(3).unwrap()),
-        remote_qpn: 9,
-        remote_qkey: 1,
-    };
+    let a3 = ah(3);
+    let dest = UdDest::new(&a3, 9, 1);
     r.sq.wr_start().unwrap();
     r.sq.wr_send(1, SendFlags::empty()).unwrap();
     r.sq.wr_set_ud_addr(dest).unwrap();
     r.sq.wr_set_inline_data(b"hi").unwrap();
     r.sq.wr_send_imm(2, SendFlags::empty(), 4).unwrap();
-    assert_eq!(r.sq.wr_complete(), Err(PostError::UdAddressMissing));
+    assert_eq!(r.sq.wr_complete(), Err(WrError::UdAddressMissing));
     assert!(take_wqe(&r.m).is_none());
 
     r.sq.wr_start().unwrap();
@@ -1480,10 +1724,62 @@ fn wr_api_on_ud_needs_an_address() {
     rc.sq.wr_send(1, SendFlags::empty()).unwrap();
     assert_eq!(
         rc.sq.wr_set_ud_addr(dest),
-        Err(PostError::UdAddressOnConnectedQp {
+        Err(WrError::UdAddressOnConnectedQp {
             qp_type: QpType::Rc
         })
     );
+}
+
+/// `wr_len` counts the WQEs of the open batch, the one being built included: 0 without a
+/// batch, after `wr_complete` and after `wr_abort` (or a refused `wr_complete`); a builder
+/// call refused before it took a slot does not count, one refused later (by a setter) does.
+#[test]
+fn wr_len_counts_the_open_batch() {
+    let mut r = sq_rig(3, rc_caps());
+    assert_eq!(r.sq.wr_len(), 0, "no batch");
+    // WQEs posted outside the batch are not the batch's.
+    r.sq.post(&Wr::new(1, WrOp::Send)).unwrap();
+    r.sq.wr_start().unwrap();
+    assert_eq!(r.sq.wr_len(), 0, "an empty batch");
+    r.sq.wr_send(2, SendFlags::empty()).unwrap();
+    assert_eq!(r.sq.wr_len(), 1, "the one being built counts");
+    r.sq.wr_set_sge(1, 0x1000, 8).unwrap();
+    assert_eq!(r.sq.wr_len(), 1, "setters add nothing");
+    r.sq.wr_rdma_write(3, SendFlags::empty(), 1, 0x2000)
+        .unwrap();
+    r.sq.wr_send_imm(4, SendFlags::empty(), 9).unwrap();
+    assert_eq!(r.sq.wr_len(), 3);
+    assert_eq!(r.sq.wr_complete(), Ok(3));
+    assert_eq!(r.sq.wr_len(), 0, "completed");
+
+    r.sq.wr_start().unwrap();
+    r.sq.wr_send(5, SendFlags::empty()).unwrap();
+    r.sq.wr_send(6, SendFlags::empty()).unwrap();
+    assert_eq!(r.sq.wr_len(), 2);
+    r.sq.wr_abort();
+    assert_eq!(r.sq.wr_len(), 0, "aborted");
+
+    // A refused builder call takes no slot; a refused setter leaves its WQE counted until
+    // the batch ends.
+    let mut uc = sq_rig(
+        3,
+        SendQueueCaps {
+            qp_type: QpType::Uc,
+            ..rc_caps()
+        },
+    );
+    uc.sq.wr_start().unwrap();
+    uc.sq.wr_send(7, SendFlags::empty()).unwrap();
+    assert!(uc.sq.wr_rdma_read(8, SendFlags::empty(), 1, 0).is_err());
+    assert_eq!(uc.sq.wr_len(), 1, "the refused RDMA read took no slot");
+    uc.sq.wr_abort();
+    uc.sq.wr_start().unwrap();
+    uc.sq.wr_send(9, SendFlags::empty()).unwrap();
+    assert!(uc.sq.wr_set_sge_list(&[sge(0, 1, 1); 5]).is_err());
+    assert_eq!(uc.sq.wr_len(), 1);
+    assert!(uc.sq.wr_complete().is_err());
+    assert_eq!(uc.sq.wr_len(), 0, "a refused complete ends the batch");
+    assert_eq!(uc.sq.pending(), 0);
 }
 
 /// The opcode property table says what the rxe provider's send-ops lists say, for every opcode
@@ -1604,12 +1900,13 @@ fn all_ops() -> [WrOp; 10] {
     ]
 }
 
-/// `post_fast` posts exactly what `post_parts` posts (the same slot bytes over stale ones,
-/// the producer index moved by one) for the WRs it takes, takes every WR of the common shape
-/// (so the comparison is not vacuous), and for every other WR moves nothing, after which
-/// `post_parts` gives the same answer on that queue as on one that never saw the fast path.
+/// `post_fast` posts exactly what `post` posts (the same slot bytes over stale ones, the
+/// producer index moved by one) for the WRs it takes, takes every WR of the common shape (so
+/// the comparison is not vacuous), and for every other WR (inline data and a destination
+/// included) moves nothing, after which `post` gives the same answer on that queue as on one
+/// that never saw the fast path.
 #[test]
-fn post_fast_writes_what_post_parts_writes_or_declines() {
+fn post_fast_writes_what_post_writes_or_declines() {
     let list = [
         sge(0x1000, 8, 0x11),
         sge(0x2000, 16, 0x12),
@@ -1627,12 +1924,24 @@ fn post_fast_writes_what_post_parts_writes_or_declines() {
         &overflow,  // total length beyond u32
         &list[3..4],
     ];
+    let dest = ah(7);
+    // Every SGE list without a destination, then what the fast path never takes: inline data,
+    // and a destination (which only a UD QP accepts).
+    let mut shapes: Vec<(WrData<'_>, Option<&TestAh>)> =
+        sge_lists.iter().map(|s| (WrData::Sge(s), None)).collect();
+    shapes.extend([
+        (WrData::Inline(b"inline"), None),
+        (WrData::Inline(&[]), None),
+        (WrData::Sge(&list[..1]), Some(&dest)),
+        (WrData::Inline(b"x"), Some(&dest)),
+    ]);
     let flag_sets = [
         SendFlags::empty(),
         SendFlags::SIGNALED,
         SendFlags::FENCE | SendFlags::SOLICITED,
     ];
     let mut taken = 0;
+    let mut ud_sent = 0;
     for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud] {
         let caps = SendQueueCaps {
             qp_type,
@@ -1642,13 +1951,19 @@ fn post_fast_writes_what_post_parts_writes_or_declines() {
         let mut b = stale_sq(caps);
         let mut wr_id = 0;
         for op in all_ops() {
-            for sges in sge_lists {
+            for &(data, to) in &shapes {
                 for flags in flag_sets {
                     wr_id += 1;
                     let index = a.sq.producer_index();
                     assert_eq!(index, b.sq.producer_index());
                     let opcode = SendOpcode::of(&op);
+                    let sges = match data {
+                        WrData::Sge(s) => s,
+                        WrData::Inline(_) => &[],
+                    };
                     let common = qp_type != QpType::Ud
+                        && matches!(data, WrData::Sge(_))
+                        && to.is_none()
                         && opcode.supported_on(qp_type)
                         && !opcode.is_atomic()
                         && opcode != SendOpcode::BindMw
@@ -1656,21 +1971,27 @@ fn post_fast_writes_what_post_parts_writes_or_declines() {
                         && (sges.is_empty() || opcode.takes_data())
                         && sges.iter().map(|s| u64::from(s.length)).sum::<u64>()
                             <= u64::from(u32::MAX);
-                    let fast = a.sq.post_fast(wr_id, &op, flags, sges);
-                    let what = format!("{qp_type:?} {op:?} {} SGEs {flags:?}", sges.len());
+                    let mut wr = Wr::new(wr_id, op).flags(flags);
+                    wr.data = data;
+                    if let Some(to) = to {
+                        wr = wr.ud(to, 0x12, 0x34);
+                    }
+                    let fast = a.sq.post_fast(&wr);
+                    let what = format!("{qp_type:?} {op:?} {data:?} to {to:?} {flags:?}");
                     assert_eq!(fast, common, "{what}");
-                    let want = b.sq.post_parts(wr_id, &op, flags, Payload::Sge(sges), None);
+                    let want = b.sq.post(&wr);
                     if fast {
                         taken += 1;
                         assert_eq!(want, Ok(()), "{what}");
                     } else {
                         assert_eq!(a.sq.producer_index(), index, "{what}: declined, not moved");
-                        let got = a.sq.post_parts(wr_id, &op, flags, Payload::Sge(sges), None);
+                        let got = a.sq.post(&wr);
                         assert_eq!(got, want, "{what}");
                     }
                     assert_eq!(a.sq.producer_index(), b.sq.producer_index(), "{what}");
                     if want.is_ok() {
                         assert_eq!(a.m.peek_slot(index), b.m.peek_slot(index), "{what}");
+                        ud_sent += usize::from(qp_type == QpType::Ud);
                     }
                     // Keep the rings from filling: the kernel takes what was posted, and the
                     // queue reloads its index (the fast path does not).
@@ -1687,6 +2008,9 @@ fn post_fast_writes_what_post_parts_writes_or_declines() {
     // 4 and the other 1 SGE (5 lists), LocalInv with none; UC: the same but RdmaRead; 3 flag
     // sets each.
     assert_eq!(taken, 3 * ((6 * 5 + 1) + (5 * 5 + 1)));
+    // UD: SEND and SEND_WITH_IMM with a destination (one SGE, inline), 3 flag sets each, all
+    // through `post`.
+    assert_eq!(ud_sent, 2 * 2 * 3);
 }
 
 /// The fast path takes a free slot, reloading the kernel's index when the last one seen
@@ -1696,22 +2020,20 @@ fn post_fast_declines_a_full_queue_and_an_open_batch() {
     let mut r = sq_rig(3, rc_caps());
     let list = [sge(0x1000, 8, 0x11)];
     let mut n = 0;
-    while r.sq.post_fast(n, &WrOp::Send, SendFlags::SIGNALED, &list) {
+    while r
+        .sq
+        .post_fast(&Wr::new(n, WrOp::Send).flags(SendFlags::SIGNALED).sge(&list))
+    {
         n += 1;
     }
     assert_eq!(n, 7, "a ring of 8 slots holds 7");
     assert_eq!(
-        r.sq.post_parts(
-            99,
-            &WrOp::Send,
-            SendFlags::empty(),
-            Payload::Sge(&list),
-            None
-        ),
-        Err(PostError::QueueFull { capacity: 7 })
+        r.sq.post(&Wr::new(99, WrOp::Send).sge(&list)),
+        Err(WrError::QueueFull { capacity: 7 })
     );
     assert!(
-        !r.sq.post_fast(99, &WrOp::Send, SendFlags::empty(), &list),
+        !r.sq
+            .post_fast(&Wr::new(99, WrOp::Send).flags(SendFlags::empty()).sge(&list)),
         "still full after the reload"
     );
     r.sq.publish();
@@ -1720,34 +2042,43 @@ fn post_fast_declines_a_full_queue_and_an_open_batch() {
         assert!(r.m.kernel_consume().is_some());
     }
     for n in 7..10 {
-        assert!(r.sq.post_fast(n, &WrOp::Send, SendFlags::empty(), &list));
+        assert!(r
+            .sq
+            .post_fast(&Wr::new(n, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     }
-    assert!(!r.sq.post_fast(10, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(!r
+        .sq
+        .post_fast(&Wr::new(10, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.publish();
     while r.m.kernel_consume().is_some() {}
     r.sq.outstanding().unwrap();
 
     // An open batch: nothing goes past it, whichever way the batch ends.
     r.sq.wr_start().unwrap();
-    assert!(!r.sq.post_fast(20, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(!r
+        .sq
+        .post_fast(&Wr::new(20, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.wr_abort();
-    assert!(r.sq.post_fast(21, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(r
+        .sq
+        .post_fast(&Wr::new(21, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.wr_start().unwrap();
-    assert!(!r.sq.post_fast(22, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(!r
+        .sq
+        .post_fast(&Wr::new(22, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.wr_send(23, SendFlags::empty()).unwrap();
     r.sq.wr_set_sge_list(&list).unwrap();
     assert_eq!(r.sq.wr_complete(), Ok(1));
-    assert!(r.sq.post_fast(24, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(r
+        .sq
+        .post_fast(&Wr::new(24, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.wr_start().unwrap();
     r.sq.wr_send(25, SendFlags::empty()).unwrap(); // no data set: refused at complete
-    r.sq.wr_set_ud_addr(UdDest {
-        ah: UdAh::Num(NonZeroU32::new(1).unwrap()),
-        remote_qpn: 1,
-        remote_qkey: 1,
-    })
-    .unwrap_err();
+    r.sq.wr_set_ud_addr(UdDest::new(&ah(1), 1, 1)).unwrap_err();
     assert!(r.sq.wr_complete().is_err());
-    assert!(r.sq.post_fast(26, &WrOp::Send, SendFlags::empty(), &list));
+    assert!(r
+        .sq
+        .post_fast(&Wr::new(26, WrOp::Send).flags(SendFlags::empty()).sge(&list)));
     r.sq.publish();
     let ids: Vec<u64> = core::iter::from_fn(|| take_wqe(&r.m))
         .map(|(w, _)| w.wr.wr_id)

@@ -1,24 +1,35 @@
-//! The work-request vocabulary below the uverbs providers: what a send or receive work request
-//! names, in one form that the object model (`uverbs`), the rxe provider (`uverbs-rxe`) and the
-//! EFA provider (`uverbs-efa`) all take.
+//! The work-request and completion vocabulary of uverbs: what a program builds to post and
+//! reads when it polls, in one form that the object model (`uverbs`), the rxe provider
+//! (`uverbs-rxe`) and the EFA provider (`uverbs-efa`) all take as it is.
 //!
 //! - [`Sge`] is `struct ibv_sge`, laid out as the C struct (and as the kernel's `rxe_sge`), so
 //!   a caller's slice of them reaches a provider's ring unconverted: rxe copies its bytes into
 //!   the WQE, EFA reads each element into a buffer descriptor.
-//! - [`WrOp`] is every send operation either provider (or the verbs API) has, with its
-//!   operands. Immediate data is a host-order value everywhere; a provider stores it
+//! - [`SendWr`] (`struct ibv_send_wr`): a [`WrOp`] (every send operation either provider or
+//!   the verbs API has, with its operands), [`SendFlags`], its [`WrData`] and, for datagram
+//!   QPs, a [`UdDest`]. Immediate data is a host-order value everywhere; a provider stores it
 //!   big-endian where its wire format wants that. The numbers a provider writes for an
-//!   operation (rxe's `IB_UVERBS_WR_*` opcode, EFA's descriptor op type) stay in that provider,
-//!   as do its refusals of operations its device lacks.
-//! - [`RecvWr`] is `struct ibv_recv_wr` (an id and an SGE slice), posted as a slice.
-//! - [`SendFlags`] (`enum ibv_send_flags` without `IBV_SEND_INLINE`, which follows from the
-//!   data) and [`AccessFlags`] (`enum ibv_access_flags`, which an MR registration and a
-//!   memory-window bind carry).
+//!   operation (rxe's `IB_UVERBS_WR_*` opcode, EFA's descriptor op type) stay in that
+//!   provider, as do its refusals of operations its device lacks.
+//! - [`RecvWr`] (`struct ibv_recv_wr`), posted as a slice; [`PostError`] names the first work
+//!   request of a list that was not posted (`bad_wr`).
+//! - [`Wc`] (`struct ibv_wc`) with [`WcStatus`], [`WcOpcode`] and [`WcFlags`]: each provider
+//!   writes it when it polls.
+//! - [`QpType`] and [`SendOpsFlags`]; [`AccessFlags`] (`enum ibv_access_flags`, which an MR
+//!   registration and a memory-window bind carry).
 //!
 //! `no_std`, no syscalls, no allocation, no `unsafe`.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod qp;
+mod send;
+mod wc;
+
+pub use qp::{QpType, SendOpsFlags};
+pub use send::{AddressHandle, PostError, RecvWr, SendWr, UdDest, WrData};
+pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 use bitflags::bitflags;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -198,24 +209,6 @@ impl WrOp {
             WrOp::BindMw { .. } => "BIND_MW",
             WrOp::LocalInv { .. } => "LOCAL_INV",
         }
-    }
-}
-
-/// One receive work request (`struct ibv_recv_wr` without `next`): a list is a slice, and a
-/// refusal names the index of the first work request not posted (`bad_wr`).
-#[doc(alias = "ibv_recv_wr")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecvWr<'a> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// Where the received bytes go.
-    pub sg_list: &'a [Sge],
-}
-
-impl<'a> RecvWr<'a> {
-    /// A receive into `sg_list`.
-    pub const fn new(wr_id: u64, sg_list: &'a [Sge]) -> Self {
-        RecvWr { wr_id, sg_list }
     }
 }
 
