@@ -300,7 +300,7 @@ impl EfaCursor<'_> {
     /// measures is what any caller gets, however many poll loops it has. It makes no call
     /// and returns a byte (no `Result` written through memory); its slow paths are
     /// elsewhere, so it saves only the few callee-saved registers its common case uses.
-    /// See docs/performance.md, "Poll paths, session 7".
+    /// See docs/performance.md, "EFA poll of one completion, and the extended poll".
     #[inline(never)]
     pub(crate) fn step(&mut self) -> Step {
         // Ends (the epoch goes even) before `step` returns.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where one phase's instructions go, per instruction: the Ir difference of two callgrind runs
 (--dump-instr=yes) of the same binary at N and 2N, divided by N, printed next to objdump's
-disassembly of one function. How the "where the instructions go" figures of
-docs/performance.md were taken.
+disassembly of one function. The per-instruction recipe of
+docs/performance.md, "Reproducing".
 
 Usage: cgdiff.py BINARY CALLGRIND_OUT_N CALLGRIND_OUT_2N N 'FUNCTION' (a name as `nm -C`
 prints it, e.g. 'uverbs::cq::poll_efa'). Cost lines of calls (inclusive cost) are skipped.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# read-lat on 6.12: rxe's send-task race (docs/performance.md, "VM results, session 9").
+# read-lat on 6.12: rxe's send-task race (docs/performance.md, "The rxe send-task race").
 # perftest's ib_read_lat and `uverbs perf read-lat --perftest-defaults`, alternating, each
 # client run traced lightly with the x86-tsc clock (rxe_cq_post, the doorbell write(), and
 # workqueue_queue_work), and for each run prints:

@@ -1,7 +1,7 @@
 #!/bin/sh
-# read-lat on 6.12 under a scheduler trace (docs/performance.md, "read-lat on 6.12"): perftest's
-# ib_read_lat and `uverbs perf read-lat --perftest-defaults`, alternating, each client run with
-# sched_wakeup/sched_switch traced, printed between TRACE-BEGIN/TRACE-END lines. Run it with
+# read-lat on 6.12 under a scheduler trace (docs/performance.md, "The rxe send-task race"):
+# perftest's ib_read_lat and `uverbs perf read-lat --perftest-defaults`, alternating, each client
+# run with sched_wakeup/sched_switch traced, printed between TRACE-BEGIN/TRACE-END lines. Run it with
 #   S=$(cat xtask/bench-c/read-lat-trace.sh); cargo xtask vm --kernel 6.12 -- "cat > /tmp/t.sh <<'EOF'"$'\n'"$S"$'\n'"EOF"$'\n'"sh /tmp/t.sh" > trace.txt
 # and count, per client, the kworker runs on the client's vCPU and the client's preemptions.
 . /lib/uverbs/lib.sh

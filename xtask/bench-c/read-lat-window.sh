@@ -1,6 +1,6 @@
 #!/bin/sh
-# read-lat on 6.12: the window of rxe's send-task race (docs/performance.md, "VM results,
-# session 10"). Runs perftest's ib_read_lat and `uverbs perf read-lat --perftest-defaults`
+# read-lat on 6.12: the window of rxe's send-task race (docs/performance.md, "The rxe
+# send-task race"). Runs perftest's ib_read_lat and `uverbs perf read-lat --perftest-defaults`
 # once each, traced with kprobes on rdma_rxe's do_task (entry and return), rxe_requester and
 # rxe_completer (return values: 0 = progress, -EAGAIN = nothing to do) and rxe_sched_task,
 # plus rxe_cq_post, the doorbell write()s, context switches and work queued, and prints 90

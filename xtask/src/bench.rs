@@ -626,7 +626,8 @@ const COUNT_ROWS: &[CountRow] = &[
         ours: Some("efa-poll-64"),
     },
     // uverbs' rxe rows run on the stand-in rxe kernel of testing/rxe-standin (behind the
-    // Channel seam), rdma-core's on uvshim.c; docs/performance.md lists how the work differs.
+    // Channel seam), rdma-core's on uvshim.c; how the work differs: docs/performance.md,
+    // "What differs between the two sides' work".
     CountRow {
         label: "rxe post_send, 1 WR per call",
         theirs: "rxe-post",

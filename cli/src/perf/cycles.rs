@@ -10,8 +10,8 @@
 //! the vDSO) was long enough under qemu to push most doorbells out of that window. In one VM
 //! boot, client pinned to one vCPU and rxe's work to the other, read-lat at perftest's
 //! settings went from 33.4 µs (median of 8) to 19.8 with these stamps, perftest's 19.9; with
-//! the scheduler free to place both, the gap narrowed less (docs/performance.md, "VM
-//! results, session 9").
+//! the scheduler free to place both, the gap narrowed less (docs/performance.md, "The
+//! rxe send-task race").
 //!
 //! Conversion: the counter's rate is taken over the loop itself (the counter and [`Instant`]
 //! read at its start and end), so the stamps' differences add up to the loop's real duration
