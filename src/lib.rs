@@ -144,7 +144,7 @@ pub use qp::{
 };
 pub use query::{
     format_fw_ver, speed_str, AtomicCap, CqModerationCaps, DeviceAttr, DeviceAttrEx,
-    DeviceCapFlags, Gid, GidEntry, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
+    DeviceCapFlags, Gid, GidEntry, GidQuery, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, PortAttr, PortState, RssCaps, TmCaps,
     TsoCaps, IBV_DEVICE_CC_DMA_BOUNCE, IBV_DEVICE_PCI_WRITE_END_PADDING,
     IBV_DEVICE_RAW_SCATTER_FCS,
