@@ -73,7 +73,7 @@ pub(crate) enum ProviderCtx {
 /// ```
 /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
 /// # let ctx = fabric.add_device(Default::default()).open()?;
-/// // let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// // let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;
 /// let dev = ctx.query_device()?;                  // ibv_query_device
 /// let port = ctx.query_port(1)?;                  // ibv_query_port
 /// let gid = ctx.query_gid(1, 0)?;                 // ibv_query_gid
@@ -103,12 +103,12 @@ impl Context {
     /// Opens `device` and creates a user context on it (`ibv_open_device`).
     ///
     /// ```no_run
-    /// // Every VM test opens its device this way (tests/common/mod.rs, tests/efa_hw.rs).
+    /// // The first device uverbs drives (rxe or EFA), or an error naming what is missing.
     /// let devices = uverbs::devices()?;
-    /// let dev = devices.iter().find(|d| d.is_supported()).expect("an rxe or EFA device");
+    /// let dev = devices.iter().find(|d| d.is_supported()).ok_or("no rxe or EFA device")?;
     /// let ctx = uverbs::Context::open(dev)?;
     /// println!("{} ({}): {} completion vectors", dev.name(), dev.driver(), ctx.num_comp_vectors());
-    /// # Ok::<(), uverbs::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[doc(alias = "ibv_open_device")]
     pub fn open(device: &Device) -> Result<Context> {
