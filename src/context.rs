@@ -254,7 +254,7 @@ impl Context {
         } else {
             ProviderInfo::Rxe
         };
-        Ok(Context {
+        let ctx = Context {
             inner: Arc::new(ContextInner {
                 channel: CheckedChannel::new(channel, state),
                 registration,
@@ -268,7 +268,10 @@ impl Context {
                 provider,
                 label,
             }),
-        })
+        };
+        // EFA: the device limits, once, as libefa's context creation reads them.
+        ctx.efa_cache_device()?;
+        Ok(ctx)
     }
 
     /// The device this context is open on.

@@ -95,9 +95,23 @@ pub struct EfaDeviceAttr {
 /// What EFA keeps in a [`Context`] (its `ProviderCtx::Efa`).
 #[derive(Default)]
 pub(crate) struct EfaCtx {
-    /// The driver part of the extended QUERY_DEVICE, queried once on first use (the device's
-    /// limits never change) by [`Context::efa_query_raw`].
-    dev: std::sync::OnceLock<EfaIbvExQueryDeviceResp>,
+    /// The device's limits, asked of the kernel when the context is created
+    /// ([`Context::efa_cache_device`]), as libefa's `efa_alloc_context` does with
+    /// `efa_query_device_ctx`: they never change, so `efadv_query_device`,
+    /// `efadv_get_max_{sq,rq}_depth` and every QP, CQ and counter create read them here
+    /// instead of sending a QUERY_DEVICE each.
+    dev: std::sync::OnceLock<EfaDeviceLimits>,
+}
+
+/// The query-device values the EFA calls read (libefa keeps the same in `struct efa_context`).
+#[derive(Debug, Clone, Copy)]
+struct EfaDeviceLimits {
+    /// The driver part of the extended QUERY_DEVICE (`device_caps`, `max_sq_wr`, `max_rq_wr`,
+    /// `max_sq_sge`, `max_rq_sge`, `max_rdma_size`); `None` from a kernel that does not
+    /// return it.
+    drv: Option<EfaIbvExQueryDeviceResp>,
+    /// The generic response's `max_sge_rd` (libefa's `max_wr_rdma_sge`).
+    max_sge_rd: u32,
 }
 
 impl Context {
@@ -114,11 +128,24 @@ impl Context {
         }
     }
 
-    /// The driver part of the extended query-device response: asked of the kernel on first
-    /// use and cached in the context (the device's limits and caps never change), so creating
-    /// QPs and CQs costs no QUERY_DEVICE each. Two threads racing on the first use may both
-    /// ask; the first answer is kept.
-    pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
+    /// Reads the device's limits into the context: called once as the context is created, so
+    /// that no EFA call after that sends a QUERY_DEVICE for them. As in libefa, a context
+    /// whose query fails is not made. Nothing to do for other providers.
+    pub(crate) fn efa_cache_device(&self) -> Result<()> {
+        let ProviderCtx::Efa(efa) = &self.inner.provider_ctx else {
+            return Ok(());
+        };
+        let attr = self.query_device_ex()?;
+        // Set once: the context is not shared yet, so nothing else can have set it.
+        let _ = efa.dev.set(EfaDeviceLimits {
+            drv: attr.efa,
+            max_sge_rd: attr.orig_attr.max_sge_rd,
+        });
+        Ok(())
+    }
+
+    /// The limits cached at creation; `EOPNOTSUPP` naming `op` for a device that is not EFA.
+    fn efa_limits(&self, op: &'static str) -> Result<EfaDeviceLimits> {
         self.efa_ucontext(op)?;
         let ProviderCtx::Efa(efa) = &self.inner.provider_ctx else {
             return Err(Error::invalid(
@@ -128,19 +155,38 @@ impl Context {
                 "not an EFA device",
             ));
         };
-        if let Some(r) = efa.dev.get() {
-            return Ok(*r);
+        if let Some(l) = efa.dev.get() {
+            return Ok(*l);
         }
-        let attr = self.query_device_ex()?;
-        let r = attr.efa.ok_or_else(|| {
+        // Only a context whose creation skipped `efa_cache_device` gets here: ask now.
+        self.efa_cache_device()?;
+        efa.dev.get().copied().ok_or_else(|| {
+            Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::INVAL,
+                "the EFA device limits could not be cached",
+            )
+        })
+    }
+
+    /// The driver part of the extended query-device response, as cached when the context was
+    /// created (the device's limits and caps never change), so creating QPs and CQs costs no
+    /// QUERY_DEVICE each.
+    pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
+        self.efa_limits(op)?.drv.ok_or_else(|| {
             Error::invalid(
                 op,
                 self.label().to_string(),
                 Errno::OPNOTSUPP,
                 "the EFA kernel driver does not return its query-device data (too old)",
             )
-        })?;
-        Ok(*efa.dev.get_or_init(|| r))
+        })
+    }
+
+    /// The device's `max_sge_rd`, as cached when the context was created.
+    pub(crate) fn efa_max_sge_rd(&self, op: &'static str) -> Result<u32> {
+        Ok(self.efa_limits(op)?.max_sge_rd)
     }
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended
