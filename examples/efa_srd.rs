@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use uverbs::{
     AccessFlags, Ah, AhAttr, Context, Cq, CqInitAttr, Driver, EfaCqInitAttr, EfaDeviceCaps,
-    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Gid, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask,
-    QpCap, QpInitAttr, QpState, QpType, RecvWr, SendOpsFlags, SendWr, Sge, WcStatus,
+    EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Gid, GidQuery, GlobalRoute, Mr, Pd, Qp, QpAttr,
+    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendOpsFlags, SendWr, Sge, WcStatus,
 };
 
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
@@ -160,9 +160,9 @@ impl Endpoint {
         }
     }
 
-    /// The GID of port 1, index 0 (what EFA AHs are made from).
+    /// The GID of port 1 (`find_gid`: on EFA, index 0, what EFA AHs are made from).
     pub fn local_gid(&self) -> Result<[u8; 16]> {
-        Ok(self.ctx.query_gid(1, 0)?.raw)
+        Ok(self.ctx.find_gid(1, &GidQuery::Any)?.gid.raw)
     }
 
     fn slot(&self, i: usize) -> Result<Sge> {
@@ -320,8 +320,11 @@ pub fn model() -> Result<Vec<u64>> {
     let mut srv = Endpoint::new(da.open()?)?;
     let mut cli = Endpoint::new(db.open()?)?;
     srv.post_recvs(MESSAGES)?;
-    // The model has no GID table to query; its devices' GIDs are known to the fabric.
-    let sa = srv.addr(da.gid());
+    // A model device answers GID queries as an EFA device does: its address is at index 0.
+    let sa = srv.addr(srv.local_gid()?);
+    if sa.gid != da.gid() {
+        return Err("the model's GID table does not hold the fabric's address".into());
+    }
     let ah = cli.ah(sa)?;
     cli.send(&ah, sa, MESSAGES)?;
     let mut drive = || {

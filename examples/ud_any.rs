@@ -23,7 +23,7 @@ mod common;
 
 use common::{to_init, to_rts, Result, DEADLINE, QKEY};
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, GidType, GlobalRoute, Mr, Qp, QpCap, QpInitAttr, QpType,
+    AccessFlags, AhAttr, Context, Cq, GidQuery, GlobalRoute, Mr, Qp, QpCap, QpInitAttr, QpType,
     RecvWr, SendWr, Wc, WcFlags, WcStatus,
 };
 
@@ -58,18 +58,12 @@ pub fn run_on_model() -> Result<()> {
     })
 }
 
-/// The receiver's address as a sender's AH needs it: its port-1 GID (RoCE v2 if it has one),
-/// with the sender's GID index of the same type.
+/// The receiver's address as a sender's AH needs it: the GID `find_gid` picks on the
+/// receiver's port 1 (on rxe a RoCE v2 GID whose address is ready, IPv4 first; on EFA index 0),
+/// with the index of the sender's own pick as the source.
 fn ah_attr(sender: &Context, receiver: &Context) -> Result<AhAttr> {
-    let pick = |ctx: &Context| -> Result<uverbs::GidEntry> {
-        let table = ctx.query_gid_table()?;
-        let port1 = table.iter().filter(|e| e.port_num == 1);
-        let v2 = port1.clone().find(|e| e.gid_type == GidType::RoceV2);
-        v2.or_else(|| port1.clone().next())
-            .cloned()
-            .ok_or_else(|| format!("{:?} has no GID on port 1", ctx.device().name()).into())
-    };
-    let (s, r) = (pick(sender)?, pick(receiver)?);
+    let s = sender.find_gid(1, &GidQuery::Any)?;
+    let r = receiver.find_gid(1, &GidQuery::Any)?;
     Ok(AhAttr {
         grh: GlobalRoute {
             dgid: r.gid,

@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::{read_mr, roce_gid, to_init, to_rtr, to_rts, wait_completions, Result, QKEY};
-use uverbs::{AccessFlags, AhAttr, QpCap, QpInitAttr, QpType, RecvWr, SendWr, WcFlags};
+use common::{read_mr, to_init, to_rtr, to_rts, wait_completions, Result, QKEY};
+use uverbs::{AccessFlags, AhAttr, GidQuery, QpCap, QpInitAttr, QpType, RecvWr, SendWr, WcFlags};
 
 /// The Global Route Header every UD receive buffer starts with.
 const GRH: usize = 40;
@@ -54,8 +54,10 @@ pub fn run() -> Result<()> {
         receiver.qp_num()
     );
 
-    // The receiver's address: the GID of our own port (both QPs share the device here).
-    let (gid_index, gid) = roce_gid(&ctx)?;
+    // The receiver's address: the GID of our own port (both QPs share the device here), as
+    // `find_gid` picks it: a RoCE v2 GID whose address is ready, IPv4 first.
+    let local = ctx.find_gid(1, &GidQuery::Any)?;
+    let (gid_index, gid) = (local.gid_index as u8, local.gid);
     let ah = pd.create_ah(&AhAttr::roce(gid, gid_index, 1))?;
     println!("address handle to GID {gid} (sgid index {gid_index})");
 

@@ -326,7 +326,7 @@ fn explain_create_ah_error(e: Error, attr: &AhAttr) -> Error {
             "the kernel could not resolve dgid {dgid} from sgid_index {sgid_index} on port \
              {port} in time (the neighbour lookup timed out): check that the source GID's \
              address is configured and no longer tentative (an IPv6 address is, for a few \
-             seconds after its link comes up: Context::gid_for_peer picks a ready one), and \
+             seconds after its link comes up: Context::find_gid picks a ready one), and \
              that the peer's address is reachable from that interface"
         ))
     } else {

@@ -20,7 +20,7 @@ use zerocopy::IntoBytes;
 use crate::channel::{Channel, IoctlCmd, KernelChannel, WriteCmd};
 use crate::device::Device;
 use crate::error::{Errno, Error, Result};
-use crate::provider::{ProviderCtx, ProviderInfo};
+use crate::provider::{dispatch, DeviceOps, ProviderCtx, ProviderInfo};
 use crate::removal::{
     CheckedChannel, Identity, Registration, RemovalSource, RemovalWatch, Roots, State,
 };
@@ -189,20 +189,20 @@ impl Context {
         })?;
         let provider_ctx =
             ProviderCtx::from_context(device.driver(), cmd.driver_response(), op, &label)?;
-        Ok(Context {
+        let ctx = Context {
             inner: Arc::new(ContextInner {
                 channel: CheckedChannel::new(channel, state),
                 registration,
                 device,
                 async_fd,
                 num_comp_vectors: resp.num_comp_vectors,
-                provider: crate::provider::dispatch!(ProviderCtx, &provider_ctx, p => {
-                    crate::provider::DeviceOps::info(p)
-                }),
+                provider: dispatch!(ProviderCtx, &provider_ctx, p => p.info()),
                 provider_ctx,
                 label,
             }),
-        })
+        };
+        dispatch!(ProviderCtx, &ctx.inner.provider_ctx, p => p.opened(&ctx))?;
+        Ok(ctx)
     }
 
     /// The device this context is open on.

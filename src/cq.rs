@@ -337,6 +337,11 @@ impl Cq {
     ///
     /// As in rdma-core, a CQ created without a completion channel is armed too (the kernel
     /// then has nowhere to deliver the event; nothing waits for it).
+    ///
+    /// EFA has no solicited events: on an EFA CQ `solicited_only = true` is refused with
+    /// `EOPNOTSUPP` and the CQ is left unarmed (libefa's `efa_arm_cq` returns the same); arm
+    /// it with `false`. An EFA CQ is armed through its CQ doorbell, not a kernel command, so
+    /// one the kernel gave no doorbell cannot be armed either (`EOPNOTSUPP`).
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&mut self, solicited_only: bool) -> Result<()> {
         dispatch!(CqRing, &mut self.ring, r => r.req_notify(&self.shared, solicited_only))?;

@@ -83,7 +83,7 @@ impl NodeType {
 /// [`Context::open`](crate::Context::open):
 ///
 /// ```no_run
-/// // Runs in the VM (tests/efa_hw.rs lists devices the same way; `uverbs devices` prints this).
+/// // `uverbs devices` prints the same list.
 /// for dev in uverbs::devices()? {
 ///     println!("{:10} {:6} {:16} node GUID {}", dev.name(), dev.driver().to_string(),
 ///              dev.uverbs_name(), uverbs::format_guid(dev.node_guid()));

@@ -316,15 +316,17 @@ pub enum AsyncElement {
 /// An asynchronous event (`struct ibv_async_event`).
 ///
 /// Read from the context with [`Context::get_async_event`]: port state changes, a CQ overrun,
-/// an SRQ limit, a fatal QP error, the device going away. A program usually reads them on a
-/// thread of its own (or with `uverbs::tokio`):
+/// an SRQ limit, a fatal QP error, the device going away. To see some on rxe: take its netdev
+/// down and up (`PORT_ERR`, `PORT_ACTIVE`), let more completions arrive on a CQ than it holds
+/// without polling it (`CQ_ERR`), or arm an SRQ limit and let receives consume the SRQ below
+/// it (`SRQ_LIMIT_REACHED`).
+///
+/// A program usually reads them on a thread of its own (or with `uverbs::tokio`):
 ///
 /// ```no_run
-/// // The VM tests raise real events: tests/core_objects.rs (port down/up),
-/// // tests/rxe_verbs.rs (CQ overrun), tests/objects.rs (SRQ limit).
 /// use uverbs::{AsyncElement, AsyncEventType};
 ///
-/// let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;
 /// loop {
 ///     let ev = ctx.get_async_event(None)?;                // ibv_get_async_event
 ///     match (ev.event_type, ev.element) {
@@ -396,8 +398,11 @@ impl AsyncEvent {
 }
 
 impl Context {
-    /// Waits for the next async event (`ibv_get_async_event`), up to `timeout` (`None`: no
-    /// limit; then it fails with `ETIMEDOUT`).
+    /// Waits for the next async event (`ibv_get_async_event`).
+    ///
+    /// - `None`: blocks until an event arrives, as `ibv_get_async_event` does; never times out.
+    /// - `Some(t)`: waits at most `t`; if no event arrived by then, fails with `ETIMEDOUT`.
+    ///   `Some(Duration::ZERO)` only checks for an event already queued.
     ///
     /// Besides the kernel's events it returns, once, uverbs' own
     /// [`AsyncEventType::DEVICE_REMOVED`] when the device is removed: the wait wakes for it.

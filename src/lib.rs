@@ -12,7 +12,11 @@
 //! ```no_run
 //! # fn main() -> uverbs::Result<()> {
 //! let devices = uverbs::devices()?;                    // ibv_get_device_list
-//! let ctx = uverbs::Context::open(&devices[0])?;        // ibv_open_device
+//! let Some(device) = devices.first() else {
+//!     eprintln!("no RDMA device on this host");
+//!     return Ok(());
+//! };
+//! let ctx = uverbs::Context::open(device)?;             // ibv_open_device
 //! let attr = ctx.query_device()?;                       // ibv_query_device
 //! let pd = ctx.alloc_pd()?;                             // ibv_alloc_pd
 //! println!("{} has {} ports, max_qp {}", ctx.device().name(), attr.phys_port_cnt, attr.max_qp);
@@ -30,12 +34,13 @@
 //! ```
 //! # let fabric = uverbs_efa_model::EfaFabric::new(1);
 //! # let (model_a, model_b) = (fabric.add_device(Default::default()), fabric.add_device(Default::default()));
-//! use uverbs::{AccessFlags, AhAttr, Context, Cq, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask,
-//!              QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc, WcFlags, WcStatus};
+//! use uverbs::{AccessFlags, AhAttr, Context, Cq, GidQuery, GlobalRoute, Mr, Pd, Qp, QpAttr,
+//!              QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc, WcFlags,
+//!              WcStatus};
 //! const QKEY: u32 = 0x1234;
 //!
 //! // 1. Open a device (each side its own; both may be the same device).
-//! // let ctx_a = Context::open(&uverbs::devices()?[0])?;
+//! // let ctx_a = Context::open(uverbs::devices()?.first().ok_or("no RDMA device")?)?;
 //! # let (ctx_a, ctx_b) = (model_a.open()?, model_b.open()?);
 //!
 //! // 2. On each side: a PD, registered memory, a CQ and a UD QP brought to RTS.
@@ -60,12 +65,15 @@
 //! // 3. The receiver posts a buffer (with room for the 40-byte GRH rxe writes first).
 //! qp_b.post_recv(&[RecvWr::new(1, &[mr_b.sge(0, 1024)?])])?;
 //!
-//! // 4. "Connect": the receiver's GID and QP number reach the sender (over TCP, say); the
-//! //    sender makes an address handle for the GID. (On rxe pick a RoCE v2 GID index, as
-//! //    examples/ud_any.rs does.)
-//! let (gid_b, qpn_b) = (ctx_b.query_gid(1, 0)?, qp_b.qp_num());
+//! // 4. "Connect": each side finds the GID it is reached at (`find_gid`: on RoCE a RoCE v2 GID
+//! //    whose address is ready, IPv4 first, or the one of the peer's address family with
+//! //    `GidQuery::Peer(ip)`; on EFA index 0). The receiver's GID and QP number reach the
+//! //    sender (over TCP, say), which makes an address handle from them and its own GID index.
+//! let (gid_a, gid_b) = (ctx_a.find_gid(1, &GidQuery::Any)?, ctx_b.find_gid(1, &GidQuery::Any)?);
+//! let qpn_b = qp_b.qp_num();
 //! let ah = pd_a.create_ah(&AhAttr { is_global: true, port_num: 1,
-//!     grh: GlobalRoute { dgid: gid_b, hop_limit: 1, ..Default::default() }, ..Default::default() })?;
+//!     grh: GlobalRoute { dgid: gid_b.gid, sgid_index: gid_a.gid_index as u8, hop_limit: 1,
+//!                        ..Default::default() }, ..Default::default() })?;
 //!
 //! // 5. Send.
 //! mr_a.write(0, b"hello, verbs")?;
@@ -146,7 +154,7 @@ pub use qp::{
 };
 pub use query::{
     format_fw_ver, speed_str, AtomicCap, CqModerationCaps, DeviceAttr, DeviceAttrEx,
-    DeviceCapFlags, Gid, GidEntry, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
+    DeviceCapFlags, Gid, GidEntry, GidQuery, GidType, LinkLayer, Mtu, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, PortAttr, PortState, RssCaps, TmCaps,
     TsoCaps, IBV_DEVICE_CC_DMA_BOUNCE, IBV_DEVICE_PCI_WRITE_END_PADDING,
     IBV_DEVICE_RAW_SCATTER_FCS,

@@ -24,8 +24,11 @@ pub enum MwType {
 
 /// A memory window (`struct ibv_mw`).
 ///
+/// Allocated on a PD, bound to part of an MR, and handed to a peer instead of the MR's rkey,
+/// so the peer's access can be narrowed or revoked without re-registering. rxe has memory
+/// windows; EFA has none.
+///
 /// ```no_run
-/// // Runs in the VM: tests/rxe_verbs.rs allocates, binds and deallocates a type 2 window.
 /// use uverbs::MwType;
 ///
 /// let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;

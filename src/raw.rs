@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # fn main() -> uverbs::Result<()> {
-//! let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+//! let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;
 //! let pd = ctx.alloc_pd()?;
 //! let mr = pd.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?;
 //! // The kernel refuses to free a PD that still has an MR: EBUSY, named as such.

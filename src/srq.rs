@@ -121,8 +121,7 @@ impl SrqShared {
 /// One pool of receive buffers for many QPs (rxe; EFA has no SRQ):
 ///
 /// ```no_run
-/// // Runs in the VM: tests/rxe_verbs.rs (srq_destroy_and_query, srq_shared_by_64_rc_qps...)
-/// // and examples/srq_server.rs (tests/examples.rs).
+/// // A whole server built on an SRQ, to copy: examples/srq_server.rs.
 /// use uverbs::{AccessFlags, RecvWr, SrqAttr, SrqAttrMask};
 ///
 /// let ctx = uverbs::Context::open(&uverbs::device_by_name("rxe0")?)?;

@@ -103,7 +103,10 @@ impl uverbs_wr::AddressHandle for Ah {
 #[doc(alias = "ibv_send_wr")]
 pub type SendWr<'a> = uverbs_wr::SendWr<'a, Ah>;
 
-/// One receive work request (`struct ibv_recv_wr` without `next`).
+// rustdoc shows the docs below first and the definition's own (`uverbs_wr::RecvWr`, which
+// says what a receive work request is) after the example: say here only what those do not.
+/// Where one incoming message goes, and the id its completion carries: posted with
+/// [`Qp::post_recv`](crate::Qp::post_recv) or [`Srq::post_recv`](crate::Srq::post_recv).
 ///
 /// ```
 /// # use uverbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType};
@@ -144,6 +147,7 @@ pub type SendWr<'a> = uverbs_wr::SendWr<'a, Ah>;
 /// # let _ = (pd, cq);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
 #[doc(inline)]
 pub use uverbs_wr::RecvWr;
 

@@ -31,12 +31,14 @@ static CLOSE_XRCD: Destroy = Destroy {
 
 /// An XRC domain (`struct ibv_xrcd`). Cheap to clone; closed with its last user.
 ///
+/// Processes that open the domain through the same file share it. Neither rxe nor EFA has
+/// XRC ([`Context::open_xrcd`] on rxe fails with `EOPNOTSUPP`); on a device with XRC this is
+/// the common use:
+///
 /// ```no_run
-/// // The VM test tests/rxe_verbs.rs (srq_destroy_and_query) calls open_xrcd on rxe, which
-/// // has no XRC and answers EOPNOTSUPP; on a device with XRC this is the common use.
 /// use uverbs::XRCD_O_CREAT;
 ///
-/// let ctx = uverbs::Context::open(&uverbs::devices()?[0])?;
+/// let ctx = uverbs::Context::open(uverbs::devices()?.first().ok_or("no RDMA device")?)?;
 /// let file = std::fs::File::create("/tmp/my-xrc-domain")?;
 /// use std::os::fd::AsFd;
 /// // Processes opening the same file share the domain.

@@ -436,7 +436,8 @@ fn efa_query_device_inline_ex_and_comp_mask() {
 }
 
 /// `efadv_get_max_sq_depth` / `efadv_get_max_rq_depth`: libefa's formulas over the same driver
-/// data, and its refusals.
+/// data, and its refusals, answered from what the context cached when it was created (as
+/// libefa does): no call sends a command, refusals included.
 #[test]
 fn efa_max_queue_depths() {
     let fab = EfaFabric::new(10);
@@ -446,7 +447,10 @@ fn efa_max_queue_depths() {
         max_rq_wr: 8192,
         ..Default::default()
     };
-    let ctx = fab.add_device(cfg).open().unwrap();
+    let (ctx, counts) =
+        efa::CountingChannel::open(&fab.add_device(cfg), "efa_depths", 0x0200_0000_0000_00ac);
+    let after_open = counts.commands();
+    assert_eq!(counts.query_device(), 1, "opening asks the device once");
     let sq = |flags, sge, rdma, inline| {
         ctx.efadv_get_max_sq_depth(&EfaSqDepthAttr {
             flags,
@@ -479,6 +483,16 @@ fn efa_max_queue_depths() {
         assert!(e.is(Errno::INVAL), "{e}");
         assert!(e.to_string().contains("max_rq_sge"), "{e}");
     }
+    // Ten more of each: still nothing sent.
+    for _ in 0..10 {
+        assert_eq!(sq(EfaSqDepthFlags::empty(), 2, 1, 32).unwrap(), 2048);
+        assert_eq!(rq(2).unwrap(), 4096);
+    }
+    assert_eq!(
+        counts.commands(),
+        after_open,
+        "efadv_get_max_*_depth sent commands"
+    );
 }
 
 /// `efadv_query_qp_wqs` and `efadv_query_cq`: what libefa returns for the same QP and CQ.

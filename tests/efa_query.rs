@@ -97,6 +97,29 @@ fn gid_index_0_is_the_device_address() {
     fab.assert_no_violations();
 }
 
+/// EFA has no RoCE: whatever a program asks `find_gid` for (an IPv4 or IPv6 peer, a family,
+/// anything), the answer is index 0's GID, the one EFA AHs are made from; a port that does
+/// not exist is the same error as `query_port`'s.
+#[test]
+fn find_gid_on_efa_is_index_0_for_every_query() {
+    let (fab, dev) = device(8192);
+    let ctx = dev.open().unwrap();
+    let index0 = ctx.query_gid_ex(1, 0).unwrap();
+    for q in [
+        uverbs::GidQuery::Peer("10.0.0.2".parse().unwrap()),
+        uverbs::GidQuery::Peer("fe80::2".parse().unwrap()),
+        uverbs::GidQuery::Peer("2001:db8::2".parse().unwrap()),
+        uverbs::GidQuery::Ipv4,
+        uverbs::GidQuery::Ipv6,
+        uverbs::GidQuery::Any,
+    ] {
+        assert_eq!(ctx.find_gid(1, &q).unwrap(), index0, "{q:?}");
+    }
+    let e = ctx.find_gid(2, &uverbs::GidQuery::Any).unwrap_err();
+    assert!(e.is(Errno::INVAL) && e.to_string().contains("1..=1"), "{e}");
+    fab.assert_no_violations();
+}
+
 #[test]
 fn bad_port_and_gid_index_are_refused_with_einval() {
     let (_fab, dev) = device(8192);

@@ -164,60 +164,16 @@ fn efa_query_device_reports_caps_and_inline() {
     assert_eq!(a.device_caps, EfaDeviceCaps::empty());
 }
 
-/// A channel in front of a model device that counts the extended QUERY_DEVICE commands.
-#[derive(Debug)]
-struct CountingChannel {
-    dev: uverbs_efa_model::EfaDevice,
-    query_device: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl uverbs::channel::Channel for CountingChannel {
-    fn ioctl(&self, cmd: &mut uverbs::channel::IoctlCmd<'_>) -> Result<(), Errno> {
-        self.dev.ioctl(cmd)
-    }
-    fn write(&self, cmd: &mut uverbs::channel::WriteCmd) -> Result<(), Errno> {
-        use uverbs::uapi::write::IB_USER_VERBS_CMD_QUERY_DEVICE;
-        if cmd.command() == IB_USER_VERBS_CMD_QUERY_DEVICE {
-            self.query_device
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        self.dev.write(cmd)
-    }
-    fn mmap(
-        &self,
-        offset: u64,
-        len: usize,
-        kind: uverbs::channel::MapKind,
-    ) -> Result<uverbs::channel::Mapping, Errno> {
-        self.dev.mmap(offset, len, kind)
-    }
-    fn doorbell_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.dev.doorbell_fd()
-    }
-    fn driver_id(&self) -> u32 {
-        self.dev.driver_id()
-    }
-}
-
-/// The efadv device attributes are asked of the kernel once per context, not once per QP and
-/// CQ create (they never change).
+/// The efadv device attributes are asked of the kernel once per context, when it is created
+/// (as libefa's `efa_alloc_context` does), not once per QP and CQ create (they never change).
 #[test]
 fn efa_query_device_is_issued_once_per_context() {
-    use std::sync::atomic::Ordering::Relaxed;
     use uverbs::channel::Channel;
     let fab = EfaFabric::default();
     let dev = fab.add_device(ModelConfig::default());
-    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let ctx = uverbs::Context::with_channel(
-        uverbs::Device::synthetic("efa_counted", uverbs::Driver::Efa, 0x0200_0000_0000_00aa),
-        Box::new(CountingChannel {
-            dev: dev.clone(),
-            query_device: count.clone(),
-        }),
-    )
-    .unwrap();
+    let (ctx, count) = efa::CountingChannel::open(&dev, "efa_counted", 0x0200_0000_0000_00aa);
     assert_eq!(ctx.channel().driver_id(), dev.driver_id());
-    assert_eq!(count.load(Relaxed), 0, "opening asks nothing");
+    assert_eq!(count.query_device(), 1, "opening asks once");
     let pd = ctx.alloc_pd().unwrap();
     let mut qps = Vec::new();
     let mut cqs = Vec::new();
@@ -227,7 +183,7 @@ fn efa_query_device_is_issued_once_per_context() {
             cq(&ctx, 16, EfaWcFlags::WITH_SGID),
         ));
     }
-    assert_eq!(count.load(Relaxed), 1, "six CQ creates, one QUERY_DEVICE");
+    assert_eq!(count.query_device(), 1, "six CQ creates, no QUERY_DEVICE");
     for (s, r) in &cqs {
         qps.push(
             pd.efadv_create_qp_ex(
@@ -248,25 +204,18 @@ fn efa_query_device_is_issued_once_per_context() {
     let a = ctx.efadv_query_device().unwrap();
     assert_eq!(a.max_sq_wr, 4096);
     assert_eq!(
-        count.load(Relaxed),
+        count.query_device(),
         1,
-        "three QP creates and a query: still one"
+        "three QP creates and a query: still the one of opening"
     );
-    // The cache is per context: a second context asks again, once.
-    let ctx2 = uverbs::Context::with_channel(
-        uverbs::Device::synthetic("efa_counted2", uverbs::Driver::Efa, 0x0200_0000_0000_00ab),
-        Box::new(CountingChannel {
-            dev: dev.clone(),
-            query_device: count.clone(),
-        }),
-    )
-    .unwrap();
+    // The cache is per context: a second context asks again, once, when it opens.
+    let (ctx2, count2) = efa::CountingChannel::open(&dev, "efa_counted2", 0x0200_0000_0000_00ab);
     let _c = cq(&ctx2, 16, EfaWcFlags::empty());
     let _d = cq(&ctx2, 16, EfaWcFlags::empty());
-    assert_eq!(count.load(Relaxed), 2);
+    assert_eq!((count.query_device(), count2.query_device()), (1, 1));
     // The generic ibv_query_device_ex is not cached: it still reaches the device.
     ctx.query_device_ex().unwrap();
-    assert_eq!(count.load(Relaxed), 3);
+    assert_eq!(count.query_device(), 2);
     drop(qps);
 }
 

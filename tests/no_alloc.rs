@@ -231,8 +231,7 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    let gid_index = roce_v2_gid(&ctx);
-    let gid = ctx.query_gid(1, gid_index).unwrap();
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mut a = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &scq, &rcq, cap))
         .unwrap();
@@ -270,7 +269,7 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
         attr.ah_attr.is_global = true;
         attr.ah_attr.port_num = 1;
         attr.ah_attr.grh.dgid = gid;
-        attr.ah_attr.grh.sgid_index = gid_index as u8;
+        attr.ah_attr.grh.sgid_index = gid_index;
         attr.ah_attr.grh.hop_limit = 64;
         q.modify(
             &attr,
@@ -362,18 +361,4 @@ fn rxe_post_send_post_recv_and_poll_allocate_nothing() {
     scq.destroy().unwrap();
     rcq.destroy().unwrap();
     mr.dereg().unwrap();
-}
-
-/// The RoCE v2 IPv4-mapped GID of port 1.
-fn roce_v2_gid(ctx: &uverbs::Context) -> u32 {
-    ctx.query_gid_table()
-        .unwrap()
-        .into_iter()
-        .find(|e| {
-            e.port_num == 1
-                && e.gid_type == uverbs::GidType::RoceV2
-                && e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
-        })
-        .map(|e| e.gid_index)
-        .expect("no RoCE v2 IPv4 GID on port 1")
 }

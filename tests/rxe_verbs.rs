@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::NEEDS_DEVICE;
 use uverbs::{
-    AccessFlags, Ah, AhAttr, AsyncElement, AsyncEventType, Context, Cq, Errno, Gid, GidType, Mr,
-    Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags,
-    SendOpsFlags, SendWr, SrqAttr, SrqAttrMask, SrqInitAttrEx, SrqType, Wc, WcFlags, WcOpcode,
-    WcStatus, WrOp,
+    AccessFlags, Ah, AhAttr, AsyncElement, AsyncEventType, Context, Cq, Errno, Gid, Mr, Pd, Qp,
+    QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendOpsFlags,
+    SendWr, SrqAttr, SrqAttrMask, SrqInitAttrEx, SrqType, Wc, WcFlags, WcOpcode, WcStatus, WrOp,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -22,21 +21,6 @@ fn all_access() -> AccessFlags {
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
         | AccessFlags::REMOTE_ATOMIC
-}
-
-/// The port-1 RoCE v2 GID (IPv4-mapped preferred) and its index.
-fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let v2: Vec<_> = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .collect();
-    let pick = v2
-        .iter()
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .or_else(|| v2.first())
-        .unwrap_or_else(|| panic!("no RoCE v2 GID on port 1: {table:?}"));
-    (pick.gid_index as u8, pick.gid)
 }
 
 /// Polls `cq` until `n` completions arrived or the deadline passed (then panics naming them).
@@ -160,7 +144,7 @@ fn pair_sized(qp_type: QpType, c: QpCap, ex: bool, connect: bool, cqe_b: u32) ->
     };
     let mut a = mk(&cq_a);
     let mut b = mk(&cq_b);
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     if connect {
         to_init(&mut a);
         to_init(&mut b);
@@ -684,7 +668,7 @@ fn srq_shared_by_64_rc_qps_no_loss_no_dup_and_limit_event() {
     const N: usize = 64;
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().unwrap();
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mut scq = ctx.create_cq(4096, None, 0).unwrap();
     let mut rcq = ctx.create_cq(4096, None, 0).unwrap();
     let mut srq = pd
@@ -1144,7 +1128,7 @@ fn cq_overrun_is_reported_as_an_async_event_naming_the_cq() {
     let mut b = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &big, &big, c))
         .expect("create_qp");
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     to_init(&mut a);
     to_init(&mut b);
     let (an, bn) = (a.qp_num(), b.qp_num());
@@ -1316,7 +1300,7 @@ fn srd_qp_on_rxe_is_refused() {
         .expect_err("efadv on rxe");
     assert!(e.is(Errno::OPNOTSUPP), "{e}");
     // efadv_query_ah on an rxe AH is refused too.
-    let (gid_index, gid) = roce_gid(&ctx);
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let ah = pd.create_ah(&AhAttr::roce(gid, gid_index, 1)).unwrap();
     let e = ah.efadv_query_ah().expect_err("efadv_query_ah on rxe");
     assert!(e.is(Errno::OPNOTSUPP) && e.reason().contains("EFA"), "{e}");

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AsyncElement, AsyncEventType, Context, Errno, GidType, QpInitAttr, QpType, RecvWr,
-    SendWr, Wc, WcStatus,
+    AccessFlags, AsyncElement, AsyncEventType, Context, Errno, QpInitAttr, QpType, RecvWr, SendWr,
+    Wc, WcStatus,
 };
 
 /// How long uverbs may take to report a removal (the sysfs fallback checks once a second; the
@@ -187,14 +187,10 @@ fn rdma_link_delete_while_posting_and_polling_is_clean_and_bounded() {
     let mut qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
         .unwrap();
-    let table = ctx.query_gid_table().unwrap();
-    let g = table
-        .iter()
-        .find(|e| e.gid_type == GidType::RoceV2)
-        .expect("a RoCE v2 GID");
+    let (gid_index, gid) = common::rc::roce_gid(&ctx);
     // A QP connected to itself: sends loop back into its own receives.
     let qpn = qp.qp_num();
-    common::rc::rc_connect(&mut qp, qpn, g.gid_index as u8, g.gid, 12, 2);
+    common::rc::rc_connect(&mut qp, qpn, gid_index, gid, 12, 2);
     let mr = pd.reg_mr(64 * 64, AccessFlags::LOCAL_WRITE).unwrap();
 
     // The worker: posts a receive and a send, polls both completions, forever, until told to

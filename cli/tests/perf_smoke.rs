@@ -41,14 +41,9 @@ fn wait(mut child: Child, what: &str) -> Output {
 
 /// The rxe device and its RoCE v2 IPv4-mapped GID index on port 1.
 fn roce_v2_ipv4_gid_index() -> (String, u32) {
-    let ctx = uverbs::Context::open(&common::rxe_device()).expect("open the rxe device");
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let v4 = |g: &uverbs::Gid| g.raw[..10] == [0; 10] && g.raw[10..12] == [0xff, 0xff];
-    let e = table
-        .iter()
-        .find(|e| e.port_num == 1 && e.gid_type == uverbs::GidType::RoceV2 && v4(&e.gid))
-        .unwrap_or_else(|| panic!("no RoCE v2 IPv4-mapped GID on port 1: {table:?}"));
-    (ctx.device().name().to_string(), e.gid_index)
+    let ctx = common::rxe_context();
+    let (index, _) = common::rc::roce_gid(&ctx);
+    (ctx.device().name().to_string(), u32::from(index))
 }
 
 fn run_pair(port: u16, extra: &[&str]) -> (String, String) {

@@ -22,26 +22,17 @@ use std::time::{Duration, Instant};
 
 use proc::{rdma_core_tool, uverbs_bin, Impl, Side};
 
-use uverbs::GidType;
-
 /// Time one side may take from start to exit (TCG is slow; a run takes a few seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// Time the server may take to start listening.
 const LISTEN_LIMIT: Duration = Duration::from_secs(30);
 const ITERS: u32 = 100;
 
-/// The GID index of the RoCE v2 IPv4-mapped GID on port 1 of the rxe device.
+/// The rxe device and the index of its RoCE v2 IPv4-mapped GID on port 1.
 fn roce_v2_ipv4_gid_index() -> (String, u32) {
     let ctx = common::rxe_context();
-    let table = ctx
-        .query_gid_table()
-        .unwrap_or_else(|e| panic!("query_gid_table: {e}"));
-    let v4_mapped = |g: &uverbs::Gid| g.raw[..10] == [0; 10] && g.raw[10..12] == [0xff, 0xff];
-    let e = table
-        .iter()
-        .find(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2 && v4_mapped(&e.gid))
-        .unwrap_or_else(|| panic!("no RoCE v2 IPv4-mapped GID on port 1: {table:?}"));
-    (ctx.device().name().to_string(), e.gid_index)
+    let (index, _) = common::rc::roce_gid(&ctx);
+    (ctx.device().name().to_string(), u32::from(index))
 }
 
 fn spawn(imp: Impl, mode: &str, args: &[String], role: &str) -> Side {

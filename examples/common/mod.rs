@@ -1,5 +1,5 @@
-//! Set-up shared by the examples: open the soft-RoCE device, find its RoCE v2 GID, walk queue
-//! pairs through RESET → INIT → RTR → RTS, and wait for completions with a deadline.
+//! Set-up shared by the examples: open the soft-RoCE device, walk queue pairs through
+//! RESET → INIT → RTR → RTS, and wait for completions with a deadline.
 //!
 //! Everything here is plain uverbs API; an application would do the same with addresses it
 //! exchanged over TCP instead of reading them from the other QP in the same process.
@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Driver, Gid, GidType, Mtu, Qp, QpAttr, QpAttrMask, QpState,
+    AccessFlags, AhAttr, Context, Cq, Driver, Gid, GidQuery, Mtu, Qp, QpAttr, QpAttrMask, QpState,
     QpType, Wc, WcStatus,
 };
 
@@ -51,23 +51,6 @@ pub fn open_rxe() -> Result<Context> {
     let ctx = Context::open(dev)?;
     println!("opened {} ({})", dev.name(), dev.driver());
     Ok(ctx)
-}
-
-/// The port-1 RoCE v2 GID (IPv4-mapped if there is one) and its index: the address a peer
-/// puts in its path to us.
-pub fn roce_gid(ctx: &Context) -> Result<(u8, Gid)> {
-    let table = ctx.query_gid_table()?;
-    let v2: Vec<_> = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .collect();
-    let ipv4_mapped = |g: &Gid| g.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-    let e = v2
-        .iter()
-        .find(|e| ipv4_mapped(&e.gid))
-        .or_else(|| v2.first())
-        .ok_or("port 1 has no RoCE v2 GID")?;
-    Ok((e.gid_index as u8, e.gid))
 }
 
 /// RESET → INIT: bind the QP to port 1 and say what remote peers may do to our memory.
@@ -139,7 +122,10 @@ pub fn to_rts(qp: &mut Qp) -> Result<()> {
 
 /// Connects two RC (or UC) QPs of the same device to each other and moves both to RTS.
 pub fn connect_pair(ctx: &Context, a: &mut Qp, b: &mut Qp, access: AccessFlags) -> Result<()> {
-    let (gid_index, gid) = roce_gid(ctx)?;
+    // The device's GID for port 1 (a RoCE v2 one whose address is ready, IPv4 first): both
+    // QPs' path, since both live here.
+    let local = ctx.find_gid(1, &GidQuery::Any)?;
+    let (gid_index, gid) = (local.gid_index as u8, local.gid);
     to_init(a, access)?;
     to_init(b, access)?;
     let (an, bn) = (a.qp_num(), b.qp_num());

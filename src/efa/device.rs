@@ -107,11 +107,28 @@ pub struct EfaDeviceAttr {
     pub kernel_caps: u32,
 }
 
-/// What EFA keeps in a [`Context`]: the driver's answer to GET_CONTEXT, and the driver part
-/// of the extended QUERY_DEVICE, asked once (the device's limits never change).
+/// What EFA keeps in a [`Context`]: the driver's answer to GET_CONTEXT, and the device's
+/// limits, asked of the kernel when the context is created (`DeviceOps::opened`), as libefa's
+/// `efa_alloc_context` does with `efa_query_device_ctx`: they never change, so
+/// `efadv_query_device`, `efadv_get_max_{sq,rq}_depth` and every QP, CQ and counter create read
+/// them here instead of sending a QUERY_DEVICE each.
 pub(crate) struct EfaDevice {
     uctx: EfaIbvAllocUcontextResp,
-    dev: OnceLock<EfaIbvExQueryDeviceResp>,
+    /// The driver part of the extended QUERY_DEVICE, as its answer arrives
+    /// (`DeviceOps::query_device_udata`).
+    drv: OnceLock<EfaIbvExQueryDeviceResp>,
+    limits: OnceLock<EfaDeviceLimits>,
+}
+
+/// The query-device values the EFA calls read (libefa keeps the same in `struct efa_context`).
+#[derive(Debug, Clone, Copy)]
+struct EfaDeviceLimits {
+    /// The driver part of the extended QUERY_DEVICE (`device_caps`, `max_sq_wr`, `max_rq_wr`,
+    /// `max_sq_sge`, `max_rq_sge`, `max_rdma_size`); `None` from a kernel that does not
+    /// return it.
+    drv: Option<EfaIbvExQueryDeviceResp>,
+    /// The generic response's `max_sge_rd` (libefa's `max_wr_rdma_sge`).
+    max_sge_rd: u32,
 }
 
 impl DeviceOps for EfaDevice {
@@ -145,8 +162,21 @@ impl DeviceOps for EfaDevice {
         }
         Ok(EfaDevice {
             uctx,
-            dev: OnceLock::new(),
+            drv: OnceLock::new(),
+            limits: OnceLock::new(),
         })
+    }
+
+    /// Reads the device's limits into the context, as libefa does at context creation: a
+    /// context whose query fails is not made.
+    fn opened(&self, ctx: &Context) -> Result<()> {
+        let attr = ctx.query_device_ex()?;
+        // Set once: the context is not shared yet, so nothing else can have set it.
+        let _ = self.limits.set(EfaDeviceLimits {
+            drv: self.drv.get().copied(),
+            max_sge_rd: attr.orig_attr.max_sge_rd,
+        });
+        Ok(())
     }
 
     fn info(&self) -> ProviderInfo {
@@ -167,7 +197,7 @@ impl DeviceOps for EfaDevice {
 
     fn query_device_udata(&self, driver_resp: &[u8]) {
         if let Ok((r, _)) = EfaIbvExQueryDeviceResp::read_from_prefix(driver_resp) {
-            self.dev.get_or_init(|| r);
+            self.drv.get_or_init(|| r);
         }
     }
 
@@ -252,18 +282,29 @@ impl Context {
         Ok(self.efa_device(op)?.uctx)
     }
 
-    /// The driver part of the extended query-device response: asked of the kernel on first
-    /// use and cached in the context (the device's limits and caps never change), so creating
-    /// QPs and CQs costs no QUERY_DEVICE each. Two threads racing on the first use may both
-    /// ask; the first answer is kept.
-    pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
+    /// The limits cached at creation; `EOPNOTSUPP` naming `op` for a device that is not EFA.
+    fn efa_limits(&self, op: &'static str) -> Result<EfaDeviceLimits> {
         let efa = self.efa_device(op)?;
-        if let Some(r) = efa.dev.get() {
-            return Ok(*r);
+        if let Some(l) = efa.limits.get() {
+            return Ok(*l);
         }
-        // The driver part lands in the cache (`DeviceOps::query_device_udata`).
-        self.query_device_ex()?;
-        efa.dev.get().copied().ok_or_else(|| {
+        // Only a context whose creation skipped `opened` gets here: ask now.
+        efa.opened(self)?;
+        efa.limits.get().copied().ok_or_else(|| {
+            Error::invalid(
+                op,
+                self.label().to_string(),
+                Errno::INVAL,
+                "the EFA device limits could not be cached",
+            )
+        })
+    }
+
+    /// The driver part of the extended query-device response, as cached when the context was
+    /// created (the device's limits and caps never change), so creating QPs and CQs costs no
+    /// QUERY_DEVICE each.
+    pub(crate) fn efa_query_raw(&self, op: &'static str) -> Result<EfaIbvExQueryDeviceResp> {
+        self.efa_limits(op)?.drv.ok_or_else(|| {
             Error::invalid(
                 op,
                 self.label().to_string(),
@@ -271,6 +312,11 @@ impl Context {
                 "the EFA kernel driver does not return its query-device data (too old)",
             )
         })
+    }
+
+    /// The device's `max_sge_rd`, as cached when the context was created.
+    pub(crate) fn efa_max_sge_rd(&self, op: &'static str) -> Result<u32> {
+        Ok(self.efa_limits(op)?.max_sge_rd)
     }
 
     /// EFA limits and capabilities (`efadv_query_device`): the driver part of the extended

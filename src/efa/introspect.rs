@@ -11,7 +11,8 @@
 //! `efadv_get_max_sq_depth` and `efadv_get_max_rq_depth`: the deepest SQ or RQ a QP with given
 //! attributes can have, computed from the context's driver data exactly as libefa does
 //! (`efa_calc_sq_max_depth`, `efa_calc_rq_max_depth`), so a caller sizes its QP before creating
-//! it.
+//! it. Like libefa's, they read only what the context cached when it was created (the
+//! get-context response and one QUERY_DEVICE): a call sends no command.
 
 use bitflags::bitflags;
 use uverbs_efa::defs::EFA_IO_TX_DESC_INLINE_MAX_SIZE;
@@ -218,7 +219,7 @@ impl Context {
         let op = "efadv_get_max_sq_depth";
         let uctx = self.efa_ucontext(op)?;
         let dev = self.efa_query_raw(op)?;
-        let max_sge_rd = self.query_device_ex()?.orig_attr.max_sge_rd;
+        let max_sge_rd = self.efa_max_sge_rd(op)?;
         let inline_ex = u32::from(inline_buf_size_ex(&uctx));
         let bad = |why: String| {
             Err(Error::invalid(

@@ -228,6 +228,9 @@ pub(crate) trait DeviceOps: Sized {
     /// The provider's state from the driver response to GET_CONTEXT, or why it cannot drive
     /// this device (`op` on `label`).
     fn from_context(driver_resp: &[u8], op: &'static str, label: &str) -> Result<Self>;
+    /// What the provider does once the context exists (EFA reads the device's limits, as
+    /// libefa's context creation does); an error fails the open.
+    fn opened(&self, ctx: &Context) -> Result<()>;
     /// What the provider learned at open time ([`crate::Context::provider`]).
     fn info(&self) -> ProviderInfo;
     /// Length of ALLOC_PD's driver response.

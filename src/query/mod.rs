@@ -18,9 +18,11 @@
 //!
 //! One module per concern, each with its query, its types and their decoding: [`device`]
 //! (device attributes), [`port`] (port attributes and the port-range errors), [`gid`] (GIDs,
-//! with the sysfs fallback), [`pkey`] (P_Keys).
+//! with the sysfs fallback), [`find_gid`] (choosing the GID for a peer, with whether its
+//! address is ready), [`pkey`] (P_Keys).
 
 mod device;
+mod find_gid;
 mod gid;
 mod pkey;
 mod port;
@@ -30,6 +32,7 @@ pub use device::{
     OdpGeneralCaps, OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RssCaps, TmCaps, TsoCaps,
     IBV_DEVICE_CC_DMA_BOUNCE, IBV_DEVICE_PCI_WRITE_END_PADDING, IBV_DEVICE_RAW_SCATTER_FCS,
 };
+pub use find_gid::GidQuery;
 pub use gid::{Gid, GidEntry, GidType};
 pub use port::{speed_str, LinkLayer, Mtu, PortAttr, PortState};
 

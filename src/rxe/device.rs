@@ -26,6 +26,10 @@ impl DeviceOps for RxeDevice {
         Ok(RxeDevice)
     }
 
+    fn opened(&self, _ctx: &Context) -> Result<()> {
+        Ok(())
+    }
+
     fn info(&self) -> ProviderInfo {
         ProviderInfo::Rxe
     }

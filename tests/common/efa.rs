@@ -8,6 +8,9 @@ use uverbs::{
 };
 use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
 /// RESET→INIT→RTR→RTS with `qkey`, P_Key index 0, port 1 and SQ PSN 0, as libfabric brings
 /// up SRD and UD QPs (`ibv_modify_qp` three times).
 pub fn to_rts(qp: &mut Qp, qkey: u32) -> uverbs::Result<()> {
@@ -151,5 +154,79 @@ pub fn drain(cq: &mut Cq) -> Vec<Wc> {
             return out;
         }
         out.extend_from_slice(&buf[..k]);
+    }
+}
+
+/// How many commands a context sent through a [`CountingChannel`].
+#[derive(Debug, Default)]
+pub struct CommandCounts {
+    ioctl: AtomicUsize,
+    write: AtomicUsize,
+    query_device: AtomicUsize,
+}
+
+impl CommandCounts {
+    /// Every command: ioctls and `write()`s.
+    pub fn commands(&self) -> usize {
+        self.ioctl.load(Relaxed) + self.write.load(Relaxed)
+    }
+
+    /// QUERY_DEVICE commands, legacy and extended.
+    pub fn query_device(&self) -> usize {
+        self.query_device.load(Relaxed)
+    }
+}
+
+/// A channel in front of a model device that counts the commands sent through it, to show
+/// what a call costs in kernel commands. Mappings are not commands and are not counted.
+#[derive(Debug)]
+pub struct CountingChannel {
+    dev: EfaDevice,
+    counts: Arc<CommandCounts>,
+}
+
+impl CountingChannel {
+    /// A context on `dev` (under the synthetic device name `name` and node GUID `guid`) whose
+    /// commands are counted, creation's included.
+    pub fn open(dev: &EfaDevice, name: &str, guid: u64) -> (uverbs::Context, Arc<CommandCounts>) {
+        let counts = Arc::new(CommandCounts::default());
+        let ctx = uverbs::Context::with_channel(
+            uverbs::Device::synthetic(name, uverbs::Driver::Efa, guid),
+            Box::new(CountingChannel {
+                dev: dev.clone(),
+                counts: counts.clone(),
+            }),
+        )
+        .unwrap_or_else(|e| panic!("opening {name}: {e}"));
+        (ctx, counts)
+    }
+}
+
+impl uverbs::channel::Channel for CountingChannel {
+    fn ioctl(&self, cmd: &mut uverbs::channel::IoctlCmd<'_>) -> Result<(), uverbs::Errno> {
+        self.counts.ioctl.fetch_add(1, Relaxed);
+        self.dev.ioctl(cmd)
+    }
+    fn write(&self, cmd: &mut uverbs::channel::WriteCmd) -> Result<(), uverbs::Errno> {
+        use uverbs::uapi::write::IB_USER_VERBS_CMD_QUERY_DEVICE;
+        self.counts.write.fetch_add(1, Relaxed);
+        if cmd.command() == IB_USER_VERBS_CMD_QUERY_DEVICE {
+            self.counts.query_device.fetch_add(1, Relaxed);
+        }
+        self.dev.write(cmd)
+    }
+    fn mmap(
+        &self,
+        offset: u64,
+        len: usize,
+        kind: uverbs::channel::MapKind,
+    ) -> Result<uverbs::channel::Mapping, uverbs::Errno> {
+        self.dev.mmap(offset, len, kind)
+    }
+    fn doorbell_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.dev.doorbell_fd()
+    }
+    fn driver_id(&self) -> u32 {
+        self.dev.driver_id()
     }
 }

@@ -4,19 +4,16 @@
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Context, Cq, Gid, GidType, Qp, QpAttr, QpAttrMask, QpCap, QpState, Wc,
+    AccessFlags, AhAttr, Context, Cq, Gid, GidQuery, Qp, QpAttr, QpAttrMask, QpCap, QpState, Wc,
 };
 
-/// The port-1 IPv4-mapped RoCE v2 GID and its index: the one that routes over the VM's
-/// IPv4 link (rxe also lists link-local IPv6 GIDs). Fails the test, printing the table, if
-/// there is none.
+/// The port-1 IPv4-mapped RoCE v2 GID and its index, as `Context::find_gid` picks it: the one
+/// that routes over the VM's IPv4 link (rxe also lists link-local IPv6 GIDs, tentative for a
+/// moment after the link comes up). Fails the test with `find_gid`'s reason if there is none.
 pub fn roce_gid(ctx: &Context) -> (u8, Gid) {
-    let table = ctx.query_gid_table().expect("query_gid_table");
-    let e = table
-        .iter()
-        .filter(|e| e.port_num == 1 && e.gid_type == GidType::RoceV2)
-        .find(|e| e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])
-        .unwrap_or_else(|| panic!("no IPv4 RoCE v2 GID on port 1: {table:?}"));
+    let e = ctx
+        .find_gid(1, &GidQuery::Ipv4)
+        .unwrap_or_else(|e| panic!("{e}"));
     (e.gid_index as u8, e.gid)
 }
 

@@ -2,7 +2,7 @@
 //! letters), and the settings of one run resolved from both and from the device (our defaults
 //! or perftest's, `--perftest-defaults`).
 
-use uverbs::{Context, GidType, Mtu};
+use uverbs::{Context, GidQuery, Mtu};
 
 use crate::Failure;
 
@@ -269,20 +269,11 @@ pub(super) fn perftest_lat_inline(test: Test, vendor_part_id: u32) -> u32 {
     }
 }
 
-/// The first RoCE v2 GID with an IPv4-mapped address, else index 0.
+/// The port's RoCE v2 IPv4 GID as `find_gid` picks it, else index 0 (EFA, where `find_gid`
+/// answers index 0, and a RoCE port without an IPv4 address).
 pub(super) fn default_gid(ctx: &Context, port: u8) -> u32 {
-    let Ok(table) = ctx.query_gid_table() else {
-        return 0;
-    };
-    table
-        .iter()
-        .find(|e| {
-            e.port_num == u32::from(port)
-                && e.gid_type == GidType::RoceV2
-                && e.gid.raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
-        })
-        .map(|e| e.gid_index)
-        .unwrap_or(0)
+    ctx.find_gid(port, &GidQuery::Ipv4)
+        .map_or(0, |e| e.gid_index)
 }
 
 #[cfg(test)]

@@ -176,13 +176,19 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The most receive SGEs a model device may report ([`ModelConfig::validate`]).
+const MAX_RQ_SGE: u16 = 16;
+
 impl ModelConfig {
     /// Checks that a real EFA device could report these values.
     ///
     /// Refused: a zero queue depth, SGE count, CQ size, LLQ size, MTU or sub-CQ count (no
     /// device has a queue that holds nothing); more inline bytes than the WQE has room for
     /// (32 in a 64-byte WQE, 80 in a 128-byte one: `efa_io_defs.h`); more send SGEs than a
-    /// WQE has buffer descriptors (2); more than 64 sub-CQs (what uverbs' EFA CQ tracks);
+    /// WQE has buffer descriptors (2); more than 16 receive SGEs (the receive descriptors
+    /// chain without a count field, so the format sets no limit: EFA devices report a few,
+    /// and 16 is the model's bound, which a value copied from another device's `max_sge`
+    /// such as rxe's 32 exceeds); more than 64 sub-CQs (what uverbs' EFA CQ tracks);
     /// `min_sq_wr` above `max_sq_wr`; a `max_tx_batch` of one 64-byte line on a device with
     /// 128-byte WQEs (such a WQE could never be rung); RDMA capabilities with a
     /// `max_rdma_size` of 0.
@@ -256,8 +262,8 @@ impl ModelConfig {
             (
                 "max_rq_sge",
                 self.max_rq_sge.into(),
-                self.max_rq_sge >= 1,
-                "a receive takes at least one SGE",
+                (1..=MAX_RQ_SGE).contains(&self.max_rq_sge),
+                "a receive takes 1 to 16 SGEs (EFA devices report a few)",
             ),
             (
                 "max_cqe",

@@ -103,6 +103,20 @@ fn impossible() -> Vec<(&'static str, ModelConfig)> {
                 ..d()
             },
         ),
+        (
+            "max_rq_sge",
+            ModelConfig {
+                max_rq_sge: 17,
+                ..d()
+            },
+        ),
+        (
+            "max_rq_sge",
+            ModelConfig {
+                max_rq_sge: 100,
+                ..d()
+            },
+        ),
         ("max_cqe", ModelConfig { max_cqe: 0, ..d() }),
         ("mtu", ModelConfig { mtu: 0, ..d() }),
         (
@@ -162,6 +176,11 @@ fn real_device_values_are_accepted() {
             sub_cqs_per_cq: 1,
             max_sq_sge: 1,
             min_sq_wr: 32,
+            ..d()
+        },
+        // The most receive SGEs the model allows.
+        ModelConfig {
+            max_rq_sge: 16,
             ..d()
         },
     ];
