@@ -171,7 +171,9 @@ struct CountingChannel {
     query_device: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl uverbs::channel::Channel for CountingChannel {
+// SAFETY: every command goes to `dev` (a `Channel`) unchanged and its answer comes back
+// unchanged; `doorbell_fd` is `dev`'s, which we own.
+unsafe impl uverbs::channel::Channel for CountingChannel {
     fn ioctl(&self, cmd: &mut uverbs::channel::IoctlCmd<'_>) -> Result<(), Errno> {
         self.dev.ioctl(cmd)
     }

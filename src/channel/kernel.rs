@@ -22,14 +22,40 @@ pub struct KernelChannel {
 
 impl KernelChannel {
     /// Opens `path` (e.g. `/dev/infiniband/uverbs0`) for a device driven by `driver_id`.
+    ///
+    /// Fails with `ENOTTY` if `path` is not a uverbs character device: only the uverbs driver
+    /// answers a command with a new fd, and another file's `write()` could succeed without
+    /// (`/dev/null`'s does), or write something else where the fd number belongs.
     pub fn open(path: &Path, driver_id: u32) -> Result<Self, Errno> {
         let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+        if !is_uverbs_device(&rustix::fs::fstat(&fd)?) {
+            return Err(Errno::NOTTY);
+        }
         Ok(KernelChannel { fd, driver_id })
     }
 
     /// The uverbs fd.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// `IB_UVERBS_MAJOR` and the fixed minors `IB_UVERBS_BASE_MINOR..+IB_UVERBS_NUM_FIXED_MINOR`
+/// (`drivers/infiniband/core/uverbs_main.c`): where the first 32 uverbs devices live.
+const UVERBS_MAJOR: u32 = 231;
+const UVERBS_FIXED_MINORS: std::ops::Range<u32> = 192..192 + 32;
+
+/// Whether `st` is a uverbs character device: its sysfs class is `infiniband_verbs`
+/// (`/sys/dev/char/MAJOR:MINOR/subsystem`), or, with no sysfs to ask, it is one of the fixed
+/// uverbs device numbers (devices past the 32nd get a dynamic major, which only sysfs names).
+fn is_uverbs_device(st: &rustix::fs::Stat) -> bool {
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::CharacterDevice {
+        return false;
+    }
+    let (major, minor) = (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev));
+    match std::fs::read_link(format!("/sys/dev/char/{major}:{minor}/subsystem")) {
+        Ok(class) => class.file_name() == Some("infiniband_verbs".as_ref()),
+        Err(_) => major == UVERBS_MAJOR && UVERBS_FIXED_MINORS.contains(&minor),
     }
 }
 
@@ -57,7 +83,13 @@ unsafe impl Ioctl for VerbsIoctl {
     }
 }
 
-impl Channel for KernelChannel {
+// SAFETY: (1) `open` made sure the fd is a uverbs character device, and every command goes to
+// it as a syscall, so only the kernel's uverbs code writes the responses: the fd numbers in them
+// (GET_CONTEXT's `async_fd`, CREATE_COMP_CHANNEL's `fd`, an FD-new attribute) are of files it
+// installed in this process's table for this very call (`fd_install` on success; on failure the
+// number is released and we return the errno), known to nothing else here. (2) `doorbell_fd`
+// is `self.fd`, owned by the channel and closed only when it drops.
+unsafe impl Channel for KernelChannel {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         let hdr = cmd.prepare(self.driver_id)?;
         // SAFETY: `hdr` points into `cmd`, which we borrow mutably for the duration of the call;
