@@ -1,9 +1,7 @@
 //! The rxe half of an [`Srq`](crate::Srq): the receive ring the kernel made (mapped at create
 //! and again after a resize) and posting to it. The generic `Srq` owns the kernel SRQ and its
-//! commands and dispatches its rxe arm here.
-//!
-//! Unsafe code here: reading the queue's new place the kernel wrote during a resize.
-#![allow(unsafe_code)]
+//! commands and dispatches its rxe arm here. No unsafe code: the ring's new place after a
+//! resize is an ordinary read of what the kernel wrote (see [`RxeSrqRing::remap`]).
 
 use uverbs_rxe::RecvQueue;
 use uverbs_uapi::rxe::{Mminfo, RxeModifySrqCmd};
@@ -68,11 +66,12 @@ impl RxeSrqRing {
         op: &'static str,
         label: &dyn Fn() -> String,
     ) -> Result<()> {
-        // SAFETY: `mi` is a live, aligned local of the caller; the kernel wrote it during the
-        // write() of the modify through the address we passed, which Rust did not see: read it
-        // volatile so the compiler cannot assume it still holds the default.
-        let mi = unsafe { std::ptr::read_volatile(mi) };
-        let (map, q) = map_rxe_queue(ctx, &mi, op, label, "resized SRQ")?;
+        // A plain read is right: the kernel wrote `mi` during the modify's write(2), through
+        // the address `modify_udata` exposed (`as u64` of a `*mut` from the caller's `&mut`),
+        // and that write(2) is a call the compiler must assume may write exposed memory
+        // (`KernelChannel::write` calls libc's `write`, not rustix's `readonly` asm; a device
+        // model writes it in Rust through the same address). This `&Mminfo` was made after it.
+        let (map, q) = map_rxe_queue(ctx, mi, op, label, "resized SRQ")?;
         let rq = RecvQueue::new(q, max_sge)
             .map_err(|e| Error::invalid(op, label(), Errno::IO, format!("SRQ ring: {e}")))?;
         // Replace the view first, then the mapping it pointed into (unmapped last).
