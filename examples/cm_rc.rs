@@ -84,7 +84,7 @@ fn setup(id: &mut CmId) -> Result<(Cq, Cq, Mr)> {
     Ok((scq, rcq, mr))
 }
 
-fn send_all(id: &mut CmId, cq: &mut Cq, mr: &Mr, who: &str) -> Result<()> {
+fn send_all(id: &mut CmId, cq: &mut Cq, mr: &mut Mr, who: &str) -> Result<()> {
     for i in 0..MESSAGES {
         let off = (MESSAGES + i) * SIZE;
         mr.write(off, format!("{who} message {i}").as_bytes())?;
@@ -120,7 +120,7 @@ pub fn server(at: SocketAddr) -> Result<()> {
         CmEvent::ConnectRequest(req) => req.id,
         other => return Err(format!("server: expected a connect request, got {other}").into()),
     };
-    let (mut scq, mut rcq, mr) = setup(&mut id)?;
+    let (mut scq, mut rcq, mut mr) = setup(&mut id)?;
     id.accept(&ConnParam {
         responder_resources: 1,
         initiator_depth: 1,
@@ -130,7 +130,7 @@ pub fn server(at: SocketAddr) -> Result<()> {
         CmEvent::Established { .. } => {}
         other => return Err(format!("server: expected ESTABLISHED, got {other}").into()),
     }
-    send_all(&mut id, &mut scq, &mr, "server")?;
+    send_all(&mut id, &mut scq, &mut mr, "server")?;
     receive_all(&mut rcq)?;
     id.disconnect()?; // rdma_disconnect
     match wait_event(&mut id, "DISCONNECTED")? {
@@ -152,7 +152,7 @@ pub fn client(to: SocketAddr) -> Result<()> {
         CmEvent::RouteResolved => {}
         other => return Err(format!("client: {other}").into()),
     }
-    let (mut scq, mut rcq, mr) = setup(&mut id)?; // rdma_create_qp: INIT
+    let (mut scq, mut rcq, mut mr) = setup(&mut id)?; // rdma_create_qp: INIT
     id.connect(&ConnParam {
         responder_resources: 1,
         initiator_depth: 1,
@@ -164,7 +164,7 @@ pub fn client(to: SocketAddr) -> Result<()> {
         other => return Err(format!("client: expected ESTABLISHED, got {other}").into()),
     }
     receive_all(&mut rcq)?;
-    send_all(&mut id, &mut scq, &mr, "client")?;
+    send_all(&mut id, &mut scq, &mut mr, "client")?;
     match wait_event(&mut id, "DISCONNECTED")? {
         CmEvent::Disconnected => {}
         other => return Err(format!("client: expected DISCONNECTED, got {other}").into()),

@@ -89,7 +89,7 @@ fn setup(id: &mut CmId) -> Result<(Cq, Cq, Mr)> {
 
 /// Sends `MESSAGES` datagrams (immediate data: our QPN, as udaddy) and waits for their
 /// completions.
-fn send_all(id: &mut CmId, cq: &mut Cq, mr: &Mr, ah: &Ah, qpn: u32, qkey: u32) -> Result<()> {
+fn send_all(id: &mut CmId, cq: &mut Cq, mr: &mut Mr, ah: &Ah, qpn: u32, qkey: u32) -> Result<()> {
     let off = MESSAGES * (GRH + SIZE);
     mr.write(off, b"a datagram over rdma_cm")?;
     let sge = [mr.sge(off, SIZE as u32)?];
@@ -141,7 +141,7 @@ pub fn server(at: SocketAddr) -> Result<()> {
         CmEvent::ConnectRequest(req) => req.id,
         other => return Err(format!("server: expected a connect request, got {other}").into()),
     };
-    let (mut scq, mut rcq, mr) = setup(&mut id)?;
+    let (mut scq, mut rcq, mut mr) = setup(&mut id)?;
     id.accept(&ConnParam::default())?; // the SIDR reply: our QPN and Q_Key
     let peer_qpn = receive_all(&mut rcq)?;
     // The reply goes to the sender's QPN through an AH towards the id's peer GID (udaddy
@@ -159,7 +159,7 @@ pub fn server(at: SocketAddr) -> Result<()> {
     send_all(
         &mut id,
         &mut scq,
-        &mr,
+        &mut mr,
         &ah,
         peer_qpn,
         uverbs::uapi::ucma::RDMA_UDP_QKEY,
@@ -180,7 +180,7 @@ pub fn client(to: SocketAddr) -> Result<()> {
         CmEvent::RouteResolved => {}
         other => return Err(format!("client: {other}").into()),
     }
-    let (mut scq, mut rcq, mr) = setup(&mut id)?;
+    let (mut scq, mut rcq, mut mr) = setup(&mut id)?;
     id.connect(&ConnParam::default())?;
     let ud = match wait_event(&mut id, "ESTABLISHED")? {
         CmEvent::Established { ud: Some(ud), .. } => ud,
@@ -192,7 +192,7 @@ pub fn client(to: SocketAddr) -> Result<()> {
     };
     let pd = id.qp().ok_or("no QP")?.pd().clone();
     let ah = pd.create_ah(&ud.ah_attr)?;
-    send_all(&mut id, &mut scq, &mr, &ah, ud.qp_num, ud.qkey)?;
+    send_all(&mut id, &mut scq, &mut mr, &ah, ud.qp_num, ud.qkey)?;
     receive_all(&mut rcq)?;
     Ok(())
 }

@@ -46,8 +46,8 @@ pub fn run() -> Result<()> {
     println!("connected RC QP {} <-> QP {}", a.qp_num(), b.qp_num());
 
     // Registered memory: the device may only touch memory registered in the QP's PD.
-    let local = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
-    let remote = pd.reg_mr(4096, access)?;
+    let mut local = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+    let mut remote = pd.reg_mr(4096, access)?;
     println!(
         "b's region: addr {:#x}, rkey {:#x} (what b would send to a real peer)",
         remote.addr(),

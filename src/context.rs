@@ -13,7 +13,8 @@ use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use uverbs_uapi::write::{
-    IbUverbsGetContext, IbUverbsGetContextResp, IB_USER_VERBS_CMD_GET_CONTEXT,
+    IbUverbsCreateCompChannelResp, IbUverbsGetContext, IbUverbsGetContextResp,
+    IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, IB_USER_VERBS_CMD_GET_CONTEXT,
 };
 use zerocopy::IntoBytes;
 
@@ -144,6 +145,9 @@ impl Context {
 
     /// Creates a context over any [`Channel`] (a device model in tests, or the kernel).
     ///
+    /// Safe, because implementing [`Channel`] is not: the channel has promised that the fd
+    /// numbers it returns are new and handed over, so the context may own and close them.
+    ///
     /// Such a context is not watched for removal (there is no device node to watch); it
     /// still learns of one from `DEVICE_FATAL` and from commands failing with `EIO`.
     ///
@@ -174,19 +178,18 @@ impl Context {
             std::mem::size_of::<IbUverbsGetContextResp>(),
             driver_resp_len,
         );
-        channel
-            .write(&mut cmd)
-            .map_err(|e| Error::os(op, label.clone(), e))?;
+        // The kernel installs a new fd in our table: owned before anything can fail.
+        let async_fd = write_new_fd(&*channel, &mut cmd)
+            .map_err(|e| Error::os(op, label.clone(), e))?
+            .ok_or_else(|| {
+                Error::invalid(
+                    op,
+                    label.clone(),
+                    Errno::BADF,
+                    "kernel returned no async event fd",
+                )
+            })?;
         let resp: IbUverbsGetContextResp = cmd.response_as();
-        // The kernel installed a new fd in our table: own it before anything can fail.
-        let async_fd = own_fd(resp.async_fd).ok_or_else(|| {
-            Error::invalid(
-                op,
-                label.clone(),
-                Errno::BADF,
-                "kernel returned no async event fd",
-            )
-        })?;
         let provider_ctx =
             ProviderCtx::from_context(device.driver(), cmd.driver_response(), op, &label)?;
         let ctx = Context {
@@ -317,11 +320,105 @@ pub(crate) fn legacy_cmd<T: IntoBytes + zerocopy::Immutable>(
         .expect("ABI structs are multiples of 4 bytes")
 }
 
-/// Takes ownership of an fd number the kernel just installed for us.
+/// What a response's new-fd field holds before the command is sent: no fd number (it is -1), so
+/// a channel that answers without writing the field hands over nothing.
+const NO_FD: u32 = u32::MAX;
+
+/// Where the response of `cmd` carries the number of a new fd, for the commands that return
+/// one (`ib_uverbs_get_context_resp.async_fd`, `ib_uverbs_create_comp_channel_resp.fd`).
+fn new_fd_field(cmd: &WriteCmd) -> Option<std::ops::Range<usize>> {
+    let at = match (cmd.command(), cmd.is_extended()) {
+        (IB_USER_VERBS_CMD_GET_CONTEXT, false) => {
+            std::mem::offset_of!(IbUverbsGetContextResp, async_fd)
+        }
+        (IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, false) => {
+            std::mem::offset_of!(IbUverbsCreateCompChannelResp, fd)
+        }
+        _ => return None,
+    };
+    Some(at..at + 4)
+}
+
+/// Sends `cmd`, a command whose response carries a new fd (GET_CONTEXT, CREATE_COMP_CHANNEL),
+/// through `channel`, and takes ownership of that fd. `Ok(None)`: the channel succeeded but
+/// wrote no fd number there. `EINVAL` for a command that returns no fd (a bug of the caller).
 #[allow(unsafe_code)]
-pub(crate) fn own_fd(raw: u32) -> Option<OwnedFd> {
-    let raw = i32::try_from(raw).ok().filter(|&fd| fd >= 0)?;
-    // SAFETY: the kernel (or a device model behaving like it) created this fd for us in this
-    // call and nothing else in the process refers to it; we take sole ownership here.
-    Some(unsafe { OwnedFd::from_raw_fd(raw) })
+pub(crate) fn write_new_fd(
+    channel: &dyn Channel,
+    cmd: &mut WriteCmd,
+) -> std::result::Result<Option<OwnedFd>, Errno> {
+    let field = new_fd_field(cmd).ok_or(Errno::INVAL)?;
+    // Only a number the channel writes is covered by its contract; one it leaves (the zero the
+    // buffer starts with would be stdin) must not be taken.
+    cmd.response_mut()
+        .get_mut(field.clone())
+        .ok_or(Errno::INVAL)?
+        .copy_from_slice(&NO_FD.to_ne_bytes());
+    channel.write(cmd)?;
+    let raw = u32::from_ne_bytes(cmd.response()[field].try_into().expect("a 4-byte range"));
+    let Some(raw) = i32::try_from(raw).ok().filter(|&fd| fd >= 0) else {
+        return Ok(None);
+    };
+    // SAFETY: `channel` answered `cmd` with `Ok`, and `raw` is a number it wrote (the field held
+    // NO_FD, which the filter above refuses) where this command returns a new fd. By the
+    // `Channel` contract (its `Safety` section, item 1) that is an open fd created for this call
+    // whose ownership passed to us, and nothing else in the process refers to it. We take sole
+    // ownership on this line, before anything can fail.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(raw) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::BorrowedFd;
+
+    use uverbs_uapi::write::{IbUverbsAllocPd, IbUverbsAllocPdResp, IB_USER_VERBS_CMD_ALLOC_PD};
+
+    use super::*;
+    use crate::channel::{MapKind, Mapping};
+
+    /// Answers every write with a response of 7s: "fd 0x07070707" wherever it is read.
+    #[derive(Debug)]
+    struct Sevens;
+
+    // SAFETY: it writes only the responses of commands that return no fd (on one that does it
+    // panics before writing anything), and has no doorbell fd.
+    #[allow(unsafe_code)]
+    unsafe impl Channel for Sevens {
+        fn ioctl(&self, _: &mut IoctlCmd<'_>) -> std::result::Result<(), Errno> {
+            Err(Errno::OPNOTSUPP)
+        }
+        fn write(&self, cmd: &mut WriteCmd) -> std::result::Result<(), Errno> {
+            assert!(
+                new_fd_field(cmd).is_none(),
+                "asked for a command that returns an fd"
+            );
+            cmd.response_mut().fill(7);
+            Ok(())
+        }
+        fn mmap(&self, _: u64, _: usize, _: MapKind) -> std::result::Result<Mapping, Errno> {
+            Err(Errno::OPNOTSUPP)
+        }
+        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+            None
+        }
+        fn driver_id(&self) -> u32 {
+            uverbs_uapi::ioctl::RDMA_DRIVER_RXE
+        }
+    }
+
+    /// Only the commands whose response carries a new fd have one taken from them: ALLOC_PD's
+    /// first field is a handle, and asking for an fd there is refused before the channel sees
+    /// the command.
+    #[test]
+    fn write_new_fd_refuses_a_command_that_returns_no_fd() {
+        let mut cmd = legacy_cmd(
+            IB_USER_VERBS_CMD_ALLOC_PD,
+            &IbUverbsAllocPd::default(),
+            &[],
+            std::mem::size_of::<IbUverbsAllocPdResp>(),
+            0,
+        );
+        assert_eq!(write_new_fd(&Sevens, &mut cmd).unwrap_err(), Errno::INVAL);
+        assert_eq!(cmd.response(), &[0; 4], "the channel was not asked");
+    }
 }

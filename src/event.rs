@@ -21,7 +21,7 @@ use uverbs_uapi::write::{
 };
 use zerocopy::FromBytes;
 
-use crate::context::{legacy_cmd, own_fd, Context};
+use crate::context::{legacy_cmd, write_new_fd, Context};
 use crate::error::{Errno, Error, Result};
 
 static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -112,20 +112,17 @@ impl Context {
             std::mem::size_of::<IbUverbsCreateCompChannelResp>(),
             0,
         );
-        self.write_cmd(
-            "create_comp_channel",
-            &|| self.label().to_string(),
-            &mut cmd,
-        )?;
-        let resp: IbUverbsCreateCompChannelResp = cmd.response_as();
-        let fd = own_fd(resp.fd).ok_or_else(|| {
-            Error::invalid(
-                "create_comp_channel",
-                self.label().to_string(),
-                Errno::BADF,
-                "kernel returned an invalid fd",
-            )
-        })?;
+        // The kernel installs a new fd in our table: owned before anything can fail.
+        let fd = write_new_fd(self.channel(), &mut cmd)
+            .map_err(|e| self.command_error("create_comp_channel", self.label().to_string(), e))?
+            .ok_or_else(|| {
+                Error::invalid(
+                    "create_comp_channel",
+                    self.label().to_string(),
+                    Errno::BADF,
+                    "kernel returned an invalid fd",
+                )
+            })?;
         Ok(CompChannel {
             inner: Arc::new(CompChannelInner {
                 ctx: self.clone(),

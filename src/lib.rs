@@ -59,7 +59,7 @@
 //!               QpAttrMask::STATE | QpAttrMask::SQ_PSN)?;
 //!     Ok((pd, mr, cq, qp))
 //! }
-//! let (pd_a, mr_a, mut cq_a, mut qp_a) = side(&ctx_a)?;
+//! let (pd_a, mut mr_a, mut cq_a, mut qp_a) = side(&ctx_a)?;
 //! let (_pd_b, mr_b, mut cq_b, mut qp_b) = side(&ctx_b)?;
 //!
 //! // 3. The receiver posts a buffer (with room for the 40-byte GRH rxe writes first).

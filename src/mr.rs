@@ -9,6 +9,13 @@
 //! raw pointers, and dropping the `Mr` deregisters first (after which the kernel guarantees the
 //! device no longer touches it) and unmaps second. Registering memory the caller owns is
 //! `unsafe` ([`Pd::reg_mr_raw`]): the caller promises it stays mapped until the MR is dropped.
+//!
+//! Between threads of this process the copies are plain memory accesses, so Rust's rules hold:
+//! reading takes `&self`, writing (`Mr::write`, `Mr::fill`) takes `&mut self`, and a program
+//! that writes from several threads synchronises them itself (see [`Mr`], "Threads"). Volatile
+//! copies would not make a shared `&Mr` writer sound (two volatile writes from two threads are
+//! still a data race; Miri says so), and relaxed atomic copies would cost every byte of every
+//! copy on every user for a pattern that needs a lock anyway.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
@@ -75,7 +82,7 @@ enum Memory {
 /// use uverbs::AccessFlags;
 ///
 /// let pd = ctx.alloc_pd()?;
-/// let mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// let mut mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
 /// mr.write(0, b"hello")?;
 /// let mut back = [0u8; 5];
 /// mr.read(0, &mut back)?;
@@ -86,6 +93,60 @@ enum Memory {
 /// // A peer writes into it with this rkey at this address.
 /// println!("rkey {:#x} addr {:#x}", mr.rkey(), mr.addr());
 /// assert!(mr.sge(8190, 5).is_err()); // past the end: a clear error, not a fault
+/// # Ok::<(), uverbs::Error>(())
+/// ```
+///
+/// # Threads
+///
+/// An `Mr` is `Send` and `Sync`. What it does through `&self` — keys, SGEs, [`Mr::read`],
+/// kernel commands — any number of threads may do at once. Writing its memory ([`Mr::write`],
+/// [`Mr::fill`]) takes `&mut self`, because these are plain copies: two threads copying into
+/// the same bytes at once, or one copying in while another copies out, is a data race, which
+/// Rust makes undefined behaviour. So to write from several threads, give the `Mr` your own
+/// synchronisation (a `Mutex<Mr>`, an `RwLock<Mr>`, or one writer at a time handing it on),
+/// as for a `Qp` or a `Cq`. Writes through [`Mr::as_ptr`] are yours to synchronise the same
+/// way. The device and remote peers are outside this rule: they write by DMA, which Rust's
+/// memory model does not see, so a read while they may be writing returns unspecified bytes,
+/// never undefined behaviour (see the module's `Soundness`).
+///
+/// Two threads writing through a shared `&Mr` do not compile:
+///
+/// ```compile_fail,E0596
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// let mr = ctx.alloc_pd()?.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?;
+/// let shared: &uverbs::Mr = &mr;
+/// std::thread::scope(|s| {
+///     s.spawn(|| shared.write(0, b"one"));
+///     s.spawn(|| shared.write(0, b"two"));
+/// });
+/// # Ok::<(), uverbs::Error>(())
+/// ```
+///
+/// Behind a lock they do; once nobody writes, readers share it:
+///
+/// ```
+/// # let fabric = uverbs_efa_model::EfaFabric::new(1);
+/// # let ctx = fabric.add_device(Default::default()).open()?;
+/// use std::sync::Mutex;
+///
+/// let mr = Mutex::new(ctx.alloc_pd()?.reg_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)?);
+/// std::thread::scope(|s| {
+///     for t in 0..2u8 {
+///         let mr = &mr;
+///         s.spawn(move || mr.lock().unwrap().write(usize::from(t), &[t + 1]));
+///     }
+/// });
+/// let mr = mr.into_inner().unwrap();
+/// std::thread::scope(|s| {
+///     for _ in 0..2 {
+///         s.spawn(|| {
+///             let mut back = [0u8; 2];
+///             mr.read(0, &mut back).unwrap();
+///             assert_eq!(back, [1, 2]);
+///         });
+///     }
+/// });
 /// # Ok::<(), uverbs::Error>(())
 /// ```
 #[doc(alias = "ibv_mr")]
@@ -389,14 +450,17 @@ impl Mr {
     }
 
     /// Copies `src` into the MR's memory at `offset`.
-    pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
+    ///
+    /// Takes `&mut self`: two threads writing through a shared `&Mr` would race (see
+    /// [`Mr`], "Threads").
+    pub fn write(&mut self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = self.owned_ptr("mr_write", offset, src.len())?;
         raw_copy(src.as_ptr(), dst.as_ptr(), src.len());
         Ok(())
     }
 
-    /// Fills `len` bytes at `offset` with `byte`.
-    pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<()> {
+    /// Fills `len` bytes at `offset` with `byte`. Takes `&mut self`, as [`Mr::write`] does.
+    pub fn fill(&mut self, offset: usize, len: usize, byte: u8) -> Result<()> {
         let dst = self.owned_ptr("mr_fill", offset, len)?;
         raw_fill(dst.as_ptr(), byte, len);
         Ok(())
@@ -511,12 +575,120 @@ impl Drop for Mr {
 fn raw_copy(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: callers pass a range checked to lie inside a live mapping owned by the MR and a
     // distinct Rust slice of `n` bytes; the two cannot overlap (the mapping is never exposed
-    // as a slice). Concurrent device writes make the bytes unspecified, not the behaviour.
+    // as a slice). No other thread of this process copies into the mapping meanwhile: a copy
+    // into it (`Mr::write`) holds `&mut Mr`, a copy out of it (`Mr::read`) `&Mr`, so the
+    // borrow rules keep a writer alone. The device and peers write by DMA, outside Rust's
+    // memory model: concurrent device writes make the bytes unspecified, not the behaviour.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
 #[allow(unsafe_code)]
 fn raw_fill(dst: *mut u8, byte: u8, n: usize) {
-    // SAFETY: `dst..dst+n` was checked to lie inside a live mapping owned by the MR.
+    // SAFETY: `dst..dst+n` was checked to lie inside a live mapping owned by the MR, and the
+    // caller (`Mr::fill`) holds `&mut Mr`, so no other thread copies into or out of it meanwhile.
     unsafe { std::ptr::write_bytes(dst, byte, n) }
+}
+
+/// The thread rules of `Mr` (see [`Mr`], "Threads"), on memory no device touches, so Miri
+/// checks them for data races: `cargo xtask miri` runs this module. (Two threads writing
+/// through a shared `&Mr`, which Miri reported as a data race when `write` took `&self`, is the
+/// `compile_fail` example on [`Mr`] now.)
+#[cfg(test)]
+mod tests {
+    use std::os::fd::IntoRawFd;
+    use std::sync::{Barrier, Mutex};
+
+    use rustix::event::{eventfd, EventfdFlags};
+    use uverbs_uapi::write::IB_USER_VERBS_CMD_GET_CONTEXT;
+
+    use super::*;
+    use crate::channel::{Channel, IoctlCmd, MapKind, WriteCmd};
+    use crate::{Context, Device, Driver};
+
+    /// Just enough of a kernel for a PD and its MRs, with no device: every write command
+    /// succeeds with handles and keys 0, and GET_CONTEXT hands over a fresh eventfd. It makes
+    /// no mapping and no ioctl, so it runs under Miri.
+    #[derive(Debug)]
+    struct MrOnly;
+
+    // SAFETY: the only fd number written is GET_CONTEXT's `async_fd`, an eventfd made in that
+    // call and given up (`into_raw_fd`) as its number is written. No doorbell fd.
+    #[allow(unsafe_code)]
+    unsafe impl Channel for MrOnly {
+        fn ioctl(&self, _: &mut IoctlCmd<'_>) -> std::result::Result<(), Errno> {
+            Err(Errno::PROTONOSUPPORT)
+        }
+        fn write(&self, cmd: &mut WriteCmd) -> std::result::Result<(), Errno> {
+            if cmd.command() == IB_USER_VERBS_CMD_GET_CONTEXT && !cmd.is_extended() {
+                let fd = eventfd(0, EventfdFlags::CLOEXEC)?.into_raw_fd() as u32;
+                cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
+            }
+            Ok(())
+        }
+        fn mmap(&self, _: u64, _: usize, _: MapKind) -> std::result::Result<Mapping, Errno> {
+            Err(Errno::INVAL)
+        }
+        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+            None
+        }
+        fn driver_id(&self) -> u32 {
+            uverbs_uapi::ioctl::RDMA_DRIVER_RXE
+        }
+    }
+
+    fn mr(len: usize) -> Mr {
+        let dev = Device::synthetic("rxe_mr", Driver::Rxe, 1);
+        let ctx = Context::with_channel(dev, Box::new(MrOnly)).unwrap();
+        ctx.alloc_pd()
+            .unwrap()
+            .reg_mr(len, AccessFlags::LOCAL_WRITE)
+            .unwrap()
+    }
+
+    const THREADS: usize = 3;
+
+    /// One writer through `&mut`, then readers on several threads at once through `&Mr`.
+    #[test]
+    fn written_through_mut_then_read_from_several_threads() {
+        let mut mr = mr(64);
+        mr.write(0, b"written once").unwrap();
+        mr.fill(12, 4, b'!').unwrap();
+        let go = Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    go.wait(); // all read at once
+                    let mut back = [0u8; 16];
+                    mr.read(0, &mut back).unwrap();
+                    assert_eq!(&back, b"written once!!!!");
+                });
+            }
+        });
+    }
+
+    /// Writers on several threads at once, each holding the `Mr` through a lock: the user's
+    /// own synchronisation, which is what writing from several threads takes.
+    #[test]
+    fn writers_on_several_threads_behind_a_lock() {
+        let mr = Mutex::new(mr(64));
+        let go = Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (mr, go) = (&mr, &go);
+                s.spawn(move || {
+                    go.wait(); // all write at once: the same bytes, then each its own
+                    let mut mr = mr.lock().unwrap();
+                    mr.write(0, &[0xee; 8]).unwrap();
+                    mr.fill(8 + t, 1, t as u8 + 1).unwrap();
+                });
+            }
+        });
+        let mr = mr.into_inner().unwrap();
+        let mut back = [0u8; 8 + THREADS];
+        mr.read(0, &mut back).unwrap();
+        assert_eq!(
+            back,
+            [0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 1, 2, 3]
+        );
+    }
 }

@@ -331,7 +331,12 @@ impl CheckedChannel {
     }
 }
 
-impl Channel for CheckedChannel {
+// SAFETY: every command goes to `chan` unchanged, and a response comes back unchanged (a
+// destroy's `EIO` may become `Ok`, but a destroy returns no fd); the probe of
+// `confirm_removed` is a QUERY_PORT, which returns none. So the fd numbers in responses are
+// what `chan`, itself a `Channel`, handed over, and `doorbell_fd` is `chan`'s, which we own.
+#[allow(unsafe_code)]
+unsafe impl Channel for CheckedChannel {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         CheckedChannel::ioctl(self, cmd)
     }
@@ -1104,20 +1109,28 @@ mod tests {
     #[derive(Debug)]
     struct Quiet;
 
-    impl Channel for Quiet {
+    // SAFETY: the only fd numbers written are of eventfds made in that very call and given up
+    // (`into_raw_fd`) as their number is written; there is no doorbell fd.
+    #[allow(unsafe_code)]
+    unsafe impl Channel for Quiet {
         fn ioctl(&self, _: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             Err(Errno::PROTONOSUPPORT)
         }
         fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
             use std::os::fd::IntoRawFd;
-            let fd = eventfd(0, EventfdFlags::CLOEXEC)?.into_raw_fd() as u32;
+            let fresh = || -> Result<[u8; 4], Errno> {
+                let fd = eventfd(0, EventfdFlags::CLOEXEC)?;
+                Ok((fd.into_raw_fd() as u32).to_ne_bytes())
+            };
             match cmd.command() {
                 IB_USER_VERBS_CMD_GET_CONTEXT => {
-                    cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
+                    let fd = fresh()?;
+                    cmd.response_mut()[..4].copy_from_slice(&fd);
                     cmd.response_mut()[4..8].copy_from_slice(&1u32.to_ne_bytes());
                 }
                 IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
-                    cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
+                    let fd = fresh()?;
+                    cmd.response_mut()[..4].copy_from_slice(&fd);
                 }
                 _ => return Err(Errno::PROTONOSUPPORT),
             }

@@ -78,7 +78,7 @@ impl uverbs_wr::AddressHandle for Ah {
 /// # let peer_gid = peer_ctx.query_gid(1, 0)?;
 /// # let peer_qpn = peer_qp.qp_num();
 /// # const QKEY: u32 = 0x11;
-/// # let (pd, mut cq, mut qp, mr) = side(&ctx, false)?;
+/// # let (pd, mut cq, mut qp, mut mr) = side(&ctx, false)?;
 /// # for i in 0..2 { peer_qp.post_recv(&[uverbs::RecvWr::new(i, &[peer_mr.sge(64 * i as usize, 64)?])])?; }
 /// use uverbs::{AhAttr, GlobalRoute, SendWr};
 ///

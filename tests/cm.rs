@@ -430,7 +430,7 @@ fn cm_ud_connect_then_datagrams_both_ways() {
         expect(&mut c, "RouteResolved"),
         CmEvent::RouteResolved
     ));
-    let (mut ccq, cmr) = attach_qp(&mut c);
+    let (mut ccq, mut cmr) = attach_qp(&mut c);
     assert_eq!(
         c.qp().unwrap().state(),
         uverbs::QpState::Rts,
@@ -448,7 +448,7 @@ fn cm_ud_connect_then_datagrams_both_ways() {
     assert_eq!(&req.private_data[..9], b"udp hello");
     assert!(req.ud.is_some());
     let mut s = req.id;
-    let (mut scq, smr) = attach_qp(&mut s);
+    let (mut scq, mut smr) = attach_qp(&mut s);
     let s_qpn = s.qp().unwrap().qp_num();
     // Receives first: the datagram may come as soon as the client hears the answer.
     let rsge = [smr.sge(0, 1024).unwrap()];

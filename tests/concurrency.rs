@@ -2,7 +2,8 @@
 //!
 //! The contract (docs/architecture.md, "Single owner, no locks"): objects whose methods only
 //! issue kernel commands (`Context`, `Pd`, `Mr`, `Ah`, `CompChannel`, `Xrcd`, `Mw`, `Ah`) are
-//! `Send + Sync` and may be shared between threads; objects that own a ring and post or poll
+//! `Send + Sync` and may be shared between threads (an `Mr`'s memory is written through
+//! `&mut Mr`, so a shared `Mr` is read, not written); objects that own a ring and post or poll
 //! through `&mut self` (`Cq`, `Qp`, `Srq`, and the borrows that post or poll through
 //! them) are `Send` but not `Sync`: move each to the thread that uses it. Several QPs may
 //! complete into one CQ (each QP holds the CQ's kernel object), while the `Cq` itself, the right
@@ -275,7 +276,7 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
     };
     // Sender: the UD QP, its CQ (armed for an event), the AH and the MR.
     let sender = std::thread::spawn(move || {
-        let (mut a, mut scq, ah, smr) = (a, scq, ah, smr);
+        let (mut a, mut scq, ah, mut smr) = (a, scq, ah, smr);
         smr.write(0, b"cross-threa").unwrap();
         scq.req_notify(false).expect("req_notify_cq");
         armed_tx.send(()).unwrap();
@@ -302,7 +303,7 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
     }
     // The PD: a registration made and dropped on another thread, then the PD itself.
     std::thread::spawn(move || {
-        let mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).expect("reg_mr");
+        let mut mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).expect("reg_mr");
         mr.write(8191, &[1]).unwrap();
         drop(mr);
         drop(pd);
@@ -419,7 +420,7 @@ fn four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
                 let Worker {
                     mut s,
                     mut r,
-                    smr,
+                    mut smr,
                     rmr,
                 } = w;
                 let ssg: Vec<_> = (0..WINDOW)
@@ -536,7 +537,7 @@ fn one_context_and_pd_serve_four_threads_at_once() {
             let (ctx, pd, ch) = (&ctx, &pd, &ch);
             s.spawn(move || {
                 for round in 0..ROUNDS {
-                    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).expect("reg_mr");
+                    let mut mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).expect("reg_mr");
                     mr.write(0, &t.to_le_bytes()).unwrap();
                     let mut cq = ctx.create_cq(8, Some(ch), 0).expect("create_cq");
                     let mut qp = pd

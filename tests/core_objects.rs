@@ -43,7 +43,7 @@ fn mr_keys_bounds_and_contents() {
     let ctx = rxe_context();
     let pd = ctx.alloc_pd().unwrap();
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
-    let mr = pd.reg_mr(10_000, access).unwrap();
+    let mut mr = pd.reg_mr(10_000, access).unwrap();
     assert_eq!(mr.len(), 10_000);
     assert_ne!(mr.lkey(), 0);
     assert_eq!(mr.access(), access);

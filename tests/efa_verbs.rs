@@ -887,7 +887,7 @@ fn efa_cq_in_external_memory() {
         )
         .unwrap();
     efa::to_rts(&mut qp, QKEY).unwrap();
-    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let ah = pd.create_ah(&efa::ah_attr(dev.gid())).unwrap();
     let r = [sge(&mr, 2048, 64)];
     qp.post_recv(&[RecvWr {

@@ -415,8 +415,8 @@ fn fork_after_registration_cannot_corrupt_the_parent() {
     let (an, bn) = (a.qp_num(), b.qp_num());
     connect(&mut a, bn, gi, gid);
     connect(&mut b, an, gi, gid);
-    let src: Mr = pd.reg_mr(8192, all_access()).unwrap();
-    let dst: Mr = pd.reg_mr(8192, all_access()).unwrap();
+    let mut src: Mr = pd.reg_mr(8192, all_access()).unwrap();
+    let mut dst: Mr = pd.reg_mr(8192, all_access()).unwrap();
     src.fill(0, 8192, 0xaa).unwrap();
     dst.fill(0, 8192, 0x00).unwrap();
 

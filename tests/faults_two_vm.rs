@@ -128,7 +128,7 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
         .unwrap();
     let (gid_index, gid) = common::rc::roce_gid(&ctx);
-    let mr = pd.reg_mr(WINDOW * MSG, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut mr = pd.reg_mr(WINDOW * MSG, AccessFlags::LOCAL_WRITE).unwrap();
     let sges: Vec<_> = (0..WINDOW)
         .map(|k| [mr.sge(k * MSG, MSG as u32).unwrap()])
         .collect();
@@ -165,7 +165,7 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
             write_info(&stream, qp.qp_num(), &gid);
             let (rq, rgid) = read_info(&stream);
             connect(&mut qp, rq, rgid, gid_index);
-            send_until_retry_exceeded(&mut qp, &mut cq, &mr, &sges);
+            send_until_retry_exceeded(&mut qp, &mut cq, &mut mr, &sges);
         }
         other => panic!("UVERBS_TWO_VM_ROLE={other:?}: want sender or receiver"),
     }
@@ -175,7 +175,12 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
     assert_eq!(uverbs::drop_error_count(), 0);
 }
 
-fn send_until_retry_exceeded(qp: &mut Qp, cq: &mut Cq, mr: &uverbs::Mr, sges: &[[uverbs::Sge; 1]]) {
+fn send_until_retry_exceeded(
+    qp: &mut Qp,
+    cq: &mut Cq,
+    mr: &mut uverbs::Mr,
+    sges: &[[uverbs::Sge; 1]],
+) {
     let mut next = 0u64;
     let mut free: Vec<usize> = (0..WINDOW).collect();
     let mut completed = vec![0u8; 0];

@@ -57,7 +57,7 @@ fn refused_cq_and_srq_destroy_hands_them_back_for_a_retry() {
             srq_limit: 0,
         })
         .unwrap();
-    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let (mut a, b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
 
     // The SRQ: refused, handed back, still takes receives.

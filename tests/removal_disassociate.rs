@@ -86,7 +86,11 @@ struct Removable {
     knobs: Arc<Knobs>,
 }
 
-impl Channel for Removable {
+// SAFETY: commands go to `dev` (a `Channel`) unchanged; the one fd number this channel writes
+// itself is GET_CONTEXT's `async_fd`, the read end of a pipe made in that call and given up
+// (`into_raw_fd`) as its number is written (the model's own fd, handed to us, is closed). No
+// doorbell fd.
+unsafe impl Channel for Removable {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         self.knobs.answer()?;
         self.dev.ioctl(cmd)

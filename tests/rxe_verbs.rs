@@ -194,7 +194,7 @@ fn rc_send_recv_multi_sge_bytes_arrive() {
     let _ = NEEDS_DEVICE;
     let mut p = pair(QpType::Rc);
     assert!(p.a.cap().max_send_sge >= 4 && p.a.cap().max_send_wr >= 64);
-    let src = mr(&p.pd, 4096);
+    let mut src = mr(&p.pd, 4096);
     let dst = mr(&p.pd, 4096);
     src.write(0, b"hello, ").unwrap();
     src.write(100, b"soft-RoCE!").unwrap();
@@ -257,8 +257,8 @@ fn rc_send_with_imm_and_inline_and_unsignaled() {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn rc_rdma_write_read_and_write_with_imm() {
     let mut p = pair(QpType::Rc);
-    let local = mr(&p.pd, 4096);
-    let remote = mr(&p.pd, 4096);
+    let mut local = mr(&p.pd, 4096);
+    let mut remote = mr(&p.pd, 4096);
     local.write(0, b"written by RDMA").unwrap();
     remote.write(2000, b"read me back").unwrap();
     let sg_w = [local.sge(0, 15).unwrap()];
@@ -320,7 +320,7 @@ fn rc_rdma_write_read_and_write_with_imm() {
 fn rc_atomics_return_old_value_and_change_remote() {
     let mut p = pair(QpType::Rc);
     let local = mr(&p.pd, 4096);
-    let remote = mr(&p.pd, 4096);
+    let mut remote = mr(&p.pd, 4096);
     remote.write(64, &40u64.to_ne_bytes()).unwrap();
     let sg1 = [local.sge(0, 8).unwrap()];
     let sg2 = [local.sge(8, 8).unwrap()];
@@ -378,7 +378,7 @@ fn rc_atomics_return_old_value_and_change_remote() {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn uc_rdma_write_lands() {
     let mut p = pair(QpType::Uc);
-    let local = mr(&p.pd, 4096);
+    let mut local = mr(&p.pd, 4096);
     let remote = mr(&p.pd, 4096);
     local.write(0, b"UC write").unwrap();
     let sg = [local.sge(0, 8).unwrap()];
@@ -423,7 +423,7 @@ fn ud_send_with_grh_and_src_qp() {
         p.pd.create_ah(&AhAttr::roce(p.gid, p.gid_index, 1))
             .expect("create_ah");
     assert_ne!(ah.ah_num(), 0);
-    let src = mr(&p.pd, 4096);
+    let mut src = mr(&p.pd, 4096);
     let dst = mr(&p.pd, 4096);
     src.write(0, b"datagram").unwrap();
     // UD receives start with the 40-byte GRH.
@@ -484,8 +484,8 @@ fn multicast_attach_detach_as_the_kernel_says() {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn wr_api_and_extended_poll() {
     let mut p = pair_with(QpType::Rc, cap(64, 4, 64), true, true);
-    let local = mr(&p.pd, 4096);
-    let remote = mr(&p.pd, 4096);
+    let mut local = mr(&p.pd, 4096);
+    let mut remote = mr(&p.pd, 4096);
     local.write(0, b"wr api send").unwrap();
     local.write(100, b"wr api write").unwrap();
     remote.write(64, &5u64.to_ne_bytes()).unwrap();
@@ -680,7 +680,7 @@ fn srq_shared_by_64_rc_qps_no_loss_no_dup_and_limit_event() {
         .expect("create_srq");
     assert!(srq.attr().max_wr >= 256);
     let rbuf = mr(&pd, 256 * 64);
-    let sbuf = mr(&pd, N * 8);
+    let mut sbuf = mr(&pd, N * 8);
     let sges: Vec<_> = (0..256).map(|i| [rbuf.sge(i * 64, 64).unwrap()]).collect();
     let wrs: Vec<_> = (0..256).map(|i| RecvWr::new(i as u64, &sges[i])).collect();
     srq.post_recv(&wrs[..128]).expect("post_srq_recv");
@@ -1039,7 +1039,7 @@ fn wrong_rkey_gives_remote_access_error_and_flushes_rest_once() {
 fn send_with_inv_invalidates_a_bound_memory_window() {
     // rxe can remotely invalidate only memory windows, so bind a type-2 MW on the receiver.
     let mut p = pair(QpType::Rc);
-    let local = mr(&p.pd, 4096);
+    let mut local = mr(&p.pd, 4096);
     let remote =
         p.pd.reg_mr(4096, all_access() | AccessFlags::MW_BIND)
             .expect("reg_mr with MW_BIND");

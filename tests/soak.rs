@@ -182,7 +182,7 @@ fn srq_shared_by_64_qps_loses_and_duplicates_no_message() {
     let rbuf = pd
         .reg_mr(SRQ_DEPTH * MSG, AccessFlags::LOCAL_WRITE)
         .unwrap();
-    let sbuf = pd
+    let mut sbuf = pd
         .reg_mr(QPS * PER_QP * MSG, AccessFlags::LOCAL_WRITE)
         .unwrap();
     let rsges: Vec<_> = (0..SRQ_DEPTH)

@@ -623,7 +623,7 @@ fn init(ctx: Context, set: &Settings, events: bool) -> Result<Pingpong, Failure>
     let pd = ctx
         .alloc_pd()
         .map_err(|e| Failure(format!("Couldn't allocate PD: {e}")))?;
-    let mr = pd
+    let mut mr = pd
         .reg_mr(set.buf_len(), AccessFlags::LOCAL_WRITE)
         .map_err(|e| Failure(format!("Couldn't register MR: {e}")))?;
     // rc/uc/ud fill the buffer with 0x7b, srq with zeros (reg_mr's memory starts zeroed).

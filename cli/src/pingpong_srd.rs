@@ -308,7 +308,7 @@ pub fn run(
     let buf_len = size
         .checked_mul(depth + 1)
         .ok_or("rx_depth * size is too large")?;
-    let mr = pd
+    let mut mr = pd
         .reg_mr(buf_len, AccessFlags::LOCAL_WRITE)
         .map_err(|e| format!("Couldn't register MR: {e}"))?;
     let send_off = depth * size;
@@ -429,21 +429,23 @@ pub fn run(
     let iters = opt.iters;
     let (mut rcnt, mut scnt, mut posted, mut checked) = (0u32, 0u32, 0u32, 0u32);
     let mut wcs = [EfaWc::default(); 2];
-    let mut post = |qp: &mut uverbs::Qp, posted: &mut u32| -> Result<(), String> {
-        if opt.chk {
-            for (j, b) in msg.iter_mut().enumerate() {
-                *b = pattern(role, *posted, j);
+    // The MR is a parameter, not a capture: the loop reads it between posts.
+    let mut post =
+        |qp: &mut uverbs::Qp, mr: &mut uverbs::Mr, posted: &mut u32| -> Result<(), String> {
+            if opt.chk {
+                for (j, b) in msg.iter_mut().enumerate() {
+                    *b = pattern(role, *posted, j);
+                }
+                mr.write(send_off, &msg).map_err(|e| e.to_string())?;
             }
-            mr.write(send_off, &msg).map_err(|e| e.to_string())?;
-        }
-        qp.post_send(&send_wr)
-            .map_err(|e| format!("Couldn't post send: {e}"))?;
-        *posted += 1;
-        Ok(())
-    };
+            qp.post_send(&send_wr)
+                .map_err(|e| format!("Couldn't post send: {e}"))?;
+            *posted += 1;
+            Ok(())
+        };
     let start = Instant::now();
     let mut pending = if role == Role::Client {
-        post(&mut qp, &mut posted)?;
+        post(&mut qp, &mut mr, &mut posted)?;
         RECV | SEND
     } else {
         RECV
@@ -532,7 +534,7 @@ pub fn run(
                 return Err(format!("Completion for unknown wr_id {}", wc.wr_id));
             }
             if scnt < iters && pending == 0 {
-                post(&mut qp, &mut posted)?;
+                post(&mut qp, &mut mr, &mut posted)?;
                 pending = RECV | SEND;
             }
         }

@@ -382,7 +382,7 @@ fn client_loop(c: &mut Conn, a: &Args) -> Result<(), Failure> {
             start = 65;
         }
         buf[size - 1] = 0;
-        let start_mr = c.start_mr.as_ref().expect("client has a start buffer");
+        let start_mr = c.start_mr.as_mut().expect("client has a start buffer");
         start_mr.write(0, &buf)?;
         let info = info_of(start_mr.addr(), start_mr.rkey(), size as u32);
         c.send_info(&info)?;

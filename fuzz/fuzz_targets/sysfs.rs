@@ -29,7 +29,9 @@ struct OldKernel {
     link_layer: u8,
 }
 
-impl Channel for OldKernel {
+// SAFETY: the only fd number written is GET_CONTEXT's `async_fd`, a pipe made by `event_fd_with`
+// in that call and given up (`into_raw_fd`) as its number is written. No doorbell fd.
+unsafe impl Channel for OldKernel {
     fn ioctl(&self, _cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         Err(Errno::OPNOTSUPP)
     }

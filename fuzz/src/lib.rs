@@ -6,8 +6,10 @@
 //!   kernel could: an arbitrary errno, or success with every response byte taken from the input
 //!   (short, long, nonsense counts, indices, sizes and handles), and every mmap backed by
 //!   memory filled from the input. The only thing it keeps honest is what the `Channel`
-//!   contract hands to the caller as owned: file descriptors (the async event fd and completion
-//!   channel fds are real pipes, whose event records also come from the input).
+//!   contract (its `Safety` section) makes uverbs rely on: file descriptors. The async event fd
+//!   and completion channel fds it returns are real pipes made for the call (their event
+//!   records come from the input), the ioctl methods that return an fd are refused, and the
+//!   doorbell fd is its own `/dev/null`, open for as long as it lives.
 //! * [`check_error`]: the "typed, clearly worded error" property every target asserts.
 #![allow(unsafe_code)]
 
@@ -16,6 +18,10 @@ use std::sync::Mutex;
 
 use uverbs::channel::{anonymous, AttrKind, Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
 use uverbs::Errno;
+use uverbs_uapi::cmds::{
+    UVERBS_METHOD_ASYNC_EVENT_ALLOC, UVERBS_METHOD_DMABUF_ALLOC, UVERBS_OBJECT_ASYNC_EVENT,
+    UVERBS_OBJECT_DMABUF,
+};
 use uverbs_uapi::write::{
     IB_USER_VERBS_CMD_CLOSE_XRCD, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
     IB_USER_VERBS_CMD_DEALLOC_MW, IB_USER_VERBS_CMD_DEALLOC_PD, IB_USER_VERBS_CMD_DEREG_MR,
@@ -175,6 +181,17 @@ impl HostileKernel {
     }
 }
 
+/// Whether an ioctl method returns a new fd (an attribute declared `UVERBS_ATTR_FD` with
+/// `UVERBS_ACCESS_NEW`): the hostile kernel answers those as a kernel without them would, since
+/// the fd it hands over must be real (the `Channel` contract) and uverbs uses neither.
+fn returns_fd(object: u16, method: u16) -> bool {
+    matches!(
+        (object, method),
+        (UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC)
+            | (UVERBS_OBJECT_DMABUF, UVERBS_METHOD_DMABUF_ALLOC)
+    )
+}
+
 /// A pipe whose read end holds `bytes` and whose write end is closed (so a read after them
 /// sees end-of-file), standing in for an event fd the kernel creates.
 pub fn event_fd_with(bytes: &[u8]) -> OwnedFd {
@@ -192,9 +209,15 @@ pub fn event_fd_with(bytes: &[u8]) -> OwnedFd {
     r
 }
 
-impl Channel for HostileKernel {
+// SAFETY: (1) the fd numbers it writes where a command returns a new fd — GET_CONTEXT's
+// `async_fd`, CREATE_COMP_CHANNEL's `fd`, the first 4 bytes of their responses — are pipes made by
+// `event_fd_with` in that call and given up (`into_raw_fd`) as the number is written, over
+// whatever the input put there; the ioctl methods that return a new fd are refused before any
+// output is written (`returns_fd`), and on other methods it sets only IDR-new data, which is a
+// handle by the ABI. (2) `doorbell_fd` is `self.doorbell`, closed only when it drops.
+unsafe impl Channel for HostileKernel {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        if self.ioctl == IoctlMode::Missing {
+        if self.ioctl == IoctlMode::Missing || returns_fd(cmd.object_id(), cmd.method_id()) {
             return Err(Errno::OPNOTSUPP);
         }
         self.with_input(|inp| {
@@ -216,8 +239,8 @@ impl Channel for HostileKernel {
                         };
                         let _ = a.write_output(inp.take(n));
                     }
-                    // New object handles are opaque numbers; new fds are not produced by any
-                    // method uverbs uses, so a number here must never be taken as an fd.
+                    // New object handles are opaque numbers (a method that returns a new fd
+                    // never gets here, whatever kind the caller gave its attribute).
                     AttrKind::IdrNew => {
                         let _ = a.set_new(u64::from(inp.u32()));
                     }

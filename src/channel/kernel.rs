@@ -2,7 +2,8 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -16,20 +17,50 @@ use super::{Channel, Errno, IoctlCmd, MapKind, Mapping, WriteCmd};
 /// A channel to the kernel through one uverbs character device.
 #[derive(Debug)]
 pub struct KernelChannel {
-    fd: OwnedFd,
+    /// The uverbs fd, as a `File` for its `write` (see `Channel::write` below).
+    file: File,
     driver_id: u32,
 }
 
 impl KernelChannel {
     /// Opens `path` (e.g. `/dev/infiniband/uverbs0`) for a device driven by `driver_id`.
+    ///
+    /// Fails with `ENOTTY` if `path` is not a uverbs character device: only the uverbs driver
+    /// answers a command with a new fd, and another file's `write()` could succeed without
+    /// (`/dev/null`'s does), or write something else where the fd number belongs.
     pub fn open(path: &Path, driver_id: u32) -> Result<Self, Errno> {
         let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
-        Ok(KernelChannel { fd, driver_id })
+        if !is_uverbs_device(&rustix::fs::fstat(&fd)?) {
+            return Err(Errno::NOTTY);
+        }
+        Ok(KernelChannel {
+            file: File::from(fd),
+            driver_id,
+        })
     }
 
     /// The uverbs fd.
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        self.file.as_fd()
+    }
+}
+
+/// `IB_UVERBS_MAJOR` and the fixed minors `IB_UVERBS_BASE_MINOR..+IB_UVERBS_NUM_FIXED_MINOR`
+/// (`drivers/infiniband/core/uverbs_main.c`): where the first 32 uverbs devices live.
+const UVERBS_MAJOR: u32 = 231;
+const UVERBS_FIXED_MINORS: std::ops::Range<u32> = 192..192 + 32;
+
+/// Whether `st` is a uverbs character device: its sysfs class is `infiniband_verbs`
+/// (`/sys/dev/char/MAJOR:MINOR/subsystem`), or, with no sysfs to ask, it is one of the fixed
+/// uverbs device numbers (devices past the 32nd get a dynamic major, which only sysfs names).
+fn is_uverbs_device(st: &rustix::fs::Stat) -> bool {
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::CharacterDevice {
+        return false;
+    }
+    let (major, minor) = (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev));
+    match std::fs::read_link(format!("/sys/dev/char/{major}:{minor}/subsystem")) {
+        Ok(class) => class.file_name() == Some("infiniband_verbs".as_ref()),
+        Err(_) => major == UVERBS_MAJOR && UVERBS_FIXED_MINORS.contains(&minor),
     }
 }
 
@@ -57,13 +88,19 @@ unsafe impl Ioctl for VerbsIoctl {
     }
 }
 
-impl Channel for KernelChannel {
+// SAFETY: (1) `open` made sure the fd is a uverbs character device, and every command goes to
+// it as a syscall, so only the kernel's uverbs code writes the responses: the fd numbers in them
+// (GET_CONTEXT's `async_fd`, CREATE_COMP_CHANNEL's `fd`, an FD-new attribute) are of files it
+// installed in this process's table for this very call (`fd_install` on success; on failure the
+// number is released and we return the errno), known to nothing else here. (2) `doorbell_fd`
+// is `self.file`'s fd, owned by the channel and closed only when it drops.
+unsafe impl Channel for KernelChannel {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         let hdr = cmd.prepare(self.driver_id)?;
         // SAFETY: `hdr` points into `cmd`, which we borrow mutably for the duration of the call;
         // every PTR attribute points at a buffer `cmd` borrows for its lifetime 'a (see
         // IoctlCmd), so the kernel reads and writes only live memory of the right length.
-        unsafe { rustix::ioctl::ioctl(&self.fd, VerbsIoctl(hdr)) }
+        unsafe { rustix::ioctl::ioctl(&self.file, VerbsIoctl(hdr)) }
     }
 
     fn ioctl_raw(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
@@ -71,19 +108,23 @@ impl Channel for KernelChannel {
         // SAFETY: as in `ioctl`; `prepare_unchecked` guarantees `num_attrs` does not exceed
         // the attribute array `cmd` owns, and the kernel refuses a `length` that does not
         // match `num_attrs`, so it reads and writes only inside `cmd`.
-        unsafe { rustix::ioctl::ioctl(&self.fd, VerbsIoctl(hdr)) }
+        unsafe { rustix::ioctl::ioctl(&self.file, VerbsIoctl(hdr)) }
     }
 
     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
+        use std::io::Write as _;
         let bytes = cmd.wire();
         let len = bytes.len();
-        let n = rustix::io::write(&self.fd, bytes)?;
-        // rustix issues write(2) as a "readonly" syscall (its asm may not write memory), but
-        // the kernel wrote the response through the pointer inside the command. `black_box`
-        // makes the response buffer opaque, so it is read back from memory, never assumed to
-        // hold what we stored before the call.
-        std::hint::black_box(cmd.response_mut());
-        std::hint::black_box(cmd.driver_response_mut());
+        // write(2) through std, that is libc's `write`, a function the compiler cannot see
+        // into, rather than `rustix::io::write`: rustix issues write as an asm block declared
+        // `readonly` (it promises the compiler the syscall writes no memory), and the uverbs
+        // driver writes the response, and for some commands driver data such as rxe's
+        // `mmap_info_addr`, through pointers inside the command. An unknown function may write
+        // any memory whose address was exposed, as these were (`WriteCmd::wire`, the callers'
+        // `as u64`), so what the kernel wrote is then read back by ordinary reads.
+        let n = (&self.file)
+            .write(bytes)
+            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
         if n != len {
             // The uverbs write handler consumes a command whole or fails; a short write would
             // mean the kernel saw a different command than we built.
@@ -109,7 +150,7 @@ impl Channel for KernelChannel {
                 len,
                 prot,
                 MapFlags::SHARED,
-                &self.fd,
+                &self.file,
                 offset,
             )?
         };
@@ -119,7 +160,7 @@ impl Channel for KernelChannel {
     }
 
     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.fd.as_fd())
+        Some(self.file.as_fd())
     }
 
     fn driver_id(&self) -> u32 {

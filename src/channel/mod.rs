@@ -9,7 +9,8 @@
 //! real implementation is [`KernelChannel`] over an open `/dev/infiniband/uverbsN`. A test can
 //! supply its own implementation (the EFA device model does) that sees exactly the bytes the
 //! kernel would see: the ioctl header and attribute array as laid out for the syscall, and the
-//! write command's request bytes.
+//! write command's request bytes. Implementing it is `unsafe`: uverbs owns the fd numbers a
+//! channel returns (see the trait's `Safety` section).
 //!
 //! The channel is control path only. The data path never goes through it (no indirect call per
 //! post or poll): rings and doorbells are reached through mappings made here, and rxe's send
@@ -66,10 +67,107 @@ pub enum MapKind {
 
 /// What answers verbs commands: the kernel, or a model of a device behind the same seam.
 ///
-/// Implementations must behave as the kernel does: return the errno the kernel would, write
-/// only the output buffers the command names, and hand out file descriptors (async event fd,
-/// completion channel fd) that the caller then owns.
-pub trait Channel: Send + Sync + fmt::Debug {
+/// Implementations should behave as the kernel does: return the errno the kernel would, and
+/// write only the output buffers the command names. What uverbs must be able to rely on for
+/// memory safety, whatever else the channel gets wrong, is in the `Safety` section; everything
+/// else a channel answers (handles, keys, sizes, ring contents) uverbs checks, as it checks the
+/// kernel's.
+///
+/// # Safety
+///
+/// uverbs takes ownership of file descriptor numbers a channel writes into a response, and
+/// writes to the fd [`Channel::doorbell_fd`] returns for as long as the channel lives. So an
+/// implementation must guarantee, for every call of its methods:
+///
+/// 1. **A new fd is new, and handed over.** Where the kernel ABI says a successful command
+///    returns a new file descriptor — the `async_fd` of `IB_USER_VERBS_CMD_GET_CONTEXT`, the
+///    `fd` of `IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL`, the data of an attribute its method
+///    declares a new fd (`UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE`,
+///    `UVERBS_ATTR_ALLOC_DMABUF_HANDLE`) — any number the channel writes there before returning
+///    `Ok` is an open fd created for this call, whose ownership passes to the caller: nothing
+///    else in the process refers to it, uses it or will close it. Leaving such a field
+///    unwritten hands nothing over (uverbs puts an invalid number in the fields it reads before
+///    the call), and so does failing the command.
+/// 2. **The doorbell fd stays open.** Every fd `doorbell_fd` returns stays open, as the same
+///    file, until the channel is dropped: an rxe QP writes its send doorbell to that fd number
+///    for as long as it lives, and it keeps the context, hence the channel, alive.
+///
+/// A channel that breaks either would let uverbs close, or write to, an fd that belongs to
+/// someone else (stdin, a socket, a file another `OwnedFd` owns). That is why implementing the
+/// trait is `unsafe` while [`Context::with_channel`](crate::Context::with_channel) is not. A
+/// channel that forwards to another one keeps both promises by forwarding every command
+/// unchanged and returning the inner channel's doorbell fd.
+///
+/// A plain `impl` does not compile:
+///
+/// ```compile_fail,E0200
+/// use std::os::fd::BorrowedFd;
+/// use uverbs::channel::{Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
+/// use uverbs::Errno;
+///
+/// #[derive(Debug)]
+/// struct Unchecked;
+///
+/// impl Channel for Unchecked {
+///     fn ioctl(&self, _: &mut IoctlCmd<'_>) -> Result<(), Errno> { Ok(()) }
+///     fn write(&self, _: &mut WriteCmd) -> Result<(), Errno> { Ok(()) }
+///     fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
+///         Err(Errno::INVAL)
+///     }
+///     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> { None }
+///     fn driver_id(&self) -> u32 { 0 }
+/// }
+/// ```
+///
+/// An implementation says why it keeps the contract. This one is enough to open a context (an
+/// rxe device with no rings): GET_CONTEXT gets a fresh eventfd, every other command fails.
+///
+/// ```
+/// use std::os::fd::{BorrowedFd, IntoRawFd};
+/// use uverbs::channel::{Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
+/// use uverbs::uapi::{ioctl::RDMA_DRIVER_RXE, write::IB_USER_VERBS_CMD_GET_CONTEXT};
+/// use uverbs::{Context, Device, Driver, Errno};
+///
+/// #[derive(Debug)]
+/// struct ContextOnly;
+///
+/// // SAFETY: the only fd number this channel writes is the `async_fd` of GET_CONTEXT, an
+/// // eventfd it creates in that call and gives up (`into_raw_fd`) as it writes the number;
+/// // it has no doorbell fd.
+/// unsafe impl Channel for ContextOnly {
+///     fn ioctl(&self, _: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+///         Err(Errno::OPNOTSUPP)
+///     }
+///     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno> {
+///         if cmd.command() != IB_USER_VERBS_CMD_GET_CONTEXT || cmd.is_extended() {
+///             return Err(Errno::OPNOTSUPP);
+///         }
+///         let fd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
+///         let fd = fd.into_raw_fd() as u32;
+///         cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes()); // async_fd
+///         Ok(())
+///     }
+///     fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
+///         Err(Errno::OPNOTSUPP)
+///     }
+///     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+///         None
+///     }
+///     fn driver_id(&self) -> u32 {
+///         RDMA_DRIVER_RXE
+///     }
+/// }
+///
+/// let ctx = Context::with_channel(Device::synthetic("rxe_doc", Driver::Rxe, 1),
+///                                 Box::new(ContextOnly))?;
+/// let e = ctx.alloc_pd().unwrap_err();
+/// assert!(e.is(Errno::OPNOTSUPP), "{e}");
+/// # Ok::<(), uverbs::Error>(())
+/// ```
+// The one `unsafe` declaration of this module: the contract above is what implementations
+// prove.
+#[allow(unsafe_code)]
+pub unsafe trait Channel: Send + Sync + fmt::Debug {
     /// Issues an `RDMA_VERBS_IOCTL` call. On success the command's outputs are filled.
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno>;
 
@@ -88,6 +186,7 @@ pub trait Channel: Send + Sync + fmt::Debug {
 
     /// The fd a send doorbell `write()` goes to (rxe kicks the kernel this way after posting).
     /// `None` when the channel has no such fd (device models of devices with mmapped doorbells).
+    /// It must stay open until the channel is dropped (see the trait's `Safety` section).
     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>>;
 
     /// The driver id placed in every ioctl header (`enum rdma_driver_id`).

@@ -72,7 +72,7 @@ impl Ah {
                 self.inner.label(),
                 Errno::OPNOTSUPP,
                 format!(
-                    "{op} is EFA's, and this AH is on an {} device",
+                    "{op} is EFA's, and this AH is on an {} device, not an EFA one",
                     ctx.device().driver()
                 ),
             ));

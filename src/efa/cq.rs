@@ -533,7 +533,7 @@ fn not_efa(shared: &CqShared, op: &'static str) -> Error {
         shared.label(),
         Errno::OPNOTSUPP,
         format!(
-            "{op} is EFA's, and this is a {} CQ",
+            "{op} is EFA's, and this CQ is on an {} device, not an EFA one",
             shared.ctx.device().driver()
         ),
     )

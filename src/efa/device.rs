@@ -269,7 +269,7 @@ impl Context {
                 self.label().to_string(),
                 Errno::OPNOTSUPP,
                 format!(
-                    "{op} is EFA's, and {} is an {} device",
+                    "{op} is EFA's, and {} is an {} device, not an EFA one",
                     self.device().name(),
                     self.device().driver()
                 ),

@@ -138,8 +138,8 @@ pub enum ProviderInfo {
     Efa(EfaIbvAllocUcontextResp),
 }
 
-/// A provider's own reason for refusing something, typed: what [`Error::source`]
-/// (`std::error::Error::source`) returns for an error a provider raised, for a program that
+/// A provider's own reason for refusing something, typed: what
+/// [`Error::source`](std::error::Error::source) returns for an error a provider raised, for a program that
 /// handles one reason differently from the others. The error's text already says it.
 ///
 /// ```

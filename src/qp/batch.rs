@@ -45,7 +45,7 @@ use crate::wr::{SendFlags, WrOp};
 /// # let peer_gid = peer_ctx.query_gid(1, 0)?;
 /// # let peer_qpn = peer_qp.qp_num();
 /// # const QKEY: u32 = 0x11;
-/// # let (pd, mut cq, mut qp, mr) = side(&ctx, true)?; // a QP from create_qp_ex
+/// # let (pd, mut cq, mut qp, mut mr) = side(&ctx, true)?; // a QP from create_qp_ex
 /// # peer_qp.post_recv(&[uverbs::RecvWr::new(1, &[peer_mr.sge(0, 64)?])])?;
 /// use uverbs::{AhAttr, GlobalRoute, SendFlags};
 ///

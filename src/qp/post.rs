@@ -20,7 +20,7 @@ impl Qp {
     /// all after it were not. If the rxe doorbell write itself fails, `index` is the number
     /// of work requests that were queued (they run on the next successful post).
     ///
-    /// A datagram send (UD, SRD) names its destination with [`SendWr::ud`]: an [`Ah`] of this
+    /// A datagram send (UD, SRD) names its destination with [`SendWr::ud`]: an [`Ah`](crate::Ah) of this
     /// QP's PD, the remote QPN and Q_Key. On rxe the QP keeps a clone of the AH until the
     /// queue slot is reused, so the AH can never be destroyed while the kernel may read it.
     /// On EFA every send must be signaled (`IBV_SEND_SIGNALED` or `sq_sig_all`).

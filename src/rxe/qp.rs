@@ -98,10 +98,13 @@ fn qp_ring(
         ));
     };
     let slots = sq.queue().num_slots() as usize;
+    // SAFETY: `dbfd` is the doorbell fd of the channel of `ctx`, which the `Channel` contract
+    // (its `Safety` section, item 2) keeps open until the channel is dropped; the QP whose ring
+    // this is holds a clone of `ctx` (through its PD and its kernel object), hence the channel,
+    // for as long as the ring, and so the doorbell, exists (the ring never leaves its QP).
+    let db = unsafe { Doorbell::new(dbfd, inner.handle()) };
     Ok(RxeQp {
-        // SAFETY: `dbfd` is the uverbs fd of the channel of the Context the QP holds (through
-        // `inner`'s PD), which stays open for as long as the QP, and so this doorbell, exists.
-        db: unsafe { Doorbell::new(dbfd, inner.handle()) },
+        db,
         state: QpState::Reset,
         sq,
         rq,
@@ -119,10 +122,10 @@ fn qp_ring(
 
 /// The prebuilt rxe send doorbell: `IB_USER_VERBS_CMD_POST_SEND` with zero WRs.
 struct Doorbell {
-    /// The uverbs fd. Not `'static` in truth: it is the fd of the channel of the Context the QP
-    /// holds a clone of (through its PD), so it stays open for as long as the QP and this
-    /// doorbell exist; private, and used only by `ring`. Kept borrowed (validated once, in
-    /// `new`) so that a post does not re-check the raw number.
+    /// The uverbs fd. Not `'static` in truth: it stays open for as long as this doorbell exists
+    /// (the contract of `new`; for a QP, the doorbell fd of the channel of the Context the QP
+    /// holds); private, and used only by `ring`. Kept borrowed (validated once, in `new`) so
+    /// that a post does not re-check the raw number.
     fd: BorrowedFd<'static>,
     req: [u8; DB_LEN],
     /// Where the kernel writes `bad_wr` (`response` inside `req` holds this address). Never
@@ -145,15 +148,18 @@ const DB_LEN: usize =
     std::mem::size_of::<IbUverbsCmdHdr>() + std::mem::size_of::<IbUverbsPostSend>();
 
 impl Doorbell {
-    /// The doorbell of the QP `qp_handle` on the uverbs fd `fd`.
+    /// The doorbell of the QP with kernel handle `qp_handle`: [`Doorbell::ring`] writes its
+    /// prebuilt POST_SEND to `fd`.
     ///
     /// # Safety
-    /// `fd` must stay open for as long as the returned doorbell exists (the uverbs fd of the
-    /// channel of the Context the QP holds, see [`Doorbell::fd`]).
+    /// `fd` must stay open, as the same file, for as long as the returned `Doorbell` exists:
+    /// `ring` writes to its number long after this borrow ends, and a number closed meanwhile
+    /// may have been reused for another file. For a QP, `fd` is the doorbell fd of the channel
+    /// of a context the QP holds.
     unsafe fn new(fd: BorrowedFd<'_>, qp_handle: u32) -> Self {
-        // SAFETY: `fd` is open now (it is borrowed) and stays open for as long as this
-        // doorbell exists (the caller's contract). The `'static` borrow never leaves this
-        // struct.
+        // SAFETY: `fd` is open now (it is borrowed) and stays open, as the same file, for as
+        // long as this doorbell exists (the caller's contract). The `'static` borrow never
+        // leaves this struct, which writes to it only in `ring`.
         let fd = unsafe { BorrowedFd::borrow_raw(fd.as_raw_fd()) };
         let resp = NonNull::from(Box::leak(Box::new(IbUverbsPostSendResp::default())));
         let hdr = IbUverbsCmdHdr {
@@ -526,10 +532,17 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
+    /// An fd for a test's doorbell (an eventfd: Miri has them), which outlives the doorbell.
+    fn null() -> std::os::fd::OwnedFd {
+        rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).expect("eventfd")
+    }
+
     #[test]
     fn doorbell_bytes_match_post_send_with_zero_wrs() {
-        // SAFETY: stdin stays open for the whole test, longer than the doorbell.
-        let db = unsafe { Doorbell::new(std::io::stdin().as_fd(), 77) };
+        let null = null();
+        // SAFETY: `null` is open until the end of the test, after `db` is dropped (declared
+        // later, dropped first); the doorbell is never rung.
+        let db = unsafe { Doorbell::new(null.as_fd(), 77) };
         let hdr = u32::from_ne_bytes(db.req[0..4].try_into().unwrap());
         assert_eq!(hdr, IB_USER_VERBS_CMD_POST_SEND);
         assert_eq!(u16::from_ne_bytes(db.req[4..6].try_into().unwrap()), 8);
@@ -548,8 +561,10 @@ mod tests {
     /// access, invalidating the address taken before).
     #[test]
     fn doorbell_response_survives_moves() {
-        // SAFETY: stdin stays open for the whole test, longer than the doorbell.
-        let db = unsafe { Doorbell::new(std::io::stdin().as_fd(), 77) };
+        let null = null();
+        // SAFETY: `null` is open until the end of the test, after the doorbell is dropped
+        // (`drop(boxed)` below); the doorbell is never rung.
+        let db = unsafe { Doorbell::new(null.as_fd(), 77) };
         let moved = vec![db];
         let db = moved.into_iter().next().unwrap();
         let boxed = Box::new(db);

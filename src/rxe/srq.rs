@@ -1,7 +1,8 @@
 //! The rxe half of an [`Srq`](crate::Srq): creating it (basic SRQs only: rxe has no XRC and
 //! no tag matching), the receive ring the kernel made (mapped at create and again after a
 //! resize) and posting to it. The generic `Srq` owns the kernel SRQ and its commands and
-//! dispatches here.
+//! dispatches here. No unsafe code: the ring's new place after a resize is an ordinary read of
+//! what the kernel wrote (see [`RxeSrq::modify`](SrqOps::modify)).
 
 use uverbs_rxe::RecvQueue;
 use uverbs_uapi::rxe::{Mminfo, RxeCreateSrqResp, RxeModifySrqCmd};
@@ -93,9 +94,11 @@ impl SrqOps for RxeSrq {
         if !mask.contains(SrqAttrMask::MAX_WR) {
             return Ok(());
         }
-        // The kernel wrote `mi` during the write() above, through the address taken from a
-        // `&mut` (which the compiler must assume escaped into the syscall): a plain read sees
-        // what it wrote.
+        // A plain read is right: the kernel wrote `mi` during the write(2) above, through the
+        // address exposed in `drv` (`as u64` of a `*mut` from a `&mut`), and that write(2) is a
+        // call the compiler must assume may write exposed memory (`KernelChannel::write` calls
+        // libc's `write`, not rustix's `readonly` asm; a device model writes it in Rust through
+        // the same address).
         let (map, q) = map_rxe_queue(ctx, &mi, op, label, "resized SRQ")?;
         let rq = RecvQueue::new(q, max_sge)
             .map_err(|e| Error::provider(op, label(), e).with_reason(format!("SRQ ring: {e}")))?;

@@ -202,7 +202,10 @@ impl CountingChannel {
     }
 }
 
-impl uverbs::channel::Channel for CountingChannel {
+// SAFETY: every command goes to `dev` (a `Channel`) unchanged and its answer comes back
+// unchanged; `doorbell_fd` is `dev`'s, which stays open as long as `dev`, which we own.
+#[allow(unsafe_code)]
+unsafe impl uverbs::channel::Channel for CountingChannel {
     fn ioctl(&self, cmd: &mut uverbs::channel::IoctlCmd<'_>) -> Result<(), uverbs::Errno> {
         self.counts.ioctl.fetch_add(1, Relaxed);
         self.dev.ioctl(cmd)

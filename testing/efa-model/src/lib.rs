@@ -649,7 +649,10 @@ impl EfaDevice {
     }
 }
 
-impl Channel for EfaDevice {
+// SAFETY: the only fd numbers written are GET_CONTEXT's `async_fd` and CREATE_COMP_CHANNEL's
+// `fd` (`write::write_cmd`), each an eventfd made by `write::eventfd` for that call and given up
+// (`into_raw_fd`) as its number is written; no FD-new attribute is ever set. No doorbell fd.
+unsafe impl Channel for EfaDevice {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         self.with(|f, d| ioctl::ioctl(f, d, cmd))
     }

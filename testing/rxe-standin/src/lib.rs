@@ -569,7 +569,11 @@ fn destroy_qp(st: &mut State, handle: u32) -> Result<(), Errno> {
     Ok(())
 }
 
-impl Channel for RxeStandin {
+// SAFETY: the only fd number written is GET_CONTEXT's `async_fd`, an eventfd made in that call
+// and given up (`into_raw_fd`) as its number is written. `doorbell_fd` is `/dev/null`, opened by
+// `new` and held (`Arc<OwnedFd>`) by every clone of the stand-in, so it stays open while this
+// channel lives.
+unsafe impl Channel for RxeStandin {
     fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         let mut g = self.lock();
         let st = &mut *g;
