@@ -187,6 +187,26 @@ impl std::fmt::Debug for Ah {
     }
 }
 
+/// Refuses an AH without a GRH on a device whose fabric routes by GID (`routing` says which:
+/// "RoCE", "EFA"): for the providers' [`DeviceOps::check_create_ah`].
+///
+/// [`DeviceOps::check_create_ah`]: crate::provider::DeviceOps::check_create_ah
+pub(crate) fn require_grh(pd: &Pd, attr: &AhAttr, routing: &str) -> Result<()> {
+    if attr.is_global {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "create_ah",
+        pd.label(),
+        Errno::INVAL,
+        format!(
+            "{} address handles need a GRH (is_global, with the destination GID and the source \
+             GID index): {routing} routes by GID",
+            pd.context().device().name()
+        ),
+    ))
+}
+
 impl Pd {
     /// Creates an address handle for UD sends (`ibv_create_ah`).
     ///
@@ -197,7 +217,6 @@ impl Pd {
         let op = "create_ah";
         let ctx = self.context();
         let provider = &ctx.inner.provider_ctx;
-        dispatch!(ProviderCtx, provider, p => p.check_create_ah(self, attr))?;
         if attr.port_num == 0 {
             return Err(Error::invalid(
                 op,
@@ -206,18 +225,7 @@ impl Pd {
                 "port_num 0: ports are numbered from 1",
             ));
         }
-        if !attr.is_global {
-            return Err(Error::invalid(
-                op,
-                self.label(),
-                Errno::INVAL,
-                format!(
-                    "{} address handles need a GRH (is_global, with the destination GID and \
-                     the source GID index): RoCE and EFA route by GID",
-                    ctx.device().name()
-                ),
-            ));
-        }
+        dispatch!(ProviderCtx, provider, p => p.check_create_ah(self, attr))?;
         let req = IbUverbsCreateAh {
             user_handle: next_user_handle(),
             pd_handle: self.handle(),

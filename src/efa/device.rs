@@ -240,8 +240,9 @@ impl DeviceOps for EfaDevice {
         ))
     }
 
-    fn check_create_ah(&self, pd: &Pd, _attr: &AhAttr) -> Result<()> {
-        super::check_create_ah(&self.uctx, "create_ah", pd.label())
+    fn check_create_ah(&self, pd: &Pd, attr: &AhAttr) -> Result<()> {
+        super::check_create_ah(&self.uctx, "create_ah", pd.label())?;
+        crate::ah::require_grh(pd, attr, "EFA")
     }
 
     fn ah_udata_len(&self) -> usize {

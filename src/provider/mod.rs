@@ -567,6 +567,9 @@ pub(crate) enum SrqRing {
 }
 
 #[cfg(test)]
+mod generic_lint;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

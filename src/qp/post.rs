@@ -64,7 +64,7 @@ impl Qp {
                 op,
                 self.label(),
                 Errno::OPNOTSUPP,
-                "the wr_* API needs a QP created with create_qp_ex (or efadv_create_qp_ex)",
+                "the wr_* API needs a QP created with create_qp_ex and send_ops_flags",
             ));
         }
         dispatch!(QpRing, &mut self.ring, r => r.wr_start(&self.inner))?;

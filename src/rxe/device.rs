@@ -71,8 +71,8 @@ impl DeviceOps for RxeDevice {
         create_srq(pd, req)
     }
 
-    fn check_create_ah(&self, _pd: &Pd, _attr: &AhAttr) -> Result<()> {
-        Ok(())
+    fn check_create_ah(&self, pd: &Pd, attr: &AhAttr) -> Result<()> {
+        crate::ah::require_grh(pd, attr, "RoCE")
     }
 
     fn ah_udata_len(&self) -> usize {
