@@ -188,7 +188,7 @@ impl EfaCq {
             OneStep::Took => Ok(1),
             OneStep::Empty => Ok(0),
             OneStep::Slow(t) => {
-                poll_one_slow(&mut self.cq, lookup, t, &mut self.stale, shared, put)
+                poll_one_slow(shared, &mut self.cq, put, lookup, t, &mut self.stale)
             }
         }
     }
@@ -450,12 +450,12 @@ fn cursor_error(shared: &CqShared, e: &EfaError) -> Error {
 #[cold]
 #[inline(never)]
 fn poll_one_slow<F: FnMut(&Completion)>(
+    shared: &CqShared,
     cq: &mut CompletionQueue,
+    mut put: F,
     mut lookup: Lookup<'_, true>,
     t: Taken,
     stale: &mut u64,
-    shared: &CqShared,
-    mut put: F,
 ) -> Result<usize> {
     let mut r = cq.poll_one_finish(t, &mut lookup, &mut put);
     loop {
