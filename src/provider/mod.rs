@@ -139,8 +139,9 @@ pub enum ProviderInfo {
 }
 
 /// A provider's own reason for refusing something, typed: what
-/// [`Error::source`](std::error::Error::source) returns for an error a provider raised, for a program that
-/// handles one reason differently from the others. The error's text already says it.
+/// [`Error::source`](std::error::Error::source) returns for an error a provider raised, for a
+/// program that handles one reason differently from the others. The error's text already
+/// says it.
 ///
 /// ```
 /// # let fabric = uverbs_efa_model::EfaFabric::new(1);
@@ -153,6 +154,9 @@ pub enum ProviderInfo {
 ///     Some(ProviderError::Efa(uverbs_efa::EfaError::SolicitedOnlyNotSupported { .. })) => {}
 ///     other => panic!("{other:?}"),
 /// }
+/// // The same value, as the standard error chain gives it.
+/// let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<ProviderError>());
+/// assert_eq!(source, e.provider_error());
 /// # Ok::<(), uverbs::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
