@@ -53,6 +53,11 @@ static DESTROY_CQ: Destroy = Destroy {
 };
 
 impl CqShared {
+    /// Completion events read for this CQ from its channel so far (wrapping).
+    pub(crate) fn comp_events(&self) -> u32 {
+        self.events.comp_events()
+    }
+
     pub(crate) fn label(&self) -> String {
         self.obj.label()
     }

@@ -198,9 +198,13 @@ impl CompChannel {
                 Err(now) => n = now,
             }
         }
+        let target = crate::object::event_target(desc.cq_handle);
+        if let Some(t) = &target {
+            t.note_comp_event();
+        }
         Ok(CqEvent {
             cq_user_handle: desc.cq_handle,
-            cq_context: crate::object::event_target(desc.cq_handle).map_or(0, |t| t.context()),
+            cq_context: target.map_or(0, |t| t.context()),
         })
     }
 

@@ -298,6 +298,8 @@ pub(crate) struct EventTarget {
     user_handle: u64,
     context: AtomicU64,
     srq_limit: AtomicU32,
+    /// Completion events read for this object (a CQ) from its channel, wrapping.
+    comp_events: AtomicU32,
 }
 
 impl EventTarget {
@@ -317,6 +319,17 @@ impl EventTarget {
 
     pub(crate) fn set_srq_limit(&self, v: u32) {
         self.srq_limit.store(v, Ordering::Relaxed);
+    }
+
+    /// Completion events read for this CQ so far (wrapping): `get_cq_event` counts them, a
+    /// provider whose arming carries the count reads it (EFA's `cmd_sn`, as libefa's
+    /// `efa_cq_event` counts them).
+    pub(crate) fn comp_events(&self) -> u32 {
+        self.comp_events.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_comp_event(&self) {
+        self.comp_events.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -341,6 +354,7 @@ impl Registration {
             user_handle,
             context: AtomicU64::new(context),
             srq_limit: AtomicU32::new(0),
+            comp_events: AtomicU32::new(0),
         });
         targets().insert(user_handle, Arc::downgrade(&t));
         Registration(t)

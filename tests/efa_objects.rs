@@ -205,6 +205,35 @@ fn efa_req_notify_arms_a_cq_without_a_channel() {
     fab.assert_no_violations();
 }
 
+/// Each completion event read from the channel is counted into the next arm's command
+/// sequence number (`cmd_sn`, bits 30:29 of the CQ doorbell), as libefa's `efa_cq_event` does
+/// from `ibv_get_cq_event`. (The model delivers no events itself: the test writes the CQ's
+/// handle to the channel, an eventfd in the model, where the kernel would queue the event.)
+#[test]
+fn efa_arm_after_an_event_carries_the_next_cmd_sn() {
+    const ARM: u32 = 1 << 31;
+    let fab = EfaFabric::new(12);
+    let base = ModelConfig::default();
+    let dev = fab.add_device(ModelConfig {
+        device_caps: base.device_caps | uverbs::uapi::efa::EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS,
+        ..base
+    });
+    let ctx = dev.open().unwrap();
+    let ch = ctx.create_comp_channel().unwrap();
+    let mut cq = ctx.create_cq(8, Some(&ch), 0).unwrap();
+    for n in 0..6u32 {
+        cq.req_notify(false).unwrap();
+        let db = fab.cq_doorbell(&dev, cq.handle()).expect("a CQ doorbell");
+        assert_eq!((db & ARM, (db >> 29) & 3), (ARM, n & 3), "arm {n}: {db:#x}");
+        rustix::io::write(ch.fd(), &cq.user_handle().to_ne_bytes()).unwrap();
+        let ev = ch
+            .get_cq_event(Some(std::time::Duration::from_secs(1)))
+            .unwrap();
+        assert_eq!(ev.cq_user_handle, cq.user_handle());
+    }
+    fab.assert_no_violations();
+}
+
 /// Build item 5 on EFA: `cq_context` given to `efadv_create_cq` (and `create_cq_ex`'s
 /// attributes in general) is readable from the CQ, and can be replaced.
 #[test]

@@ -122,6 +122,9 @@ pub(crate) struct EfaCq {
     stale: u64,
     _buf: Mapping,
     _db: Option<Mapping>,
+    /// The CQ's completion events counted into the doorbell's `cmd_sn` so far (see
+    /// [`CqOps::req_notify`]).
+    events_noted: u32,
 }
 
 impl std::fmt::Debug for EfaCq {
@@ -249,7 +252,20 @@ impl CqOps for EfaCq {
 
     /// Arms through the CQ doorbell, not a kernel command (`efa_arm_cq`): refused for
     /// solicited-only (EFA has none) and on a CQ the kernel gave no doorbell.
+    ///
+    /// The arm carries the number of completion events read so far (`cmd_sn`, mod 4), which
+    /// libefa counts in `efa_cq_event` when `ibv_get_cq_event` returns one: the events
+    /// [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event) counted for this CQ
+    /// since the last arm are noted first. (libefa counts at the event, so its poll doorbells
+    /// between the event and the next arm carry the new count already; ours carry it from
+    /// the arm on, which keeps the channel's read off the CQ's data path.)
     fn req_notify(&mut self, shared: &CqShared, solicited_only: bool) -> Result<()> {
+        let events = shared.comp_events();
+        // Only the count mod 4 reaches the doorbell.
+        for _ in 0..(events.wrapping_sub(self.events_noted) & 3) {
+            self.cq.note_event();
+        }
+        self.events_noted = events;
         self.cq
             .req_notify(solicited_only)
             .map_err(|e| Error::provider("req_notify_cq", shared.label(), e))
@@ -736,6 +752,7 @@ impl Context {
             stale: 0,
             _buf: buf,
             _db: db_map,
+            events_noted: 0,
         };
         Ok(Cq::assemble(shared, CqRing::Efa(Box::new(ring)), got_cqe))
     }

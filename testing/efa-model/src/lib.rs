@@ -111,7 +111,7 @@ mod write;
 use exec::{execute, push_cqe};
 pub use mr::{MODEL_RDMA_READ_IC_ID, MODEL_RDMA_RECV_IC_ID, MODEL_RECV_IC_ID};
 use sq::{collect_wqes, Msg};
-use state::{Dev, Fabric, QpKind, QpState, LLQ_DESC_OFFSET, SQ_DB_OFFSET};
+use state::{Dev, Fabric, QpKind, QpState, CQ_DB_OFFSET, LLQ_DESC_OFFSET, SQ_DB_OFFSET};
 use write::write_cmd;
 
 /// What a model device reports and enforces.
@@ -520,6 +520,16 @@ impl EfaFabric {
             .get(&cq_handle)
             .map(|c| c.produced.clone())
             .unwrap_or_default()
+    }
+
+    /// The value last stored to the doorbell of the CQ with kernel handle `cq_handle` on
+    /// `dev` (consumer index, command sequence number, arm bit: `efa_io_regs_cq_db`); `None`
+    /// for a CQ without a doorbell (`ModelConfig::cq_doorbell` off) or no such CQ.
+    pub fn cq_doorbell(&self, dev: &EfaDevice, cq_handle: u32) -> Option<u32> {
+        let f = self.lock();
+        let d = &f.devs[dev.dev];
+        let key = d.cqs.get(&cq_handle)?.db_key?;
+        Some(d.regions.get(&key)?.load32(CQ_DB_OFFSET as usize))
     }
 
     /// The first 64 bytes in LLQ slot `slot` of QP `qpn` on `dev`, as the driver wrote them.
