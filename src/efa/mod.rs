@@ -34,7 +34,7 @@
 //!   published flags (on hardware the write-combining flush and DMA ordering do that).
 //! * **No waiting.** Neither side ever waits for the other: a full queue is reported to the
 //!   poster (`ENOMEM`, poll and retry), a CQE whose id is not posted is refused
-//!   (`NotOutstanding`), never waited for. An `ibv_wr_start` session stages ids without
+//!   (`NotOutstanding`), never waited for. An `ibv_wr_start` batch stages ids without
 //!   publishing them; `wr_abort` gives them back (the poster's index steps back; the
 //!   completer cannot have touched unpublished ids).
 //! * **Per-CQ QP tables sized by use.** A CQE names its QP by a 16-bit number. Each CQ keeps
@@ -59,10 +59,10 @@
 //!   number reused by a new QP cannot complete the old QP's WRs: every QP's request ids carry
 //!   a generation, and the completer refuses an id of another generation.
 //!
-//! Proofs: `uverbs_efa::wrid` tests (two threads, 30k ids through an 8-id pool, aborts
-//! included), `uverbs_efa::table` tests (register/unregister while another thread polls), and
-//! `tests/efa_verbs.rs::efa_post_and_poll_on_different_threads` (poster, poller and device
-//! model on three threads, 500 wraps of every ring).
+//! Proofs: the unit tests of `uverbs_efa::wrid` (two threads, 30k ids through an 8-id pool,
+//! aborts included) and of `uverbs_efa::table` (register/unregister while another thread
+//! polls), which also run under Miri, and an integration test that posts, polls and runs the
+//! EFA device model on three threads through 500 wraps of every ring.
 
 mod ah;
 mod cntr;
