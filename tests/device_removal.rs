@@ -1,5 +1,7 @@
 //! `rdma link delete rxe0` while another thread posts and polls, in its own test binary (its
-//! own process), re-creating the device afterwards so test binaries that run later find it.
+//! own process), re-creating the device afterwards. The VM harness runs this binary after all
+//! the others (`RUNS_LAST` in xtask/src/testrun.rs), so none of them meets a device that was
+//! just removed and re-added.
 //!
 //! rxe has no `disassociate_ucontext` (neither on 6.1 nor on 6.12), so the kernel cannot tear
 //! our context down under us: unregistering the device waits until every process has closed
