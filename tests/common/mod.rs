@@ -9,6 +9,7 @@
 
 pub mod efa;
 pub mod leaks;
+pub mod pair;
 pub mod rc;
 
 use uverbs::{Context, Device, Driver};
