@@ -581,7 +581,7 @@ fn one_context_and_pd_serve_four_threads_at_once() {
 /// both CQs and routes completions; the test's thread runs the model. SRD may reorder, so each
 /// (thread, sequence) is checked to arrive exactly once rather than in order.
 #[test]
-fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
+fn four_threads_with_one_qp_each_share_one_cq_and_lose_nothing_on_the_efa_model() {
     use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, QpCap, QpInitAttr, QpType};
     use uverbs::{EfaWcFlags, Errno, RecvWr, SendOpsFlags, SendWr};
     use uverbs_efa_model::{EfaFabric, ModelConfig};

@@ -135,7 +135,7 @@ fn send_imm(
 /// polls (a completion arriving after the refusal is read from it), and destroys once the
 /// QP is gone.
 #[test]
-fn efa_refused_cq_destroy_hands_it_back_for_a_retry() {
+fn refused_cq_destroy_hands_it_back_for_a_retry() {
     let fab = EfaFabric::new(7);
     let mut a = host(&fab);
     let mut b = host(&fab);
@@ -157,9 +157,9 @@ const IMM: u32 = 0x1122_3344;
 
 /// Finding 8 (issue 13), EFA: the immediate arrives as the host-order value the sender
 /// passed, in `Wc::imm_data` as through `PollCq::read_imm_data` (the same value the rxe VM
-/// test `send_imm_arrives_as_sent` checks there).
+/// test `objects::send_imm_arrives_as_sent` checks there).
 #[test]
-fn efa_send_imm_arrives_as_sent() {
+fn send_imm_arrives_as_sent() {
     let fab = EfaFabric::new(8);
     let mut a = host(&fab);
     let mut b = host(&fab);
@@ -193,7 +193,7 @@ fn efa_send_imm_arrives_as_sent() {
 /// without a completion channel (it was refused with `EINVAL`); solicited-only stays
 /// unsupported, as there.
 #[test]
-fn efa_req_notify_arms_a_cq_without_a_channel() {
+fn req_notify_arms_a_cq_without_a_channel() {
     let fab = EfaFabric::new(9);
     let mut h = host(&fab);
     assert!(h.scq.channel().is_none());
@@ -208,7 +208,7 @@ fn efa_req_notify_arms_a_cq_without_a_channel() {
 /// Build item 5 on EFA: `cq_context` given to `efadv_create_cq` (and `create_cq_ex`'s
 /// attributes in general) is readable from the CQ, and can be replaced.
 #[test]
-fn efa_cq_context_is_kept() {
+fn cq_context_is_kept() {
     let fab = EfaFabric::new(10);
     let dev = fab.add_device(ModelConfig::default());
     let ctx = dev.open().unwrap();
@@ -231,7 +231,7 @@ fn efa_cq_context_is_kept() {
 /// Build item 5 on EFA: `qp_context` given to `efadv_create_qp_ex` and to `create_qp` (the
 /// same `QpInitAttr` as on rxe) is readable from the QP, and can be replaced.
 #[test]
-fn efa_qp_context_is_kept() {
+fn qp_context_is_kept() {
     let fab = EfaFabric::new(11);
     let dev = fab.add_device(ModelConfig::default());
     let ctx = dev.open().unwrap();

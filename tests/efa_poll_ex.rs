@@ -232,8 +232,12 @@ fn drain_poll(cq: &mut Cq) -> Vec<Seen> {
     }
 }
 
+/// Twelve rounds of the same work on two fabrics: the extended poll of one hands out, field by
+/// field, what `poll_efa` hands out on the other, over every completion kind the work makes
+/// (sends, RDMA writes and reads, an RNR failure, receives, unsolicited writes with immediate)
+/// and across ring wraps.
 #[test]
-fn efa_extended_poll_gives_what_poll_gives() {
+fn extended_poll_gives_what_poll_gives() {
     let (mut x, mut y) = (world(11), world(11));
     let mut kinds = std::collections::HashSet::new();
     for r in 0..12 {
@@ -269,8 +273,10 @@ fn efa_extended_poll_gives_what_poll_gives() {
     y.fab.assert_no_violations();
 }
 
+/// A send with immediate read through the extended poll: the immediate in host order as sent,
+/// the opcode, flags, length, source QP and GID; a send completion has no source GID.
 #[test]
-fn efa_extended_poll_reads_immediate_data_in_host_order() {
+fn extended_poll_reads_immediate_data_in_host_order() {
     let mut w = world(5);
     let dest = UdDest::new(&w.ah, w.b.qp.qp_num(), QKEY);
     let rr = [sge(&w.b.mr, 0, 64)];
@@ -314,7 +320,7 @@ fn efa_extended_poll_reads_immediate_data_in_host_order() {
 /// wait for the poll (the poll holds nothing of the QP table between calls), and the poll then
 /// skips the QP's completions as stale instead of handing them out.
 #[test]
-fn efa_qp_destroyed_during_an_open_poll() {
+fn qp_destroyed_during_an_open_poll() {
     let mut w = world(7);
     let dest = UdDest::new(&w.ah, w.b.qp.qp_num(), QKEY);
     let rr = [sge(&w.b.mr, 0, 64)];
