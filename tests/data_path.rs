@@ -9,12 +9,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::pair::{
-    all_access, assert_quiet, cap, connect, mr, ok, pair, pair_sized, pair_with, read_mr, wait,
-    DEADLINE, QKEY,
+    all_access, assert_quiet, cap, mr, ok, overrun_a_cq, pair, pair_sized, pair_with, read_mr,
+    wait, DEADLINE, QKEY,
 };
 use uverbs::{
-    AccessFlags, Ah, AhAttr, AsyncElement, AsyncEventType, Errno, QpAttrMask, QpInitAttr, QpState,
-    QpType, RecvWr, SendFlags, SendWr, Wc, WcFlags, WcOpcode, WcStatus, WrOp,
+    AccessFlags, Ah, AhAttr, AsyncElement, AsyncEventType, Errno, QpAttrMask, QpState, QpType,
+    RecvWr, SendFlags, SendWr, Wc, WcFlags, WcOpcode, WcStatus, WrOp,
 };
 
 /// An RC send gathered from two SGEs lands scattered over two receive SGEs: the completions
@@ -333,16 +333,18 @@ fn send_with_inv_invalidates_a_bound_memory_window() {
     // The window works: an RDMA write through its rkey lands.
     local.write(0, b"via mw").unwrap();
     let sg = [local.sge(0, 6).unwrap()];
-    p.a.post_send(&[SendWr::new(
-        2,
-        WrOp::RdmaWrite {
-            remote_addr: remote.addr() + 16,
-            rkey: new_rkey,
-        },
-    )
-    .sge(&sg)
-    .signaled()])
-        .unwrap();
+    let write_through_the_window = |id| {
+        SendWr::new(
+            id,
+            WrOp::RdmaWrite {
+                remote_addr: remote.addr() + 16,
+                rkey: new_rkey,
+            },
+        )
+        .sge(&sg)
+        .signaled()
+    };
+    p.a.post_send(&[write_through_the_window(2)]).unwrap();
     ok(&wait(&mut p.cq_a, 1));
     assert_eq!(read_mr(&remote, 16, 6), b"via mw");
     // SEND_WITH_INV: the receiver's completion names the invalidated rkey.
@@ -363,16 +365,7 @@ fn send_with_inv_invalidates_a_bound_memory_window() {
     assert_eq!(r[0].invalidated_rkey(), Some(new_rkey), "{:?}", r[0]);
     assert_eq!(read_mr(&remote, 1000, 3), b"inv");
     // The window no longer grants access: a write through it fails.
-    p.a.post_send(&[SendWr::new(
-        5,
-        WrOp::RdmaWrite {
-            remote_addr: remote.addr() + 16,
-            rkey: new_rkey,
-        },
-    )
-    .sge(&sg)
-    .signaled()])
-        .unwrap();
+    p.a.post_send(&[write_through_the_window(5)]).unwrap();
     let w = wait(&mut p.cq_a, 1);
     assert_eq!(w[0].status, WcStatus::REM_ACCESS_ERR, "{w:?}");
     drop(p);
@@ -704,38 +697,7 @@ fn extended_poll_runs_across_the_ring_wrap() {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn cq_overrun_is_reported_as_an_async_event_naming_the_cq() {
     let ctx = common::rxe_context();
-    let pd = ctx.alloc_pd().expect("alloc_pd");
-    let mut small = ctx.create_cq(1, None, 0).expect("create small cq");
-    let big = ctx.create_cq(256, None, 0).expect("create cq");
-    let c = cap(16, 1, 0);
-    let mut a = pd
-        .create_qp(&QpInitAttr::new(QpType::Rc, &small, &big, c))
-        .expect("create_qp");
-    let mut b = pd
-        .create_qp(&QpInitAttr::new(QpType::Rc, &big, &big, c))
-        .expect("create_qp");
-    let (gid_index, gid) = common::rc::roce_gid(&ctx);
-    connect(&mut a, &mut b, gid_index, gid);
-
-    let local = mr(&pd, 4096);
-    let remote = mr(&pd, 4096);
-    let sg = [local.sge(0, 8).unwrap()];
-    let n = small.cqe() as u64 + 4;
-    let wrs: Vec<SendWr<'_>> = (0..n)
-        .map(|i| {
-            SendWr::new(
-                i,
-                WrOp::RdmaWrite {
-                    remote_addr: remote.addr() + 8 * i,
-                    rkey: remote.rkey(),
-                },
-            )
-            .sge(&sg)
-            .signaled()
-        })
-        .collect();
-    a.post_send(&wrs).expect("post_send");
-
+    let mut o = overrun_a_cq(&ctx);
     let deadline = Instant::now() + DEADLINE;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -743,12 +705,20 @@ fn cq_overrun_is_reported_as_an_async_event_naming_the_cq() {
             .get_async_event(Some(left))
             .unwrap_or_else(|e| panic!("no CQ error event after overrunning the CQ: {e}"));
         if ev.event_type == AsyncEventType::CQ_ERR {
-            assert_eq!(ev.element, AsyncElement::Cq(small.user_handle()), "{ev:?}");
+            assert_eq!(
+                ev.element,
+                AsyncElement::Cq(o.small.user_handle()),
+                "{ev:?}"
+            );
             break;
         }
     }
     // The ring itself stays sound: polling it works and never yields more than it holds.
     let mut buf = [Wc::default(); 64];
-    let k = small.poll(&mut buf).expect("poll_cq");
-    assert!(k <= small.cqe() as usize, "polled {k}, cqe {}", small.cqe());
+    let k = o.small.poll(&mut buf).expect("poll_cq");
+    assert!(
+        k <= o.small.cqe() as usize,
+        "polled {k}, cqe {}",
+        o.small.cqe()
+    );
 }

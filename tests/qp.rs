@@ -4,10 +4,11 @@
 mod common;
 
 use common::pair::{
-    all_access, cap, mcast_gid, mr, pair, pair_with, to_init, to_rtr, to_rts, wait, PSN,
+    all_access, cap, mcast_gid, mr, pair, pair_with, pd_and_cq, set_state, to_init, to_rtr, to_rts,
+    wait, Pair, PSN,
 };
 use uverbs::{
-    Errno, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, WcStatus,
+    Errno, Gid, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, WcStatus,
 };
 
 /// The QP state machine: posting in RESET is refused naming the state, RESET -> RTR is an
@@ -28,15 +29,7 @@ fn qp_query_modify_states_and_illegal_transition() {
     );
     assert!(p.a.post_recv(&[RecvWr::new(1, &sg)]).is_err());
     // RESET -> RTR is illegal.
-    let e =
-        p.a.modify(
-            &QpAttr {
-                qp_state: QpState::Rtr,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap_err();
+    let e = set_state(&mut p.a, QpState::Rtr).unwrap_err();
     assert!(e.is(Errno::INVAL), "{e}");
     assert!(e.reason().contains("legal transition"), "{e}");
     to_init(&mut p.a);
@@ -63,22 +56,8 @@ fn qp_query_modify_states_and_illegal_transition() {
     assert_eq!(q.attr.ah_attr.grh.dgid, p.gid);
     assert_eq!(q.attr.path_mtu, uverbs::Mtu::Mtu1024);
     // RTS -> SQD -> RTS, then ERR.
-    p.a.modify(
-        &QpAttr {
-            qp_state: QpState::Sqd,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE,
-    )
-    .expect("RTS -> SQD");
-    p.a.modify(
-        &QpAttr {
-            qp_state: QpState::Err,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE,
-    )
-    .expect("-> ERR");
+    set_state(&mut p.a, QpState::Sqd).expect("RTS -> SQD");
+    set_state(&mut p.a, QpState::Err).expect("-> ERR");
     assert_eq!(
         p.a.query(QpAttrMask::STATE).unwrap().attr.qp_state,
         QpState::Err
@@ -96,15 +75,10 @@ fn qp_query_modify_states_and_illegal_transition() {
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn send_only_qp_with_no_receive_queue_depth() {
-    let ctx = common::rxe_context();
-    let pd = ctx.alloc_pd().expect("alloc_pd");
-    let cq = ctx.create_cq(16, None, 0).expect("create_cq");
+    let (_ctx, pd, cq) = pd_and_cq(16);
     let c = QpCap {
-        max_send_wr: 8,
         max_recv_wr: 0,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
+        ..cap(8, 1, 0)
     };
     let mut qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, c))
@@ -117,14 +91,20 @@ fn send_only_qp_with_no_receive_queue_depth() {
     assert_eq!(e.index, 0, "{e:?}");
 }
 
+/// A UD [`Pair`] whose QP `a` is attached to the multicast group `ff0e::<last>`.
+fn ud_pair_with_a_in_a_multicast_group(last: u8) -> (Pair, Gid) {
+    let p = pair(QpType::Ud);
+    let mgid = mcast_gid(last);
+    p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
+    (p, mgid)
+}
+
 /// Multicast attach and detach on a UD QP succeed; detaching again, attaching a unicast GID
 /// and attaching an RC QP are refused with `EINVAL`, as the kernel refuses them.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn multicast_attach_detach_as_the_kernel_says() {
-    let p = pair(QpType::Ud);
-    let mgid = mcast_gid(0x42);
-    p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
+    let (p, mgid) = ud_pair_with_a_in_a_multicast_group(0x42);
     p.a.detach_mcast(&mgid, 0).expect("detach_mcast");
     let e = p.a.detach_mcast(&mgid, 0).unwrap_err();
     assert!(e.is(Errno::INVAL), "{e}");
@@ -140,9 +120,7 @@ fn multicast_attach_detach_as_the_kernel_says() {
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn failed_qp_destroy_returns_the_qp_for_a_retry() {
-    let p = pair(QpType::Ud);
-    let mgid = mcast_gid(0x43);
-    p.a.attach_mcast(&mgid, 0).expect("attach_mcast");
+    let (p, mgid) = ud_pair_with_a_in_a_multicast_group(0x43);
     let qpn = p.a.qp_num();
     let e = p.a.destroy().expect_err("destroy while attached must fail");
     assert!(e.is(Errno::BUSY), "{e}");

@@ -4,16 +4,14 @@
 
 mod common;
 
-use common::pair::cap;
+use common::pair::{cap, pd_and_cq};
 use uverbs::{AhAttr, Errno, QpInitAttr, QpType, SrqAttr, SrqInitAttrEx, SrqType};
 
 /// SRD is EFA's: refused on rxe before the kernel, naming the device and the reason.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn srd_qp_on_rxe_is_refused() {
-    let ctx = common::rxe_context();
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(16, None, 0).unwrap();
+    let (ctx, pd, cq) = pd_and_cq(16);
     let attr = QpInitAttr::new(QpType::Srd, &cq, &cq, cap(4, 1, 0));
     for r in [pd.create_qp(&attr), pd.create_qp_ex(&attr)] {
         let e = r.expect_err("SRD on rxe");

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::pair::{assert_quiet, cap, connect, mr, ok, read_mr, wait};
+use common::pair::{assert_quiet, cap, connect, mr, ok, pd_and_cq, read_mr, wait};
 use uverbs::{
     AsyncElement, AsyncEventType, Context, Cq, Errno, Pd, QpInitAttr, QpType, RecvWr, SendWr, Srq,
     SrqAttr, SrqAttrMask, SrqInitAttrEx,
@@ -13,16 +13,8 @@ use uverbs::{
 
 /// A PD, a 16-entry CQ and an 8-WR SRQ on the first rxe device, for QPs to be made on.
 fn srq_and_cq() -> (Context, Pd, Cq, Srq) {
-    let ctx = common::rxe_context();
-    let pd = ctx.alloc_pd().expect("alloc_pd");
-    let cq = ctx.create_cq(16, None, 0).expect("create_cq");
-    let srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 8,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .expect("create_srq");
+    let (ctx, pd, cq) = pd_and_cq(16);
+    let srq = common::srq(&pd, 8);
     (ctx, pd, cq, srq)
 }
 
@@ -38,13 +30,7 @@ fn srq_shared_by_64_rc_qps_no_loss_no_dup_and_limit_event() {
     let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mut scq = ctx.create_cq(4096, None, 0).unwrap();
     let mut rcq = ctx.create_cq(4096, None, 0).unwrap();
-    let mut srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 256,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .expect("create_srq");
+    let mut srq = common::srq(&pd, 256);
     assert!(srq.attr().max_wr >= 256);
     let rbuf = mr(&pd, 256 * 64);
     let mut sbuf = mr(&pd, N * 8);
@@ -52,14 +38,7 @@ fn srq_shared_by_64_rc_qps_no_loss_no_dup_and_limit_event() {
     let wrs: Vec<_> = (0..256).map(|i| RecvWr::new(i as u64, &sges[i])).collect();
     srq.post_recv(&wrs[..128]).expect("post_srq_recv");
     // Arm the limit: fires when fewer than 100 receives remain.
-    srq.modify(
-        &SrqAttr {
-            srq_limit: 100,
-            ..SrqAttr::default()
-        },
-        SrqAttrMask::LIMIT,
-    )
-    .expect("arm srq_limit");
+    common::arm_srq_limit(&mut srq, 100);
     assert_eq!(srq.query().unwrap().srq_limit, 100);
 
     let mut senders = Vec::new();

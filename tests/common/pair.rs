@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use uverbs::{
     AccessFlags, AhAttr, Context, Cq, Gid, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, SendOpsFlags, Wc, WcStatus,
+    QpState, QpType, SendOpsFlags, SendWr, Wc, WcStatus, WrOp,
 };
 
 /// How long a test waits for completions or an event before failing.
@@ -95,25 +95,38 @@ pub fn to_rtr(qp: &mut Qp, remote_qpn: u32, gid_index: u8, gid: Gid) {
 }
 
 /// RTR -> RTS with SQ PSN [`PSN`]; RC also with transport timeout 14, retries 7, RNR retries
-/// unlimited and 4 outgoing reads/atomics.
+/// unlimited and 4 outgoing reads/atomics (the mask leaves those out for other types).
 pub fn to_rts(qp: &mut Qp) {
-    let mut a = QpAttr {
+    let a = QpAttr {
         qp_state: QpState::Rts,
         sq_psn: PSN,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 4,
         ..QpAttr::default()
     };
+    let rc_only = QpAttrMask::TIMEOUT
+        | QpAttrMask::RETRY_CNT
+        | QpAttrMask::RNR_RETRY
+        | QpAttrMask::MAX_QP_RD_ATOMIC;
     let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
     if qp.qp_type() == QpType::Rc {
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 4;
-        mask |= QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC;
+        mask |= rc_only;
     }
     qp.modify(&a, mask).expect("modify to RTS");
+}
+
+/// Moves `qp` to `state` with nothing else changed (legal only from some states: RTS -> SQD,
+/// any -> ERR or RESET).
+pub fn set_state(qp: &mut Qp, state: QpState) -> uverbs::Result<()> {
+    qp.modify(
+        &QpAttr {
+            qp_state: state,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
 }
 
 /// Brings `a` and `b` (on the same device) to RTS, each towards the other.
@@ -136,6 +149,14 @@ pub fn cap(wr: u32, sge: u32, inline: u32) -> QpCap {
         max_recv_sge: sge,
         max_inline_data: inline,
     }
+}
+
+/// A PD and a `cqe`-entry CQ on the first rxe device, with its context.
+pub fn pd_and_cq(cqe: u32) -> (Context, Pd, Cq) {
+    let ctx = super::rxe_context();
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let cq = ctx.create_cq(cqe, None, 0).expect("create_cq");
+    (ctx, pd, cq)
 }
 
 /// Two QPs of one type on the first rxe device: `a` completes into `cq_a`, `b` into `cq_b`.
@@ -206,6 +227,63 @@ pub fn read_mr(m: &Mr, off: usize, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     m.read(off, &mut v).expect("mr read");
     v
+}
+
+/// An RC pair made to overrun a CQ: `a` completes its sends into the one-entry CQ `small`
+/// (everything else into `big`), and more signaled RDMA writes than `small` holds are posted
+/// on it. rxe drops the completions that do not fit and raises `CQ_ERR` naming `small`. The
+/// QPs are declared (and so dropped) before the CQs.
+pub struct CqOverrun {
+    pub a: Qp,
+    pub b: Qp,
+    pub local: Mr,
+    pub remote: Mr,
+    pub big: Cq,
+    pub small: Cq,
+    pub pd: Pd,
+}
+
+/// Sets up a [`CqOverrun`] on `ctx` (an rxe device) and posts the writes that overrun it.
+pub fn overrun_a_cq(ctx: &Context) -> CqOverrun {
+    let pd = ctx.alloc_pd().expect("alloc_pd");
+    let small = ctx.create_cq(1, None, 0).expect("create a one-entry CQ");
+    let big = ctx.create_cq(256, None, 0).expect("create_cq");
+    let c = cap(16, 1, 0);
+    let mut a = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &small, &big, c))
+        .expect("create_qp");
+    let mut b = pd
+        .create_qp(&QpInitAttr::new(QpType::Rc, &big, &big, c))
+        .expect("create_qp");
+    let (gid_index, gid) = super::rc::roce_gid(ctx);
+    connect(&mut a, &mut b, gid_index, gid);
+    let local = mr(&pd, 4096);
+    let remote = mr(&pd, 4096);
+    let sg = [local.sge(0, 8).expect("sge")];
+    let wrs: Vec<SendWr<'_>> = (0..u64::from(small.cqe()) + 4)
+        .map(|i| {
+            SendWr::new(
+                i,
+                WrOp::RdmaWrite {
+                    remote_addr: remote.addr() + 8 * i,
+                    rkey: remote.rkey(),
+                },
+            )
+            .sge(&sg)
+            .signaled()
+        })
+        .collect();
+    a.post_send(&wrs).expect("post_send");
+    drop(wrs);
+    CqOverrun {
+        a,
+        b,
+        local,
+        remote,
+        big,
+        small,
+        pd,
+    }
 }
 
 /// A multicast GID (`ff0e::<last>`) for attach/detach tests.
