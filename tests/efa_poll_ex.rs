@@ -7,10 +7,12 @@
 #[path = "common/efa.rs"]
 mod efa;
 
+use efa::sge;
+
 use uverbs::{
     AccessFlags, Ah, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags,
-    Mr, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest,
-    Wc, WcFlags, WcOpcode, WcStatus, WrOp,
+    Mr, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, UdDest, Wc,
+    WcFlags, WcOpcode, WcStatus, WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
@@ -37,21 +39,12 @@ fn side(fab: &EfaFabric, flags: EfaQpFlags) -> Side {
     let dev = fab.add_device(ModelConfig::default());
     let ctx = dev.open().expect("open model device");
     let pd = ctx.alloc_pd().unwrap();
-    let cq = |wc_flags| {
-        ctx.efadv_create_cq(
-            &CqInitAttr {
-                cqe: 16,
-                ..Default::default()
-            },
-            &EfaCqInitAttr {
-                wc_flags,
-                ..Default::default()
-            },
-        )
-        .expect("efadv_create_cq")
-    };
-    let scq = cq(EfaWcFlags::empty());
-    let rcq = cq(EfaWcFlags::WITH_SGID | EfaWcFlags::WITH_IS_UNSOLICITED);
+    let scq = efa::cq(&ctx, 16, EfaWcFlags::empty());
+    let rcq = efa::cq(
+        &ctx,
+        16,
+        EfaWcFlags::WITH_SGID | EfaWcFlags::WITH_IS_UNSOLICITED,
+    );
     let qp = srd_qp(&pd, &scq, &rcq, flags);
     let mr = pd
         .reg_mr(
@@ -112,10 +105,6 @@ fn world(seed: u64) -> World {
     let b = side(&fab, EfaQpFlags::UNSOLICITED_WRITE_RECV);
     let ah = a.pd.create_ah(&efa::ah_attr(b.gid)).unwrap();
     World { a, b, ah, fab }
-}
-
-fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
-    mr.sge(off, len).unwrap()
 }
 
 /// Round `r` of the work: a few receives, then sends with and without immediate, RDMA
