@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use uverbs::{
     AccessFlags, Ah, AhAttr, CompChannel, Context, Cq, Device, Gid, Mr, MrBuffer, Mw, Pd, PollCq,
-    Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, SrqAttr,
-    UdDest, Wc, WcOpcode, WcStatus, WrBatch, Xrcd,
+    Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, UdDest, Wc,
+    WcOpcode, WcStatus, WrBatch, Xrcd,
 };
 
 // ----- compile time -------------------------------------------------------------------------
@@ -191,13 +191,7 @@ fn objects_created_on_one_thread_are_used_and_destroyed_on_others() {
     let ch = ctx.create_comp_channel().expect("create_comp_channel");
     let scq = ctx.create_cq(16, Some(&ch), 0).expect("create_cq");
     let rcq = ctx.create_cq(16, None, 0).expect("create_cq");
-    let srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .expect("create_srq");
+    let srq = common::srq(&pd, 16);
     let smr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).expect("reg_mr");
     let rmr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).expect("reg_mr");
     let mut a = pd
@@ -581,7 +575,7 @@ fn one_context_and_pd_serve_four_threads_at_once() {
 /// both CQs and routes completions; the test's thread runs the model. SRD may reorder, so each
 /// (thread, sequence) is checked to arrive exactly once rather than in order.
 #[test]
-fn efa_four_threads_with_one_qp_each_share_one_cq_and_lose_nothing() {
+fn four_threads_with_one_qp_each_share_one_cq_and_lose_nothing_on_the_efa_model() {
     use uverbs::{CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, QpCap, QpInitAttr, QpType};
     use uverbs::{EfaWcFlags, Errno, RecvWr, SendOpsFlags, SendWr};
     use uverbs_efa_model::{EfaFabric, ModelConfig};

@@ -5,24 +5,16 @@
 #[path = "common/efa.rs"]
 mod efa;
 
+use efa::{poll_n, sge, SrdHost, SrdHostSpec};
+
 use uverbs::{
-    AccessFlags, Context, Cq, CqInitAttr, EfaCqInitAttr, EfaQpFlags, EfaQpInitAttr, Errno, Mr, Pd,
-    Qp, QpCap, QpInitAttr, QpType, RecvWr, SendOpsFlags, SendWr, Sge, UdDest, Wc, WcFlags,
-    WcOpcode, WcStatus, WrOp,
+    AccessFlags, Context, Cq, CqInitAttr, EfaCqInitAttr, EfaQpInitAttr, Errno, Mr, Qp, QpCap,
+    QpInitAttr, QpType, RecvWr, SendOpsFlags, SendWr, UdDest, Wc, WcFlags, WcOpcode, WcStatus,
+    WrOp,
 };
 use uverbs_efa_model::{EfaFabric, ModelConfig};
 
 const QKEY: u32 = 0x1234_5678;
-
-struct Host {
-    ctx: Context,
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    qp: Qp,
-    mr: Mr,
-    gid: [u8; 16],
-}
 
 fn efa_cq(ctx: &Context) -> Cq {
     ctx.efadv_create_cq(
@@ -35,73 +27,26 @@ fn efa_cq(ctx: &Context) -> Cq {
     .expect("efadv_create_cq")
 }
 
-fn host(fab: &EfaFabric) -> Host {
-    let dev = fab.add_device(ModelConfig::default());
-    let ctx = dev.open().expect("open model device");
-    let pd = ctx.alloc_pd().unwrap();
-    let scq = efa_cq(&ctx);
-    let rcq = efa_cq(&ctx);
-    let mut qp = pd
-        .efadv_create_qp_ex(
-            &QpInitAttr {
-                sq_sig_all: true,
-                send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
-                ..QpInitAttr::new(
-                    QpType::Srd,
-                    &scq,
-                    &rcq,
-                    QpCap {
-                        max_send_wr: 16,
-                        max_recv_wr: 16,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: 0,
-                    },
-                )
-            },
-            &EfaQpInitAttr {
-                flags: EfaQpFlags::empty(),
-                sl: 0,
-                wr_flags: Default::default(),
-            },
-        )
-        .expect("efadv_create_qp");
-    efa::to_rts(&mut qp, QKEY).expect("modify to RTS");
-    let mr = pd.reg_mr(1 << 14, AccessFlags::LOCAL_WRITE).unwrap();
-    Host {
-        ctx,
-        pd,
-        scq,
-        rcq,
-        qp,
-        mr,
-        gid: dev.gid(),
-    }
-}
-
-fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
-    mr.sge(off, len).unwrap()
-}
-
-fn poll_n(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 4];
-    for _ in 0..1000 {
-        let k = cq.poll(&mut buf).unwrap();
-        out.extend_from_slice(&buf[..k]);
-        if out.len() >= n {
-            break;
-        }
-    }
-    assert_eq!(out.len(), n, "expected {n} completions, got {out:?}");
-    out
+/// An SRD host on a new default model device of `fab`: 16-deep queues of one SGE, SEND and
+/// SEND_WITH_IMM through the `wr_*` API, a local-write memory region.
+fn host(fab: &EfaFabric) -> SrdHost {
+    let spec = SrdHostSpec {
+        cap: QpCap {
+            max_inline_data: 0,
+            ..SrdHostSpec::default().cap
+        },
+        send_ops_flags: SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM,
+        mr_access: AccessFlags::LOCAL_WRITE,
+        ..SrdHostSpec::default()
+    };
+    efa::srd_host(fab, ModelConfig::default(), &spec, QKEY)
 }
 
 /// `a` sends 7 bytes with immediate `imm` to `bqp` (at `bgid`), which posted one receive
 /// (wr_id 9, into `bmr`); returns its receive completion, polled from `rcq`.
 fn send_imm(
     fab: &EfaFabric,
-    a: &mut Host,
+    a: &mut SrdHost,
     (bqp, bmr, bgid): (&mut Qp, &Mr, [u8; 16]),
     rcq: &mut Cq,
     imm: u32,
@@ -135,7 +80,7 @@ fn send_imm(
 /// polls (a completion arriving after the refusal is read from it), and destroys once the
 /// QP is gone.
 #[test]
-fn efa_refused_cq_destroy_hands_it_back_for_a_retry() {
+fn refused_cq_destroy_hands_it_back_for_a_retry() {
     let fab = EfaFabric::new(7);
     let mut a = host(&fab);
     let mut b = host(&fab);
@@ -149,7 +94,7 @@ fn efa_refused_cq_destroy_hands_it_back_for_a_retry() {
     let d = rcq.destroy().expect("destroy_cq after its QP is gone");
     assert_eq!(d.async_events_reported, 0);
     fab.assert_no_violations();
-    let _ = (&b.ctx, &b.scq);
+    let _ = (&b.dev, &b.scq);
 }
 
 /// The immediate every provider test sends: its bytes differ, so a byte-order slip shows.
@@ -157,9 +102,9 @@ const IMM: u32 = 0x1122_3344;
 
 /// Finding 8 (issue 13), EFA: the immediate arrives as the host-order value the sender
 /// passed, in `Wc::imm_data` as through `PollCq::read_imm_data` (the same value the rxe VM
-/// test `send_imm_arrives_as_sent` checks there).
+/// test `objects::send_imm_arrives_as_sent` checks there).
 #[test]
-fn efa_send_imm_arrives_as_sent() {
+fn send_imm_arrives_as_sent() {
     let fab = EfaFabric::new(8);
     let mut a = host(&fab);
     let mut b = host(&fab);
@@ -193,7 +138,7 @@ fn efa_send_imm_arrives_as_sent() {
 /// without a completion channel (it was refused with `EINVAL`); solicited-only stays
 /// unsupported, as there.
 #[test]
-fn efa_req_notify_arms_a_cq_without_a_channel() {
+fn req_notify_arms_a_cq_without_a_channel() {
     let fab = EfaFabric::new(9);
     let mut h = host(&fab);
     assert!(h.scq.channel().is_none());
@@ -237,7 +182,7 @@ fn efa_arm_after_an_event_carries_the_next_cmd_sn() {
 /// Build item 5 on EFA: `cq_context` given to `efadv_create_cq` (and `create_cq_ex`'s
 /// attributes in general) is readable from the CQ, and can be replaced.
 #[test]
-fn efa_cq_context_is_kept() {
+fn cq_context_is_kept() {
     let fab = EfaFabric::new(10);
     let dev = fab.add_device(ModelConfig::default());
     let ctx = dev.open().unwrap();
@@ -260,7 +205,7 @@ fn efa_cq_context_is_kept() {
 /// Build item 5 on EFA: `qp_context` given to `efadv_create_qp_ex` and to `create_qp` (the
 /// same `QpInitAttr` as on rxe) is readable from the QP, and can be replaced.
 #[test]
-fn efa_qp_context_is_kept() {
+fn qp_context_is_kept() {
     let fab = EfaFabric::new(11);
     let dev = fab.add_device(ModelConfig::default());
     let ctx = dev.open().unwrap();

@@ -4,6 +4,8 @@
 #[path = "common/efa.rs"]
 mod efa;
 
+use efa::{cq, sge};
+
 use uverbs::{
     AccessFlags, Cq, CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaDeviceCaps,
     EfaQpFlags, EfaQpInitAttr, EfaWc, EfaWcFlags, Errno, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
@@ -38,20 +40,6 @@ struct Host {
     qp: Qp,
     mr: Mr,
     gid: [u8; 16],
-}
-
-fn cq(ctx: &uverbs::Context, cqe: u32, wc: EfaWcFlags) -> Cq {
-    ctx.efadv_create_cq(
-        &CqInitAttr {
-            cqe,
-            ..Default::default()
-        },
-        &EfaCqInitAttr {
-            wc_flags: wc,
-            ..Default::default()
-        },
-    )
-    .expect("efadv_create_cq")
 }
 
 fn host(fab: &EfaFabric, cfg: ModelConfig, cap: QpCap, flags: EfaQpFlags, ty: QpType) -> Host {
@@ -113,21 +101,9 @@ fn cap(wr: u32) -> QpCap {
     }
 }
 
-fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
-    mr.sge(off, len).unwrap()
-}
-
+/// Exactly `n` completions of `cq`, and no more.
 fn poll_all(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    for _ in 0..1000 {
-        let k = cq.poll(&mut buf).unwrap();
-        out.extend_from_slice(&buf[..k]);
-        if out.len() >= n {
-            break;
-        }
-    }
-    assert_eq!(out.len(), n, "expected {n} completions, got {out:?}");
+    let out = efa::poll_n(cq, n);
     let mut extra = [Wc::default(); 1];
     assert_eq!(
         cq.poll(&mut extra).unwrap(),

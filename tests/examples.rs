@@ -93,9 +93,7 @@ mod example_helpers;
 mod tokio_api {
     use std::time::Duration;
 
-    use uverbs::{
-        AccessFlags, AsyncElement, AsyncEventType, Errno, QpCap, QpInitAttr, QpType, SendWr, WrOp,
-    };
+    use uverbs::{AsyncElement, AsyncEventType, Errno};
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
@@ -149,49 +147,7 @@ mod tokio_api {
             // A second reader of the same fd can be registered too (it registers a dup).
             let second = ctx.async_events().expect("a second async_events");
             drop(second);
-            let pd = ctx.alloc_pd().unwrap();
-            let small = ctx.create_cq(1, None, 0).unwrap();
-            let big = ctx.create_cq(64, None, 0).unwrap();
-            let cap = QpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            };
-            let mut a = pd
-                .create_qp(&QpInitAttr::new(QpType::Rc, &small, &big, cap))
-                .unwrap();
-            let mut b = pd
-                .create_qp(&QpInitAttr::new(QpType::Rc, &big, &big, cap))
-                .unwrap();
-            super::example_helpers::connect_pair(
-                &ctx,
-                &mut a,
-                &mut b,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
-            let local = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-            let remote = pd
-                .reg_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
-                .unwrap();
-            let sg = [local.sge(0, 8).unwrap()];
-            let n = u64::from(small.cqe()) + 4;
-            let wrs: Vec<SendWr<'_>> = (0..n)
-                .map(|i| {
-                    SendWr::new(
-                        i,
-                        WrOp::RdmaWrite {
-                            remote_addr: remote.addr() + 8 * i,
-                            rkey: remote.rkey(),
-                        },
-                    )
-                    .sge(&sg)
-                    .signaled()
-                })
-                .collect();
-            a.post_send(&wrs).expect("post_send");
+            let o = super::common::pair::overrun_a_cq(&ctx);
             let ev = tokio::time::timeout(Duration::from_secs(20), async {
                 loop {
                     let ev = events.next().await.expect("async event");
@@ -202,7 +158,11 @@ mod tokio_api {
             })
             .await
             .expect("no CQ error event within 20 s of overrunning the CQ");
-            assert_eq!(ev.element, AsyncElement::Cq(small.user_handle()), "{ev:?}");
+            assert_eq!(
+                ev.element,
+                AsyncElement::Cq(o.small.user_handle()),
+                "{ev:?}"
+            );
         });
     }
 }

@@ -2,7 +2,7 @@
 //! the middle of an RC transfer, and `fork()` after registration. Every wait has a deadline;
 //! a fault must end in completions with error statuses or typed errors, never a hang.
 //!
-//! Device removal (`rdma link delete`) is in tests/zz_device_removal.rs (its own process) and
+//! Device removal (`rdma link delete`) is in tests/device_removal.rs (its own process) and
 //! the link going down and up in tests/core_objects.rs.
 
 mod common;

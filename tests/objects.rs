@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::rc::{qp_cap, rc_connect, roce_gid, wait_completions};
 use uverbs::{
     AccessFlags, AsyncElement, AsyncEventType, Cq, CqInitAttr, Errno, Pd, Qp, QpAttr, QpAttrMask,
-    QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, SrqAttr, SrqAttrMask, SrqInitAttrEx, Wc,
-    WcFlags, WcStatus, WrOp,
+    QpInitAttr, QpState, QpType, RecvWr, SendWr, Srq, SrqAttr, SrqInitAttrEx, Wc, WcFlags,
+    WcStatus, WrOp,
 };
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -50,13 +50,7 @@ fn refused_cq_and_srq_destroy_hands_them_back_for_a_retry() {
     let pd = ctx.alloc_pd().unwrap();
     let scq = ctx.create_cq(16, None, 0).unwrap();
     let rcq = ctx.create_cq(16, None, 0).unwrap();
-    let srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = common::srq(&pd, 16);
     let mut mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let (mut a, b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
 
@@ -196,13 +190,7 @@ fn send_imm_arrives_as_sent() {
     let pd = ctx.alloc_pd().unwrap();
     let mut scq = ctx.create_cq(16, None, 0).unwrap();
     let mut rcq = ctx.create_cq(16, None, 0).unwrap();
-    let mut srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = common::srq(&pd, 16);
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let (mut a, _b) = rc_pair_on_srq(&pd, &scq, &rcq, &srq);
     let rsge = [mr.sge(1024, 64).unwrap()];
@@ -298,14 +286,7 @@ fn srq_attr_agrees_with_query_and_the_limit_event_disarms_it() {
     let rsge = [mr.sge(1024, 64).unwrap()];
     let recvs: Vec<RecvWr> = (0..8).map(|i| RecvWr::new(i, &rsge)).collect();
     srq.post_recv(&recvs).unwrap();
-    srq.modify(
-        &SrqAttr {
-            srq_limit: 4,
-            ..SrqAttr::default()
-        },
-        SrqAttrMask::LIMIT,
-    )
-    .unwrap();
+    common::arm_srq_limit(&mut srq, 4);
     assert_eq!(srq.attr().srq_limit, 4);
     assert_eq!(
         srq.attr(),
@@ -350,13 +331,7 @@ fn cq_context_comes_back_with_completion_and_async_events() {
         })
         .unwrap();
     let rcq = ctx.create_cq(16, None, 0).unwrap();
-    let srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = common::srq(&pd, 16);
     assert_eq!(scq.cq_context(), 0xC0FFEE);
     assert_eq!(rcq.cq_context(), 0, "not given: 0");
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();

@@ -14,8 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use uverbs::{
-    AccessFlags, AhAttr, Cq, Gid, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendWr, SrqAttr, Wc,
-    WcStatus,
+    AccessFlags, AhAttr, Cq, Gid, Pd, Qp, QpCap, QpInitAttr, QpType, RecvWr, SendWr, Wc, WcStatus,
 };
 
 fn full() -> bool {
@@ -46,13 +45,7 @@ fn one_cycle(gid_index: u8, gid: Gid) {
     let mr = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).expect("reg_mr");
     let ch = ctx.create_comp_channel().expect("create_comp_channel");
     let cq = ctx.create_cq(16, Some(&ch), 0).expect("create_cq");
-    let srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .expect("create_srq");
+    let srq = common::srq(&pd, 16);
     let cap = common::rc::qp_cap(8);
     let qp = pd
         .create_qp(&QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
@@ -172,13 +165,7 @@ fn srq_shared_by_64_qps_loses_and_duplicates_no_message() {
     let (gid_index, gid) = common::rc::roce_gid(&ctx);
     let mut scq: Cq = ctx.create_cq(4096, None, 0).unwrap();
     let mut rcq: Cq = ctx.create_cq(4096, None, 0).unwrap();
-    let mut srq = pd
-        .create_srq(&SrqAttr {
-            max_wr: SRQ_DEPTH as u32,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = common::srq(&pd, SRQ_DEPTH as u32);
     let rbuf = pd
         .reg_mr(SRQ_DEPTH * MSG, AccessFlags::LOCAL_WRITE)
         .unwrap();

@@ -4,7 +4,7 @@
 use uverbs::{
     AccessFlags, AhAttr, Cq, CqInitAttr, EfaCqInitAttr, EfaQpInitAttr, EfaWcFlags, EfaWrExFlags,
     Gid, GlobalRoute, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
-    SendOpsFlags, Wc,
+    SendOpsFlags, Sge, Wc,
 };
 use uverbs_efa_model::{EfaDevice, EfaFabric, ModelConfig};
 
@@ -55,6 +55,21 @@ pub fn ah_attr(gid: [u8; 16]) -> AhAttr {
     }
 }
 
+/// An EFA CQ of `cqe` entries whose completions carry `wc_flags` (`efadv_create_cq`).
+pub fn cq(ctx: &uverbs::Context, cqe: u32, wc_flags: EfaWcFlags) -> Cq {
+    ctx.efadv_create_cq(
+        &CqInitAttr {
+            cqe,
+            ..Default::default()
+        },
+        &EfaCqInitAttr {
+            wc_flags,
+            ..Default::default()
+        },
+    )
+    .expect("efadv_create_cq")
+}
+
 /// What differs between the SRD hosts the model tests build (`srd_host`).
 pub struct SrdHostSpec {
     /// Entries of each of the two CQs.
@@ -103,21 +118,8 @@ pub fn srd_host(fab: &EfaFabric, cfg: ModelConfig, spec: &SrdHostSpec, qkey: u32
     let dev = fab.add_device(cfg);
     let ctx = dev.open().expect("open model device");
     let pd = ctx.alloc_pd().expect("alloc_pd");
-    let cq = |wc_flags| {
-        ctx.efadv_create_cq(
-            &CqInitAttr {
-                cqe: spec.cqe,
-                ..Default::default()
-            },
-            &EfaCqInitAttr {
-                wc_flags,
-                ..Default::default()
-            },
-        )
-        .expect("efadv_create_cq")
-    };
-    let scq = cq(EfaWcFlags::empty());
-    let rcq = cq(EfaWcFlags::WITH_SGID);
+    let scq = cq(&ctx, spec.cqe, EfaWcFlags::empty());
+    let rcq = cq(&ctx, spec.cqe, EfaWcFlags::WITH_SGID);
     let mut qp = pd
         .efadv_create_qp_ex(
             &QpInitAttr {
@@ -142,6 +144,28 @@ pub fn srd_host(fab: &EfaFabric, cfg: ModelConfig, spec: &SrdHostSpec, qkey: u32
         qp,
         mr,
     }
+}
+
+/// An SGE of `len` bytes of `mr` from offset `off`.
+pub fn sge(mr: &Mr, off: usize, len: u32) -> Sge {
+    mr.sge(off, len).expect("sge inside the memory region")
+}
+
+/// Exactly `n` completions of `cq`, polled 4 at a time (the model has written them once
+/// `EfaFabric::process` returned; the polls are bounded); fails the test naming what came if
+/// fewer are there.
+pub fn poll_n(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc::default(); 4];
+    for _ in 0..1000 {
+        let k = cq.poll(&mut buf).expect("poll_cq");
+        out.extend_from_slice(&buf[..k]);
+        if out.len() >= n {
+            break;
+        }
+    }
+    assert_eq!(out.len(), n, "expected {n} completions, got {out:?}");
+    out
 }
 
 /// Every completion `cq` holds now, through `ibv_poll_cq` 8 at a time.

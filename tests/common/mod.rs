@@ -9,9 +9,10 @@
 
 pub mod efa;
 pub mod leaks;
+pub mod pair;
 pub mod rc;
 
-use uverbs::{Context, Device, Driver};
+use uverbs::{Context, Device, Driver, Pd, Srq, SrqAttr, SrqAttrMask};
 
 /// The `#[ignore]` reason every device test uses.
 pub const NEEDS_DEVICE: &str = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)";
@@ -42,6 +43,30 @@ pub fn rxe_device() -> Device {
 pub fn rxe_context() -> Context {
     let dev = rxe_device();
     Context::open(&dev).unwrap_or_else(|e| panic!("opening {}: {e}", dev.name()))
+}
+
+/// An SRQ in `pd` for `max_wr` receives of one SGE each, its limit not armed; fails the test
+/// if the device refuses it.
+pub fn srq(pd: &Pd, max_wr: u32) -> Srq {
+    pd.create_srq(&SrqAttr {
+        max_wr,
+        max_sge: 1,
+        srq_limit: 0,
+    })
+    .unwrap_or_else(|e| panic!("create_srq of {max_wr} receives: {e}"))
+}
+
+/// Arms `srq`'s limit: `SRQ_LIMIT_REACHED` fires (once) when fewer than `limit` receives
+/// are left on it.
+pub fn arm_srq_limit(srq: &mut Srq, limit: u32) {
+    srq.modify(
+        &SrqAttr {
+            srq_limit: limit,
+            ..SrqAttr::default()
+        },
+        SrqAttrMask::LIMIT,
+    )
+    .unwrap_or_else(|e| panic!("arming the SRQ limit at {limit}: {e}"));
 }
 
 /// Number of open fds of this process (for leak checks).

@@ -28,6 +28,12 @@ const EFA_HW: &str = "efa_hw";
 /// sections leave them out (they are counted in the two-VM section).
 const TWO_VM: &str = "two_vm";
 
+/// Test targets that run after every other test executable of a VM boot, in this order.
+/// `device_removal` deletes rxe0 (`rdma link delete`) and re-creates it: a test executable
+/// after it would run on a device that was just removed and re-added (a new uverbs number,
+/// a GID table being refilled), so it goes last.
+const RUNS_LAST: &[&str] = &["device_removal"];
+
 /// Time limit for one test executable inside the VM.
 const PER_BINARY_LIMIT_SECS: u32 = 600;
 /// Hard limit for one kernel's whole test boot.
@@ -168,6 +174,8 @@ fn print_overall_inner(reports: &[Report]) -> (bool, Vec<String>) {
 pub struct TestExe {
     /// `package::target (kind)`.
     pub display: String,
+    /// The cargo target's name (`device_removal` for tests/device_removal.rs).
+    pub target: String,
     pub path: PathBuf,
     /// Shell-safe unique file name in the VM (`/tests/<guest_name>`).
     pub guest_name: String,
@@ -261,6 +269,7 @@ pub fn build_test_exes_for(arch: Arch) -> Result<TestBuild> {
             .map_err(|e| err!("listing the tests of {display}: {e}"))?;
         exes.push(TestExe {
             guest_name: safe_name(&format!("{pkg_name}-{kind}-{target}"), &mut taken),
+            target: target.to_string(),
             display,
             path,
             efa_hw_target: kind == "test" && target == "efa_hw",
@@ -269,7 +278,25 @@ pub fn build_test_exes_for(arch: Arch) -> Result<TestBuild> {
             names: libtest::parse_list(&list),
         });
     }
+    in_vm_order(&mut exes);
     Ok(TestBuild { exes, build_error })
+}
+
+/// Puts test executables in the order a VM boot runs them (see [`vm_order_key`]), so the
+/// files, the steps and the reports of a run all follow it.
+pub(crate) fn in_vm_order(exes: &mut [TestExe]) {
+    exes.sort_by(|a, b| vm_order_key(a).cmp(&vm_order_key(b)));
+}
+
+/// Where a test executable runs in a VM boot: by name (cargo reports executables in the
+/// order they finished building, which changes from build to build), except the
+/// [`RUNS_LAST`] targets, which come after all others in the order that list gives.
+fn vm_order_key(e: &TestExe) -> (usize, &str) {
+    let last = RUNS_LAST
+        .iter()
+        .position(|t| *t == e.target)
+        .map_or(0, |i| i + 1);
+    (last, &e.display)
 }
 
 /// (package, target, kind) of a `compiler-artifact` message of cargo's JSON output.
@@ -451,10 +478,13 @@ pub fn build_one_test_exe(target: &str) -> Result<PathBuf> {
     Ok(exe)
 }
 
-/// Payload lines running every test executable as its own step.
+/// Payload lines running every test executable as its own step, in [`vm_order_key`]'s order
+/// whatever the order of `exes`.
 pub(crate) fn test_steps(exes: &[TestExe]) -> String {
+    let mut ordered: Vec<&TestExe> = exes.iter().collect();
+    ordered.sort_by_key(|e| vm_order_key(e));
     let mut s = String::new();
-    for e in exes {
+    for e in ordered {
         if e.host_only_target || e.two_vm_target {
             continue;
         }
@@ -991,6 +1021,7 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         use crate::vm::{Outcome, Step};
         let exe = |name: &str, names: &[&str], efa: bool| TestExe {
             display: name.into(),
+            target: name.into(),
             path: PathBuf::from("/x"),
             guest_name: name.into(),
             efa_hw_target: efa,
@@ -1073,5 +1104,56 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             unreachable!()
         };
         assert!(why.contains("status 139") && why.contains("`c1`"), "{why}");
+    }
+
+    #[test]
+    fn device_removal_runs_after_every_other_executable() {
+        let exe = |pkg: &str, target: &str| TestExe {
+            display: format!("{pkg}::{target} (test)"),
+            target: target.into(),
+            path: PathBuf::from("/x"),
+            guest_name: format!("{pkg}-test-{target}"),
+            efa_hw_target: false,
+            host_only_target: false,
+            two_vm_target: false,
+            names: vec!["t".into()],
+        };
+        // Cargo's build order: device_removal finished building first.
+        let mut exes = vec![
+            exe("uverbs", "device_removal"),
+            exe("uverbs", "srq"),
+            exe("uverbs-cli", "perf_smoke"),
+            exe("uverbs", "core_objects"),
+        ];
+        let steps = |exes: &[TestExe]| -> Vec<String> {
+            test_steps(exes)
+                .lines()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+                .collect()
+        };
+        let want = [
+            "test:uverbs-cli-test-perf_smoke",
+            "test:uverbs-test-core_objects",
+            "test:uverbs-test-srq",
+            "test:uverbs-test-device_removal",
+        ];
+        // test_steps orders whatever it is given ...
+        assert_eq!(steps(&exes), want);
+        // ... and the executables themselves are put in the same order, for the reports.
+        in_vm_order(&mut exes);
+        let order: Vec<&str> = exes.iter().map(|e| e.target.as_str()).collect();
+        assert_eq!(
+            order,
+            ["perf_smoke", "core_objects", "srq", "device_removal"]
+        );
+        assert_eq!(steps(&exes), want);
+        // Every name in RUNS_LAST is a test target of this workspace.
+        let root = crate::util::workspace_root();
+        for t in RUNS_LAST {
+            assert!(
+                root.join("tests").join(format!("{t}.rs")).is_file(),
+                "RUNS_LAST names {t}, which is not tests/{t}.rs"
+            );
+        }
     }
 }

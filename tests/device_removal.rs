@@ -1,5 +1,7 @@
 //! `rdma link delete rxe0` while another thread posts and polls, in its own test binary (its
-//! own process), re-creating the device afterwards so test binaries that run later find it.
+//! own process), re-creating the device afterwards. The VM harness runs this binary after all
+//! the others (`RUNS_LAST` in xtask/src/testrun.rs), so none of them meets a device that was
+//! just removed and re-added.
 //!
 //! rxe has no `disassociate_ucontext` (neither on 6.1 nor on 6.12), so the kernel cannot tear
 //! our context down under us: unregistering the device waits until every process has closed
@@ -475,22 +477,17 @@ fn output_of(mut c: Child) -> (String, String) {
 
 /// A server and a client of a long-running CLI command on rxe0; `rdma link delete rxe0`
 /// while they run: both exit non-zero within 10 s naming the device, and the deletion then
-/// completes. rxe0 is re-created afterwards.
-fn cli_pair_exits_on_removal(what: &str, server: &[&str], client: &[&str]) {
+/// completes. rxe0 is re-created afterwards. `server` and `client` are the command lines
+/// after `uverbs`, words split on spaces, `GID` standing for rxe0's RoCE v2 GID index.
+fn cli_pair_exits_on_removal(what: &str, server: &str, client: &str) {
     let _rxe0_back = Rxe0Back;
     let gid = {
         let ctx = common::rxe_context();
         common::rc::roce_gid(&ctx).0.to_string()
     };
-    let fill = |a: &[&str]| -> Vec<String> {
-        a.iter()
-            .map(|s| {
-                if *s == "GID" {
-                    gid.clone()
-                } else {
-                    s.to_string()
-                }
-            })
+    let fill = |line: &str| -> Vec<String> {
+        line.split_whitespace()
+            .map(|s| if s == "GID" { gid.clone() } else { s.into() })
             .collect()
     };
     let mut sides = vec![("server", spawn_cli(&fill(server)))];
@@ -545,111 +542,38 @@ fn cli_pair_exits_on_removal(what: &str, server: &[&str], client: &[&str]) {
     recreate_rxe0();
 }
 
+/// [`cli_pair_exits_on_removal`] for a command whose client is the server's command line
+/// followed by the server's address, 127.0.0.1; the command's first words name it.
+fn cli_pair_on_loopback_exits_on_removal(server: &str) {
+    let what = server.split(" -").next().unwrap_or(server);
+    cli_pair_exits_on_removal(what, server, &format!("{server} 127.0.0.1"));
+}
+
+/// `uverbs pingpong rc` server and client on rxe0: both exit naming the removal.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn cli_pingpong_rc_pair_exits_when_the_device_is_removed() {
-    cli_pair_exits_on_removal(
-        "pingpong rc",
-        &[
-            "pingpong",
-            "rc",
-            "-d",
-            "rxe0",
-            "-g",
-            "GID",
-            "-n",
-            "100000000",
-            "-p",
-            "18601",
-        ],
-        &[
-            "pingpong",
-            "rc",
-            "-d",
-            "rxe0",
-            "-g",
-            "GID",
-            "-n",
-            "100000000",
-            "-p",
-            "18601",
-            "127.0.0.1",
-        ],
-    );
+    cli_pair_on_loopback_exits_on_removal("pingpong rc -d rxe0 -g GID -n 100000000 -p 18601");
 }
 
+/// `uverbs pingpong ud -e` (completion events) server and client on rxe0: both exit naming
+/// the removal.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn cli_pingpong_ud_pair_with_events_exits_when_the_device_is_removed() {
-    cli_pair_exits_on_removal(
-        "pingpong ud -e",
-        &[
-            "pingpong",
-            "ud",
-            "-e",
-            "-d",
-            "rxe0",
-            "-g",
-            "GID",
-            "-s",
-            "512",
-            "-n",
-            "100000000",
-            "-p",
-            "18602",
-        ],
-        &[
-            "pingpong",
-            "ud",
-            "-e",
-            "-d",
-            "rxe0",
-            "-g",
-            "GID",
-            "-s",
-            "512",
-            "-n",
-            "100000000",
-            "-p",
-            "18602",
-            "127.0.0.1",
-        ],
+    cli_pair_on_loopback_exits_on_removal(
+        "pingpong ud -e -d rxe0 -g GID -s 512 -n 100000000 -p 18602",
     );
 }
 
+/// `uverbs perf write-bw` server and client on rxe0: both exit naming the removal.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn cli_perf_write_bw_pair_exits_when_the_device_is_removed() {
-    cli_pair_exits_on_removal(
-        "perf write-bw",
-        &[
-            "perf",
-            "write-bw",
-            "-d",
-            "rxe0",
-            "-x",
-            "GID",
-            "-n",
-            "100000000",
-            "-p",
-            "18603",
-        ],
-        &[
-            "perf",
-            "write-bw",
-            "-d",
-            "rxe0",
-            "-x",
-            "GID",
-            "-n",
-            "100000000",
-            "-p",
-            "18603",
-            "127.0.0.1",
-        ],
-    );
+    cli_pair_on_loopback_exits_on_removal("perf write-bw -d rxe0 -x GID -n 100000000 -p 18603");
 }
 
+/// `uverbs rping` server and client on rxe0: both exit naming the removal.
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn cli_rping_pair_exits_when_the_device_is_removed() {
@@ -657,7 +581,7 @@ fn cli_rping_pair_exits_when_the_device_is_removed() {
     // context's removal flag; either way both sides drop everything and exit 1.
     cli_pair_exits_on_removal(
         "rping",
-        &["rping", "-s", "-a", "10.99.0.1", "-p", "18604", "-C", "0"],
-        &["rping", "-c", "-a", "10.99.0.1", "-p", "18604", "-C", "0"],
+        "rping -s -a 10.99.0.1 -p 18604 -C 0",
+        "rping -c -a 10.99.0.1 -p 18604 -C 0",
     );
 }
