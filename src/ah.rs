@@ -167,7 +167,6 @@ impl AhInner {
 /// let ah = pd.create_ah(&attr)?;                         // ibv_create_ah
 /// let sge = [mr.sge(0, 8)?];
 /// qp.post_send(&[SendWr::send(1).sge(&sge).signaled().ud(&ah, peer_qpn, QKEY)])?;
-/// drop(ah); // fine: a queued send keeps what it names alive
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[doc(alias = "ibv_ah")]

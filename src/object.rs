@@ -5,20 +5,17 @@
 //! the caller can hand it back ([`DestroyError`]) and retry.
 //!
 //! Every verbs object that owns a kernel object embeds one (`CqShared`, `SrqShared`, `Pd`,
-//! `Mr`, `Mw`, `Xrcd`). What it must not do: know anything about rings or mappings (those
-//! belong to the object that embeds it and are released after it), or parent objects (the
-//! embedding object holds its parents, declared after the `KernelObject` so that they are
-//! dropped after the child is destroyed).
+//! `Mr`, `Mw`, `Xrcd`, the QP's `QpInner`, the AH's inner part). What it must not do: know
+//! anything about rings or mappings (those belong to the object that embeds it and are
+//! released after it), or parent objects (the embedding object holds its parents, declared
+//! after the `KernelObject` so that they are dropped after the child is destroyed).
 //!
-//! # Adopting it (QP, AH)
-//! 1. Describe the kernel command once, as a `const` [`Destroy`] next to the object, e.g. for
-//!    a QP: `Destroy { name: "qp", op: "destroy_qp", cmd: DestroyCmd::Ioctl { object: UVERBS_OBJECT_QP,
-//!    method: UVERBS_METHOD_QP_DESTROY, handle_attr: UVERBS_ATTR_DESTROY_QP_HANDLE,
-//!    resp_attr: Some(UVERBS_ATTR_DESTROY_QP_RESP), resp_len: 4 } }` and for an AH
-//!    `DestroyCmd::Write { command: IB_USER_VERBS_CMD_DESTROY_AH }`.
-//! 2. Right after the create command succeeds (before any `?`), wrap the handle:
-//!    `KernelObject::new(ctx.clone(), handle, &DESTROY_QP, qp_num)`; from then on a later
-//!    failure destroys it on drop. Remove the object's own `destroyed` flag and `Drop`.
+//! # Using it for a new kind of object
+//! 1. Describe the kernel command once, as a `const` [`Destroy`] next to the object (see
+//!    `DESTROY_CQ` in `src/cq.rs` for an ioctl method, `DESTROY_AH` in `src/ah.rs` for a
+//!    `write()` command).
+//! 2. Right after the create command succeeds (before any `?`), wrap the handle with
+//!    [`KernelObject::new`]; from then on a later failure destroys it on drop.
 //! 3. The explicit `destroy(self)` calls [`KernelObject::destroy`] and on `Err` returns
 //!    `Err(DestroyError::new(self, e))`: the object, still alive, goes back to the caller.
 //!    The response words ([`DestroyResp`]) carry the kernel's event counts.

@@ -6,8 +6,9 @@
 //! failure names the index of the work request that failed (`bad_wr`).
 //!
 //! Memory is named by [`Sge`] (built by [`crate::Mr::sge`], bounds checked). A UD destination
-//! borrows its [`Ah`], so the AH cannot be destroyed while a work request naming it exists; the
-//! QP keeps a clone of it until the send queue slot is reused (see [`crate::Qp::post_send`]).
+//! borrows its [`Ah`], so the AH cannot be destroyed while a work request naming it exists; on
+//! rxe, whose kernel reads the AH when it sends, the QP also keeps a clone of it until the send
+//! queue slot is reused (see [`crate::Qp::post_send`]); an EFA WQE carries the AH's number.
 
 use crate::ah::Ah;
 use crate::error::Error;

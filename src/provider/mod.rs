@@ -20,8 +20,10 @@
 //! the typed reasons of [`ProviderError`] live here too.
 //!
 //! Adding a provider (mlx5, say) means: its wiring module beside `src/rxe` and `src/efa`
-//! implementing these traits, one variant in each enum of this file, and one line in
-//! [`dispatch!`]. Nothing else in the generic files names a provider.
+//! implementing these traits, its provider crate under `providers/`, one variant in each enum
+//! of this file (with its arm in the few `match`es here: `Driver`, `ProviderError`, the
+//! accessors) and one line in [`dispatch!`]; docs/providers.md, "Adding a provider", lists
+//! every line. Nothing else in the generic files names a provider (`generic_lint` checks).
 
 use std::fmt;
 use std::path::Path;

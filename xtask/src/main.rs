@@ -60,7 +60,7 @@ commands:
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
                        (default 60), and print executions and coverage per target
-  miri                 the unit tests of uverbs-rxe, uverbs-efa and uverbs-uapi under Miri
+  miri                 the unit tests of uverbs-wr, uverbs-rxe, uverbs-efa and uverbs-uapi under Miri
                        (needs the nightly miri and rust-src components; part of `test`)
   bench [--reps N]     uverbs vs rdma-core (perftest, post/poll micro) in one 6.12 VM;
                        prints medians and ratios (minutes; not part of `test`)

@@ -31,9 +31,9 @@
 //!   `send_sub_cq_idx`/`recv_sub_cq_idx`; polling visits round-robin only the sub-CQs a QP
 //!   registered in the CQ's [`QpTable`] uses (libefa's `ref_cnt`), and those
 //!   of a QP unregistered since until a poll finds them empty ([`QpLookup::sub_cqs`]).
-//! - Request ids are always 16-bit pool ids (slot | generation). If the core creates QPs with
-//!   `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID` the device echoes the same low 16 bits, so it is
-//!   harmless but gains nothing; the `req_id_ex` words are written as zero and ignored.
+//! - Request ids: 16-bit pool ids (slot | generation) by default; on a send queue created with
+//!   `EFA_CREATE_QP_WITH_SQ_64_BIT_REQ_ID` (devices with `SQ_64_BIT_REQ_ID`, as libefa does)
+//!   the wr_id itself travels in the WQE and comes back in the CQE, with no id pool.
 //! - Post and poll of one QP touch its wr_id pools from two owners: each queue's pool is split
 //!   into a posting half (kept by the queue) and a completing half
 //!   ([`SendQueue::take_completer`], [`RecvQueue::take_completer`]) that the core gives to the
