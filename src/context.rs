@@ -376,12 +376,10 @@ pub(crate) fn write_new_fd(
 
 #[cfg(test)]
 mod tests {
-    use std::os::fd::BorrowedFd;
 
     use uverbs_uapi::write::{IbUverbsAllocPd, IbUverbsAllocPdResp, IB_USER_VERBS_CMD_ALLOC_PD};
 
     use super::*;
-    use crate::channel::{MapKind, Mapping};
 
     /// Answers every write with a response of 7s: "fd 0x07070707" wherever it is read.
     #[derive(Debug)]
@@ -401,12 +399,6 @@ mod tests {
             );
             cmd.response_mut().fill(7);
             Ok(())
-        }
-        fn mmap(&self, _: u64, _: usize, _: MapKind) -> std::result::Result<Mapping, Errno> {
-            Err(Errno::OPNOTSUPP)
-        }
-        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-            None
         }
         fn driver_id(&self) -> u32 {
             uverbs_uapi::ioctl::RDMA_DRIVER_RXE

@@ -602,7 +602,7 @@ mod tests {
     use uverbs_uapi::write::IB_USER_VERBS_CMD_GET_CONTEXT;
 
     use super::*;
-    use crate::channel::{Channel, IoctlCmd, MapKind, WriteCmd};
+    use crate::channel::{Channel, IoctlCmd, WriteCmd};
     use crate::{Context, Device, Driver};
 
     /// Just enough of a kernel for a PD and its MRs, with no device: every write command
@@ -624,12 +624,6 @@ mod tests {
                 cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes());
             }
             Ok(())
-        }
-        fn mmap(&self, _: u64, _: usize, _: MapKind) -> std::result::Result<Mapping, Errno> {
-            Err(Errno::INVAL)
-        }
-        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-            None
         }
         fn driver_id(&self) -> u32 {
             uverbs_uapi::ioctl::RDMA_DRIVER_RXE

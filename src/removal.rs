@@ -1136,12 +1136,6 @@ mod tests {
             }
             Ok(())
         }
-        fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
-            Err(Errno::INVAL)
-        }
-        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-            None
-        }
         fn driver_id(&self) -> u32 {
             uverbs_uapi::ioctl::RDMA_DRIVER_RXE
         }

@@ -9,11 +9,11 @@
 //!
 //! Each test checks that fd 0 is the same open file afterwards. Host only, no device.
 
-use std::os::fd::{AsFd, BorrowedFd, IntoRawFd};
+use std::os::fd::{AsFd, IntoRawFd};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use uverbs::channel::{Channel, IoctlCmd, KernelChannel, MapKind, Mapping, WriteCmd};
+use uverbs::channel::{Channel, IoctlCmd, KernelChannel, WriteCmd};
 use uverbs::uapi::ioctl::RDMA_DRIVER_RXE;
 use uverbs::{Context, Device, Driver, Errno};
 
@@ -89,12 +89,6 @@ fn an_unwritten_async_fd_is_refused_not_taken_as_fd_0() {
         }
         fn write(&self, _: &mut WriteCmd) -> Result<(), Errno> {
             Ok(())
-        }
-        fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
-            Err(Errno::INVAL)
-        }
-        fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-            None
         }
         fn driver_id(&self) -> u32 {
             RDMA_DRIVER_RXE

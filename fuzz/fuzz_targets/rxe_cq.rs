@@ -344,15 +344,7 @@ fn rq(q: Queue, mem: &Shared, inp: &mut Input<'_>, slots: u32) {
                     .enumerate()
                     .map(|(i, l)| RecvWr::new(i as u64, l))
                     .collect();
-                let posted = match rq.post_list(&wrs) {
-                    Ok(()) => wrs.len(),
-                    Err(e) => {
-                        let _ = e.to_string();
-                        assert!(e.index < wrs.len());
-                        e.index
-                    }
-                };
-                assert_eq!(rq.pending(), 0, "post_list publishes");
+                let posted = uverbs_fuzz::post_recv_list_checked(&mut rq, &wrs);
                 let moved = mem.read_u32(PROD).wrapping_sub(base) & (slots - 1);
                 assert_eq!(moved as usize, (pending as usize + posted) % slots as usize);
             }

@@ -8,10 +8,10 @@
 #![no_main]
 
 use std::fs;
-use std::os::fd::{BorrowedFd, IntoRawFd};
+use std::os::fd::IntoRawFd;
 
 use libfuzzer_sys::fuzz_target;
-use uverbs::channel::{Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
+use uverbs::channel::{Channel, IoctlCmd, WriteCmd};
 use uverbs::{devices_in, format_guid_colon, Context, Driver, Errno};
 use uverbs_fuzz::{checked, event_fd_with, Input};
 use uverbs_uapi::ioctl::RDMA_DRIVER_RXE;
@@ -62,12 +62,6 @@ unsafe impl Channel for OldKernel {
             _ => return Err(Errno::INVAL),
         }
         Ok(())
-    }
-    fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
-        Err(Errno::INVAL)
-    }
-    fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-        None
     }
     fn driver_id(&self) -> u32 {
         RDMA_DRIVER_RXE

@@ -210,15 +210,7 @@ fn rxe_recv(inp: &mut Input<'_>) {
                 .collect();
             let pending = rq.pending();
             let before = mem.read_u32(PROD);
-            let posted = match rq.post_list(&wrs) {
-                Ok(()) => wrs.len(),
-                Err(e) => {
-                    let _ = e.to_string();
-                    assert!(e.index < wrs.len());
-                    e.index
-                }
-            };
-            assert_eq!(rq.pending(), 0, "post_list publishes");
+            let posted = uverbs_fuzz::post_recv_list_checked(&mut rq, &wrs);
             let moved = mem.read_u32(PROD).wrapping_sub(before) & rq.queue().index_mask();
             assert_eq!(moved as usize, pending as usize + posted);
             continue;

@@ -330,6 +330,25 @@ unsafe impl Channel for HostileKernel {
     }
 }
 
+/// Posts `wrs` to an rxe receive queue as one list and checks what a list post promises
+/// whatever it refuses: a refusal names a WR of the list, its message formats, and the queue
+/// is published (nothing pending). Returns how many WRs were posted.
+pub fn post_recv_list_checked(
+    rq: &mut uverbs_rxe::RecvQueue,
+    wrs: &[uverbs_wr::RecvWr<'_>],
+) -> usize {
+    let posted = match rq.post_list(wrs) {
+        Ok(()) => wrs.len(),
+        Err(e) => {
+            let _ = e.to_string();
+            assert!(e.index < wrs.len());
+            e.index
+        }
+    };
+    assert_eq!(rq.pending(), 0, "post_list publishes");
+    posted
+}
+
 /// The property every target asserts about an error: it names the operation and the object
 /// and says something (never an empty message), and formatting it does not panic.
 pub fn check_error(e: &uverbs::Error) {

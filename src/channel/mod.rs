@@ -123,8 +123,8 @@ pub enum MapKind {
 /// rxe device with no rings): GET_CONTEXT gets a fresh eventfd, every other command fails.
 ///
 /// ```
-/// use std::os::fd::{BorrowedFd, IntoRawFd};
-/// use uverbs::channel::{Channel, IoctlCmd, MapKind, Mapping, WriteCmd};
+/// use std::os::fd::IntoRawFd;
+/// use uverbs::channel::{Channel, IoctlCmd, WriteCmd};
 /// use uverbs::uapi::{ioctl::RDMA_DRIVER_RXE, write::IB_USER_VERBS_CMD_GET_CONTEXT};
 /// use uverbs::{Context, Device, Driver, Errno};
 ///
@@ -146,12 +146,6 @@ pub enum MapKind {
 ///         let fd = fd.into_raw_fd() as u32;
 ///         cmd.response_mut()[..4].copy_from_slice(&fd.to_ne_bytes()); // async_fd
 ///         Ok(())
-///     }
-///     fn mmap(&self, _: u64, _: usize, _: MapKind) -> Result<Mapping, Errno> {
-///         Err(Errno::OPNOTSUPP)
-///     }
-///     fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
-///         None
 ///     }
 ///     fn driver_id(&self) -> u32 {
 ///         RDMA_DRIVER_RXE
@@ -181,13 +175,21 @@ pub unsafe trait Channel: Send + Sync + fmt::Debug {
     /// Issues a legacy or extended `write()` command. On success its response is filled.
     fn write(&self, cmd: &mut WriteCmd) -> Result<(), Errno>;
 
-    /// Maps `len` bytes of queue memory or a doorbell page at the kernel-given `offset`.
-    fn mmap(&self, offset: u64, len: usize, kind: MapKind) -> Result<Mapping, Errno>;
+    /// Maps `len` bytes of queue memory or a doorbell page at the kernel-given `offset`. By
+    /// default `EOPNOTSUPP`: a channel that maps no device memory (a test double) need not
+    /// say so.
+    fn mmap(&self, offset: u64, len: usize, kind: MapKind) -> Result<Mapping, Errno> {
+        let _ = (offset, len, kind);
+        Err(Errno::OPNOTSUPP)
+    }
 
     /// The fd a send doorbell `write()` goes to (rxe kicks the kernel this way after posting).
-    /// `None` when the channel has no such fd (device models of devices with mmapped doorbells).
-    /// It must stay open until the channel is dropped (see the trait's `Safety` section).
-    fn doorbell_fd(&self) -> Option<BorrowedFd<'_>>;
+    /// `None` (the default) when the channel has no such fd (device models of devices with
+    /// mmapped doorbells, test doubles). It must stay open until the channel is dropped (see
+    /// the trait's `Safety` section).
+    fn doorbell_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
 
     /// The driver id placed in every ioctl header (`enum rdma_driver_id`).
     fn driver_id(&self) -> u32;
