@@ -366,11 +366,10 @@ pub(crate) fn write_new_fd(
     let Some(raw) = i32::try_from(raw).ok().filter(|&fd| fd >= 0) else {
         return Ok(None);
     };
-    // SAFETY: `channel` answered `cmd` with `Ok`, and `raw` is a number it wrote (the field held
-    // NO_FD, which the filter above refuses) where this command returns a new fd. By the
-    // `Channel` contract (its `Safety` section, item 1) that is an open fd created for this call
-    // whose ownership passed to us, and nothing else in the process refers to it. We take sole
-    // ownership on this line, before anything can fail.
+    // `channel` answered `cmd` with `Ok`, and `raw` is a number it wrote (the field held NO_FD,
+    // which the filter above refuses) where this command returns a new fd.
+    // SAFETY: by the `Channel` contract (its `Safety` section, item 1) that number is an open fd
+    // created for this call, handed to us, referred to by nothing else; owned here, at once.
     Ok(Some(unsafe { OwnedFd::from_raw_fd(raw) }))
 }
 

@@ -573,12 +573,13 @@ impl Drop for Mr {
 
 #[allow(unsafe_code)]
 fn raw_copy(src: *const u8, dst: *mut u8, n: usize) {
+    // No other thread of this process copies into the mapping meanwhile: a copy into it
+    // (`Mr::write`) holds `&mut Mr`, a copy out of it (`Mr::read`) `&Mr`, so the borrow rules
+    // keep a writer alone. The device and peers write by DMA, outside Rust's memory model:
+    // concurrent device writes make the bytes unspecified, not the behaviour.
     // SAFETY: callers pass a range checked to lie inside a live mapping owned by the MR and a
-    // distinct Rust slice of `n` bytes; the two cannot overlap (the mapping is never exposed
-    // as a slice). No other thread of this process copies into the mapping meanwhile: a copy
-    // into it (`Mr::write`) holds `&mut Mr`, a copy out of it (`Mr::read`) `&Mr`, so the
-    // borrow rules keep a writer alone. The device and peers write by DMA, outside Rust's
-    // memory model: concurrent device writes make the bytes unspecified, not the behaviour.
+    // distinct Rust slice of `n` bytes, which cannot overlap it (the mapping is never a slice);
+    // no Rust write races the copy (above).
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
