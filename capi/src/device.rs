@@ -276,3 +276,11 @@ pub unsafe extern "C" fn query_device_ex(
 ) -> c_int {
     libc::EOPNOTSUPP
 }
+
+/// Wraps a context uverbs opened some other way (the EFA model, a stand-in kernel in tests)
+/// as the `ibv_context` of `dev`, listed like any other device.
+#[doc(hidden)]
+pub fn wrap_context(dev: uverbs::Device, ctx: uverbs::Context) -> *mut ibv_context {
+    let d = device_entry(dev);
+    new_context(d, ctx)
+}

@@ -29,4 +29,5 @@ mod srq;
 mod util;
 mod xrcd;
 
+pub use device::wrap_context;
 pub use util::guard;
