@@ -195,9 +195,10 @@ pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_c
 /// The node GUID in network byte order (`__be64`), as the man page says.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
-    guard("ibv_get_device_guid", 0, || match unsafe { device(dev) } {
-        Some(d) => d.dev.node_guid().to_be(),
-        None => 0,
+    guard("ibv_get_device_guid", 0, || {
+        // SAFETY: the program passes a device of our list (or NULL).
+        let d = unsafe { device(dev) };
+        d.map_or(0, |d| d.dev.node_guid().to_be())
     })
 }
 
