@@ -68,6 +68,89 @@ pub struct Cq {
     /// The extended poll between `start_poll` and `end_poll`: a cursor borrowing `cq` (its
     /// `'static` stands for "until taken"; see the module documentation).
     poll: Option<PollCq<'static>>,
+    /// EFA's `struct efadv_cq` of this CQ, which `efadv_cq_from_ibv_cq_ex` returns.
+    pub dv: DvCq,
+}
+
+/// `struct efadv_cq` (`<infiniband/efadv.h>`; rdma-core 44 has the first two fields, later
+/// versions add `wc_is_unsolicited`): EFA's readers of the current completion, embedded in
+/// every CQ (on a CQ of another provider `wc_read_sgid` answers `-EOPNOTSUPP`).
+#[repr(C)]
+pub struct DvCq {
+    pub comp_mask: u64,
+    pub wc_read_sgid: Option<unsafe extern "C" fn(*mut DvCq, *mut ibv_gid) -> c_int>,
+    pub wc_is_unsolicited: Option<unsafe extern "C" fn(*mut DvCq) -> bool>,
+}
+
+/// The `struct efadv_cq` of a CQ (`efadv_cq_from_ibv_cq_ex`), None for NULL.
+///
+/// # Safety
+/// `p` is NULL or a live CQ from `ibv_create_cq(_ex)`.
+pub unsafe fn dv(p: *mut ibv_cq_ex) -> Option<*mut DvCq> {
+    let w = p as *mut Cq;
+    // SAFETY: NULL or a live wrapper (above); only the field's address is taken.
+    (!w.is_null()).then(|| unsafe { addr_of_mut!((*w).dv) })
+}
+
+/// The CQ whose `dv` field `d` is.
+///
+/// # Safety
+/// `d` is the `dv` field of a live wrapper.
+unsafe fn from_dv(d: *mut DvCq) -> *mut ibv_cq_ex {
+    // SAFETY: `d` lies `offset_of!(Cq, dv)` bytes into its wrapper (above).
+    unsafe { d.cast::<u8>().sub(core::mem::offset_of!(Cq, dv)).cast() }
+}
+
+/// `efadv_wc_read_sgid`: the sender's GID of the current completion: 0, `-ENOENT` when the
+/// sender has an AH here (or no poll is open), `-EOPNOTSUPP` on a CQ of another provider.
+unsafe extern "C" fn dv_read_sgid(d: *mut DvCq, sgid: *mut ibv_gid) -> c_int {
+    guard("efadv_wc_read_sgid", -libc::EIO, || {
+        if d.is_null() || sgid.is_null() {
+            return -libc::EINVAL;
+        }
+        // SAFETY: the program's efadv_cq of a live CQ.
+        let Some(p) = (unsafe { open_poll(from_dv(d)) }) else {
+            return -libc::ENOENT;
+        };
+        match p.read_sgid() {
+            Ok(raw) => {
+                // SAFETY: the program's ibv_gid to fill.
+                unsafe { (*sgid).raw = raw };
+                0
+            }
+            Err(e) => -crate::util::errno_of(&e),
+        }
+    })
+}
+
+/// `efadv_wc_is_unsolicited`.
+unsafe extern "C" fn dv_is_unsolicited(d: *mut DvCq) -> bool {
+    guard("efadv_wc_is_unsolicited", false, || {
+        if d.is_null() {
+            return false;
+        }
+        // SAFETY: the program's efadv_cq of a live CQ.
+        unsafe { open_poll(from_dv(d)) }.is_some_and(|p| p.is_unsolicited())
+    })
+}
+
+/// `ibv_ack_async_event` of an event naming `cq` (`IBV_EVENT_CQ_ERR`): counts it, for
+/// [`ibv_destroy_cq`]'s wait (under the CQ's mutex, as rdma-core).
+///
+/// # Safety
+/// `cq` is NULL or a live CQ.
+pub unsafe fn ack_async_event(cq: *mut ibv_cq) {
+    if cq.is_null() {
+        return;
+    }
+    // SAFETY: a live CQ; its mutex and cond were initialised at creation, and the count is
+    // only changed under the mutex.
+    unsafe {
+        libc::pthread_mutex_lock(addr_of_mut!((*cq).mutex));
+        (*cq).async_events_completed = (*cq).async_events_completed.wrapping_add(1);
+        libc::pthread_cond_signal(addr_of_mut!((*cq).cond));
+        libc::pthread_mutex_unlock(addr_of_mut!((*cq).mutex));
+    }
 }
 
 /// Ends the open extended poll of `w`, if any (publishing what it consumed), so `cq` may be
@@ -75,9 +158,13 @@ pub struct Cq {
 ///
 /// # Safety
 /// `w` is a live wrapper.
+#[inline(always)]
 unsafe fn end(w: *mut Cq) {
     // SAFETY: live (above); only the `poll` field is referenced.
-    unsafe { *addr_of_mut!((*w).poll) = None };
+    let poll = unsafe { &mut *addr_of_mut!((*w).poll) };
+    if poll.is_some() {
+        *poll = None;
+    }
 }
 
 /// The uverbs CQ of an `ibv_cq` (or `ibv_cq_ex`) this library returned, for the verbs that
@@ -391,6 +478,11 @@ pub unsafe fn create_with(
         ibv,
         cq: ManuallyDrop::new(cq),
         poll: None,
+        dv: DvCq {
+            comp_mask: 0,
+            wc_read_sgid: Some(dv_read_sgid),
+            wc_is_unsolicited: Some(dv_is_unsolicited),
+        },
     }));
     // SAFETY: `w` is the fresh box; events name it from now on. The channel is live (above).
     unsafe {

@@ -401,3 +401,51 @@ fn get_cq_event_returns_the_c_cq_and_acks_are_counted() {
         assert_eq!(crate::device::ibv_close_device(ctx), 0);
     }
 }
+
+#[test]
+fn efadv_cq_is_embedded_and_answers_for_its_cq() {
+    let r = Rxe::new();
+    let cq = r.create_cq_ex(&mut attr(16, 0));
+    assert!(!cq.is_null());
+    // SAFETY: the live CQ throughout.
+    unsafe {
+        let d = dv(cq).unwrap();
+        assert_eq!(from_dv(d), cq);
+        let (read_sgid, unsolicited) =
+            ((*d).wc_read_sgid.unwrap(), (*d).wc_is_unsolicited.unwrap());
+        let mut gid = ibv_gid { raw: [0; 16] };
+        // No poll open: nothing to read.
+        assert_eq!(read_sgid(d, &mut gid), -libc::ENOENT);
+        let (qp, pd) = post_sends(&r, cq.cast(), cq.cast(), 1);
+        let mut pa = ibv_poll_cq_attr { comp_mask: 0 };
+        assert_eq!(((*cq).start_poll.unwrap())(cq, &mut pa), 0);
+        // An rxe CQ has no source GIDs.
+        assert_eq!(read_sgid(d, &mut gid), -libc::EOPNOTSUPP);
+        assert!(!unsolicited(d));
+        ((*cq).end_poll.unwrap())(cq);
+        assert!(dv(ptr::null_mut()).is_none());
+
+        // Async events acknowledged are counted for destroy, as completion events are.
+        ack_async_event(cq.cast());
+        assert_eq!((*cq).async_events_completed, 1);
+        (*cq).async_events_completed = 0; // the stand-in reports none delivered
+        qp.destroy().unwrap();
+        pd.dealloc().unwrap();
+        assert_eq!(ibv_destroy_cq(cq.cast()), 0);
+    }
+}
+
+#[test]
+fn resize_is_refused_where_the_provider_cannot() {
+    let (_fabric, ctx) = efa();
+    // SAFETY: our context and the CQ made on it.
+    unsafe {
+        let cq = ibv_create_cq(ctx, 8, ptr::null_mut(), ptr::null_mut(), 0);
+        assert!(!cq.is_null(), "errno {}", errno());
+        let cqe = (*cq).cqe;
+        assert_eq!(ibv_resize_cq(cq, 64), libc::EOPNOTSUPP);
+        assert_eq!((*cq).cqe, cqe);
+        assert_eq!(ibv_destroy_cq(cq), 0);
+        assert_eq!(crate::device::ibv_close_device(ctx), 0);
+    }
+}
