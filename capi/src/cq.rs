@@ -14,9 +14,10 @@
 //! it in separate calls, so the wrapper keeps the open cursor (`poll`) between them. The
 //! cursor borrows the wrapper's `cq` field, and nothing else touches that field while it is
 //! open: every other verb on the CQ (`poll_cq`, `req_notify_cq`, `resize_cq`, `destroy_cq`,
-//! and the other modules' accessors) ends an open extended poll first, as `end_poll` would.
-//! rdma-core does not allow those calls inside an extended poll either (its providers hold
-//! the CQ lock from `start_poll` to `end_poll`); here they are well defined. Fields are
+//! and [`cq_mut`]/[`cq_ref`], through which QPs and SRQs name it) ends an open extended poll
+//! first, as `end_poll` would. In rdma-core, polling or resizing inside an extended poll
+//! deadlocks (the providers hold the CQ lock from `start_poll` to `end_poll`); here it is
+//! well defined. Fields are
 //! reached through the raw wrapper pointer one at a time, never through a reference to the
 //! whole wrapper, so the cursor's borrow of `cq` is never invalidated while it is open.
 
