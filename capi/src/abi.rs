@@ -1,7 +1,7 @@
 //! The structs of rdma-core's `<infiniband/verbs.h>` that programs read or call through, laid
 //! out as the header says (rdma-core 44 and master). Names are the C names, so code here reads
-//! like the header; `tests/layout.rs` compiles C against the installed header and compares
-//! every offset and size listed in [`LAYOUT`].
+//! like the header; `tests/layout_host_only.rs` compiles C against the installed header and
+//! compares every offset and size listed in [`layout`].
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use core::ffi::{c_char, c_int, c_uint, c_void};
@@ -516,7 +516,7 @@ pub struct ibv_cq_init_attr_ex {
     pub parent_domain: *mut ibv_pd,
 }
 
-/// `struct ibv_wc`: the same bytes as [`uverbs::Wc`] (checked in `tests/layout.rs`), so
+/// `struct ibv_wc`: the same bytes as [`uverbs::Wc`] (checked in `tests/layout_host_only.rs`), so
 /// `poll_cq` writes the caller's array directly.
 pub type ibv_wc = uverbs::Wc;
 
@@ -823,7 +823,7 @@ pub type LayoutRow = (&'static str, &'static str, usize, usize);
 
 macro_rules! rows {
     ($( $ty:ident { $($field:ident $(. $sub:ident)* => $cname:literal),* $(,)? } )*) => {
-        /// Every struct and field `tests/layout.rs` checks against the C header: the
+        /// Every struct and field `tests/layout_host_only.rs` checks against the C header: the
         /// struct's size (field `""`), then each field's offset and size.
         pub fn layout() -> Vec<LayoutRow> {
             let mut v = Vec::new();
