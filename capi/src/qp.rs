@@ -482,7 +482,6 @@ pub unsafe extern "C" fn ibv_destroy_qp(q: *mut ibv_qp) -> c_int {
 fn ah_attr_from_c(a: &ibv_ah_attr) -> AhAttr {
     AhAttr {
         grh: GlobalRoute {
-            // SAFETY-free: the gid union's raw bytes are always initialised.
             dgid: Gid {
                 raw: gid_raw(&a.grh.dgid),
             },
