@@ -818,6 +818,14 @@ pub struct ibv_async_event {
     pub event_type: c_int,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_ece {
+    pub vendor_id: u32,
+    pub options: u32,
+    pub comp_mask: u32,
+}
+
 /// One checked field: (C struct, C field path, Rust offset, Rust size of the field).
 pub type LayoutRow = (&'static str, &'static str, usize, usize);
 
@@ -893,4 +901,5 @@ rows! {
     ibv_send_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge", opcode => "opcode", send_flags => "send_flags", imm_data => "imm_data", wr => "wr", wr.rdma.remote_addr => "wr.rdma.remote_addr", wr.rdma.rkey => "wr.rdma.rkey", wr.atomic.remote_addr => "wr.atomic.remote_addr", wr.atomic.compare_add => "wr.atomic.compare_add", wr.atomic.swap => "wr.atomic.swap", wr.atomic.rkey => "wr.atomic.rkey", wr.ud.ah => "wr.ud.ah", wr.ud.remote_qpn => "wr.ud.remote_qpn", wr.ud.remote_qkey => "wr.ud.remote_qkey", qp_type => "qp_type", qp_type.xrc.remote_srqn => "qp_type.xrc.remote_srqn", ext.bind_mw.mw => "bind_mw.mw", ext.bind_mw.rkey => "bind_mw.rkey", ext.bind_mw.bind_info => "bind_mw.bind_info", ext.tso.hdr => "tso.hdr", ext.tso.hdr_sz => "tso.hdr_sz", ext.tso.mss => "tso.mss" }
     ibv_recv_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge" }
     ibv_async_event { element => "element", element.port_num => "element.port_num", event_type => "event_type" }
+    ibv_ece { vendor_id => "vendor_id", options => "options", comp_mask => "comp_mask" }
 }
