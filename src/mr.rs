@@ -66,7 +66,9 @@ impl MrBuffer {
 
 enum Memory {
     Owned(MrBuffer),
-    Borrowed,
+    /// The caller's memory, from this address (which work requests may name by another
+    /// address, the iova).
+    Borrowed(u64),
     Dmabuf,
 }
 
@@ -230,6 +232,27 @@ impl Pd {
     #[doc(alias = "ibv_reg_mr")]
     #[allow(unsafe_code)]
     pub unsafe fn reg_mr_raw(&self, addr: *mut u8, len: usize, access: AccessFlags) -> Result<Mr> {
+        // SAFETY: the caller's promise (above) is the one reg_mr_iova_raw asks for.
+        unsafe { self.reg_mr_iova_raw(addr, len, addr as u64, access) }
+    }
+
+    /// Registers memory the caller owns, which work requests address from `iova` on
+    /// (`ibv_reg_mr_iova`): `iova` names the byte at `addr`. [`Mr::addr`] is `iova`.
+    ///
+    /// # Safety
+    /// As [`Pd::reg_mr_raw`]: `addr..addr+len` must stay mapped until the returned `Mr` is
+    /// dropped, and the caller must not form Rust references to it while the device or a
+    /// peer may write it.
+    #[doc(alias = "ibv_reg_mr_iova")]
+    #[doc(alias = "ibv_reg_mr_iova2")]
+    #[allow(unsafe_code)]
+    pub unsafe fn reg_mr_iova_raw(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<Mr> {
         let op = "reg_mr";
         if len == 0 {
             return Err(Error::invalid(
@@ -240,7 +263,8 @@ impl Pd {
             ));
         }
         check_access(op, &self.label(), access)?;
-        self.register(addr as u64, len, addr as u64, access, Memory::Borrowed)
+        let start = addr as u64;
+        self.register(start, len, iova, access, Memory::Borrowed(start))
     }
 
     /// Registers `len` bytes at `offset` of a dmabuf (`ibv_reg_dmabuf_mr`). `iova` is the
@@ -466,11 +490,14 @@ impl Mr {
         Ok(())
     }
 
-    /// The start of the MR's memory as a raw pointer (`ibv_mr.addr`), for owned memory.
+    /// The start of the MR's memory as a raw pointer (`ibv_mr.addr`): the memory
+    /// [`Pd::reg_mr`] allocated, or the caller's (`addr` of [`Pd::reg_mr_raw`] and
+    /// [`Pd::reg_mr_iova_raw`]); for a dmabuf MR, the iova.
     pub fn as_ptr(&self) -> Option<NonNull<u8>> {
         match &self.memory {
             Memory::Owned(b) => Some(b.map.as_ptr()),
-            _ => NonNull::new(self.addr as *mut u8),
+            Memory::Borrowed(start) => NonNull::new(*start as *mut u8),
+            Memory::Dmabuf => NonNull::new(self.addr as *mut u8),
         }
     }
 
@@ -550,7 +577,7 @@ impl Mr {
     }
 
     fn leak_memory(&mut self) {
-        if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed) {
+        if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed(self.addr)) {
             std::mem::forget(buf);
         }
     }
