@@ -826,6 +826,32 @@ pub struct ibv_ece {
     pub comp_mask: u32,
 }
 
+/// `struct ibv_sa_path_rec` of `<infiniband/sa.h>` (librdmacm's path records; the `__be`
+/// fields stay in network order).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_sa_path_rec {
+    pub dgid: ibv_gid,
+    pub sgid: ibv_gid,
+    pub dlid: u16,
+    pub slid: u16,
+    pub raw_traffic: c_int,
+    pub flow_label: u32,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub reversible: c_int,
+    pub numb_path: u8,
+    pub pkey: u16,
+    pub sl: u8,
+    pub mtu_selector: u8,
+    pub mtu: u8,
+    pub rate_selector: u8,
+    pub rate: u8,
+    pub packet_life_time_selector: u8,
+    pub packet_life_time: u8,
+    pub preference: u8,
+}
+
 /// One checked field: (C struct, C field path, Rust offset, Rust size of the field).
 pub type LayoutRow = (&'static str, &'static str, usize, usize);
 
@@ -902,4 +928,5 @@ rows! {
     ibv_recv_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge" }
     ibv_async_event { element => "element", element.port_num => "element.port_num", event_type => "event_type" }
     ibv_ece { vendor_id => "vendor_id", options => "options", comp_mask => "comp_mask" }
+    ibv_sa_path_rec { dgid => "dgid", sgid => "sgid", dlid => "dlid", slid => "slid", raw_traffic => "raw_traffic", flow_label => "flow_label", hop_limit => "hop_limit", traffic_class => "traffic_class", reversible => "reversible", numb_path => "numb_path", pkey => "pkey", sl => "sl", mtu_selector => "mtu_selector", mtu => "mtu", rate_selector => "rate_selector", rate => "rate", packet_life_time_selector => "packet_life_time_selector", packet_life_time => "packet_life_time", preference => "preference" }
 }
