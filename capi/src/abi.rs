@@ -856,10 +856,11 @@ pub struct ibv_sa_path_rec {
 pub type LayoutRow = (&'static str, &'static str, usize, usize);
 
 macro_rules! rows {
-    ($( $ty:ident { $($field:ident $(. $sub:ident)* => $cname:literal),* $(,)? } )*) => {
-        /// Every struct and field `tests/layout_host_only.rs` checks against the C header: the
-        /// struct's size (field `""`), then each field's offset and size.
-        pub fn layout() -> Vec<LayoutRow> {
+    ($(#[$doc:meta])* fn $name:ident; $( $ty:ident { $($field:ident $(. $sub:ident)* => $cname:literal),* $(,)? } )*) => {
+        $(#[$doc])*
+        /// `tests/layout_host_only.rs` checks them against the C header: the struct's size
+        /// (field `""`), then each field's offset and size.
+        pub fn $name() -> Vec<LayoutRow> {
             let mut v = Vec::new();
             $(
                 v.push((stringify!($ty), "", 0, core::mem::size_of::<$ty>()));
@@ -883,6 +884,8 @@ fn size_of_field<S, F>(_: impl Fn(&S) -> &F) -> usize {
 }
 
 rows! {
+    /// Every struct and field of `<infiniband/verbs.h>` here.
+    fn layout;
     ibv_gid { raw => "raw", global.subnet_prefix => "global.subnet_prefix", global.interface_id => "global.interface_id" }
     ibv_gid_entry { gid => "gid", gid_index => "gid_index", port_num => "port_num", gid_type => "gid_type", ndev_ifindex => "ndev_ifindex" }
     ibv_device { _ops => "_ops", node_type => "node_type", transport_type => "transport_type", name => "name", dev_name => "dev_name", dev_path => "dev_path", ibdev_path => "ibdev_path" }
@@ -928,5 +931,10 @@ rows! {
     ibv_recv_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge" }
     ibv_async_event { element => "element", element.port_num => "element.port_num", event_type => "event_type" }
     ibv_ece { vendor_id => "vendor_id", options => "options", comp_mask => "comp_mask" }
+}
+
+rows! {
+    /// The structs of `<infiniband/sa.h>` here.
+    fn sa_layout;
     ibv_sa_path_rec { dgid => "dgid", sgid => "sgid", dlid => "dlid", slid => "slid", raw_traffic => "raw_traffic", flow_label => "flow_label", hop_limit => "hop_limit", traffic_class => "traffic_class", reversible => "reversible", numb_path => "numb_path", pkey => "pkey", sl => "sl", mtu_selector => "mtu_selector", mtu => "mtu", rate_selector => "rate_selector", rate => "rate", packet_life_time_selector => "packet_life_time_selector", packet_life_time => "packet_life_time", preference => "preference" }
 }

@@ -17,9 +17,14 @@ use std::process::Command;
 
 use uverbs_capi::abi::LayoutRow;
 
+/// A table of rows (`uverbs_capi::abi::layout`, ...).
+type Table = fn() -> Vec<LayoutRow>;
+
 /// The header each table is checked against, and the table.
-const TABLES: &[(&str, fn() -> Vec<LayoutRow>)] =
-    &[("infiniband/verbs.h", uverbs_capi::abi::layout)];
+const TABLES: &[(&str, Table)] = &[
+    ("infiniband/verbs.h", uverbs_capi::abi::layout),
+    ("infiniband/sa.h", uverbs_capi::abi::sa_layout),
+];
 
 /// Fields of rdma-core master that rdma-core 44's header lacks: (struct, field, the struct's
 /// size changes with it). When the installed header lacks the field, its row (and the size
