@@ -5,6 +5,8 @@
 
 mod aarch64;
 mod bench;
+mod capi;
+mod capi_vm;
 mod cpio;
 mod demo;
 mod elf;
@@ -56,6 +58,12 @@ commands:
                        the arm64 6.12 VM with the self-test and every aarch64 test
                        executable; an x86-64 and an arm64 VM (6.12) joined by a link, our
                        aarch64 pingpong against rdma-core on x86-64 (rc, ud, both roles)
+  capi-vm [--kernel K]... [--no-pyverbs] [--no-programs] [--doc FILE]
+                       uverbs' C ABI (capi/) in the VM (default both kernels): rdma-core's
+                       pyverbs suite on rdma-core and on uverbs, compared test by test;
+                       rdma-core's C programs (pingpongs, perftest, rping/ucmatose/udaddy)
+                       with uverbs as server and as client; a static C program on
+                       libibverbs.a. Fails if a test passing on rdma-core fails on uverbs
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -231,6 +239,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             }
             Ok(true)
         }
+        "capi-vm" => capi_vm::command(rest),
         "bench" => bench::run(rest),
         "fuzz" => fuzz::command(rest),
         "miri" => miri::command(rest),

@@ -145,6 +145,23 @@ pub fn ensure() -> Result<()> {
     ensure_rust_target(MUSL_TARGET, "static executables for the VM")
 }
 
+/// Debian packages `cargo xtask capi-vm` needs on the host beyond [`APT_PACKAGES`], with the
+/// reason for each. The VM's Python and pyverbs are unpacked from downloaded packages, not
+/// installed (xtask/src/capi_vm.rs).
+pub const CAPI_APT_PACKAGES: &[(&str, &str)] = &[
+    (
+        "libibverbs-dev",
+        "rdma-core 44's <infiniband/verbs.h> for xtask/capi-c/static_pingpong.c",
+    ),
+    ("file", "checks that static_pingpong is statically linked"),
+    ("gzip", "gunzips rdma-core's test files"),
+];
+
+/// What `cargo xtask capi-vm` needs beyond [`ensure`].
+pub fn ensure_capi() -> Result<()> {
+    install_missing(CAPI_APT_PACKAGES)
+}
+
 /// Debian packages the aarch64 steps use on the host, with the reason for each. The arm64
 /// guest's own userland (busybox, rdma-core, iproute2) is unpacked from arm64 packages, not
 /// installed (xtask/src/userland.rs).
