@@ -577,7 +577,8 @@ impl Mr {
     }
 
     fn leak_memory(&mut self) {
-        if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed(self.addr)) {
+        if let Memory::Owned(buf) = std::mem::replace(&mut self.memory, Memory::Borrowed(self.addr))
+        {
             std::mem::forget(buf);
         }
     }

@@ -6,6 +6,7 @@
 mod aarch64;
 mod bench;
 mod capi;
+mod capi_vm;
 mod cpio;
 mod demo;
 mod elf;
@@ -35,7 +36,8 @@ commands:
   test                 everything CI runs: prerequisites, fmt, clippy, host tests, then the
                        test executables and the harness self-test in a VM on each kernel
                        (6.1 and 6.12), the aarch64 steps (providers' tests under qemu-user,
-                       the arm64 6.12 VM), and a two-VM ibv_rc_pingpong; prints a summary
+                       the arm64 6.12 VM), a two-VM ibv_rc_pingpong, and capi-vm (below)
+                       on both kernels; prints a summary
   demo                 boot the 6.12 VM and show rdma-core's and our view of its rxe device
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
@@ -57,6 +59,14 @@ commands:
                        the arm64 6.12 VM with the self-test and every aarch64 test
                        executable; an x86-64 and an arm64 VM (6.12) joined by a link, our
                        aarch64 pingpong against rdma-core on x86-64 (rc, ud, both roles)
+  capi-vm [--kernel K]... [--no-pyverbs] [--no-programs] [--doc FILE] [--rdma-core-as-uverbs]
+                       uverbs' C ABI (capi/) in the VM (default both kernels): rdma-core's
+                       pyverbs suite on rdma-core and on uverbs, compared test by test;
+                       rdma-core's C programs (pingpongs, perftest, rping/ucmatose/udaddy)
+                       with uverbs as server and as client; a static C program on
+                       libibverbs.a. Fails if a test passing on rdma-core fails on uverbs.
+                       --rdma-core-as-uverbs checks the harness: rdma-core's own
+                       libibverbs.so.1/libefa.so.1 stand in for ours
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -237,6 +247,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             }
             Ok(true)
         }
+        "capi-vm" => capi_vm::command(rest),
         "bench" => bench::run(rest),
         "capi" => capi::command(rest),
         "fuzz" => fuzz::command(rest),

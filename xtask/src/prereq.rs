@@ -170,9 +170,13 @@ pub const CAPI_PACKAGES: &[(&str, &str)] = &[
         "ibverbs-utils",
         "ibv_devices, an rdma-core program run on our libibverbs.so.1",
     ),
+    (
+        "gzip",
+        "gunzips rdma-core's test files for the pyverbs runs in the VM",
+    ),
 ];
 
-/// Install what `cargo xtask capi` needs when it is missing.
+/// Install what `cargo xtask capi` and `cargo xtask capi-vm` need when it is missing.
 pub fn ensure_capi() -> Result<()> {
     install_missing(CAPI_PACKAGES)
 }

@@ -819,6 +819,31 @@ pub fn full() -> Result<bool> {
         t.elapsed().as_secs_f64()
     ));
 
+    // uverbs' C ABI under rdma-core's own tests and programs (xtask/src/capi_vm.rs).
+    let opts = crate::capi_vm::Options {
+        kernels: Series::ALL.to_vec(),
+        pyverbs: true,
+        programs: true,
+        doc: None,
+        rdma_core_as_uverbs: false,
+    };
+    match crate::prereq::ensure_capi()
+        .and_then(|()| crate::capi_vm::sections(&mut h, &opts, &mut timings))
+    {
+        Ok(rs) => {
+            for r in rs {
+                r.print();
+                reports.push(r);
+            }
+        }
+        Err(e) => {
+            let mut r = Report::new("uverbs C ABI");
+            r.push(Item::fail("cargo xtask capi-vm", e.to_string()));
+            r.print();
+            reports.push(r);
+        }
+    }
+
     // The newcomer's demo (README's first command) must keep working: run it as CI does.
     let t = Instant::now();
     let mut r = Report::new("demo");
