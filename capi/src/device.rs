@@ -114,8 +114,14 @@ fn device_entry(dev: uverbs::Device) -> *mut Device {
 }
 
 /// The devices a program may open: uverbs' supported devices (rxe, EFA), plus the EFA model's
-/// when built with the `efa-model` feature and `UVERBS_EFA_MODEL` is set.
+/// when built with the `efa-model` feature and `UVERBS_EFA_MODEL` is set; only the stand-in
+/// device when built with the `standin` feature (measuring equipment) and
+/// `UVERBS_CAPI_STANDIN` is set.
 fn list() -> uverbs::Result<Vec<uverbs::Device>> {
+    #[cfg(feature = "standin")]
+    if let Some(only) = crate::standin::devices() {
+        return Ok(only);
+    }
     let mut v: Vec<uverbs::Device> = uverbs::devices()?
         .into_iter()
         .filter(|d| d.is_supported())
@@ -244,6 +250,10 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
             set_errno(libc::EINVAL);
             return ptr::null_mut();
         };
+        #[cfg(feature = "standin")]
+        if let Some(ctx) = crate::standin::open(&d.dev) {
+            return ptr_or_errno(ctx.map(|ctx| new_context(dev as *mut Device, ctx)));
+        }
         let ctx = crate::efa::open_model(&d.dev).unwrap_or_else(|| uverbs::Context::open(&d.dev));
         ptr_or_errno(ctx.map(|ctx| new_context(dev as *mut Device, ctx)))
     })

@@ -29,6 +29,8 @@ mod pd;
 mod qp;
 mod query;
 mod srq;
+#[cfg(feature = "standin")]
+mod standin;
 mod util;
 mod xrcd;
 

@@ -19,6 +19,14 @@
  * device's CQE writes and teardown are outside). xtask runs N and 2N and takes the
  * difference over N.
  *
+ * -DUVERBS_CAPI builds the same program for uverbs' C ABI (`cargo xtask capi --features
+ * standin`): linked to uverbs' libibverbs.so.1 (and libefa.so.1) instead of rdma-core's,
+ * run with UVERBS_CAPI_STANDIN=efa|rxe and no shim. Everything counted is the same source;
+ * only the device's part differs: complete_all() has the stand-in do it
+ * (uverbs_standin_complete, capi/src/standin.rs: the rxe stand-in kernel's complete_sends,
+ * the EFA model's fabric.process()), and the EFA sends go to the model's peer device, whose
+ * GID and QP number (a QP with POSTED receives posted) uverbs_standin_efa_peer gives.
+ *
  * The work: EFA an SRD QP (efadv_create_qp_ex, driver type SRD), depth 4096, sq_sig_all,
  * a signaled SEND with one 64-byte SGE to an AH, CQs of 4096 with 2 sub-CQs, doorbell
  * batch 8 (max_tx_batch); rxe an RC QP, depth 4096, sq_sig_all, a signaled 8-byte RDMA
@@ -36,9 +44,21 @@
 #include <string.h>
 #include <valgrind/callgrind.h>
 
+#ifdef UVERBS_CAPI
+/* The stand-in's hooks, exported by uverbs' libibverbs.so.1 built with the `standin`
+ * feature (version node UVERBS_PRIVATE_STANDIN_1). */
+int uverbs_standin_complete(uint32_t qp_num);
+int uverbs_standin_efa_peer(uint32_t qkey, uint32_t depth, uint32_t recvs, uint8_t gid[16],
+			    uint32_t *qpn);
+/* efadv_* come from uverbs' libefa.so.1 when it is built; weak, so the rxe phases run on a
+ * tree without it (the EFA phases then say so). */
+#pragma weak efadv_create_cq
+#pragma weak efadv_create_qp_ex
+#else
 #include <dlfcn.h>
 
 #include "uvshim.h"
+#endif
 
 #define DEPTH 4096
 #define POSTED 2048
@@ -51,6 +71,7 @@ static void die(const char *what)
 	exit(1);
 }
 
+#ifndef UVERBS_CAPI
 /* The shim is LD_PRELOADed, not linked: reach it by name. */
 static const struct uvshim_region *region(enum uvshim_kind kind, int nth)
 {
@@ -67,6 +88,7 @@ static const struct uvshim_region *region(enum uvshim_kind kind, int nth)
 		die("the stand-in kernel has no such mapped region");
 	return r;
 }
+#endif
 
 struct setup {
 	int efa;
@@ -108,10 +130,15 @@ static void setup(struct setup *s, int efa)
 	struct ibv_qp_init_attr_ex qa = { 0 };
 	struct ibv_qp_attr a;
 	static char buf[4096] __attribute__((aligned(4096)));
+	uint32_t peer_qpn;
 	int n, i;
 
 	memset(s, 0, sizeof(*s));
 	s->efa = efa;
+#ifdef UVERBS_CAPI
+	if (efa && (!efadv_create_cq || !efadv_create_qp_ex))
+		die("efadv_* not found: uverbs' libefa.so.1 is not built in this tree");
+#endif
 	list = ibv_get_device_list(&n);
 	if (!list || n != 1)
 		die("ibv_get_device_list: expected the stand-in device");
@@ -182,11 +209,19 @@ static void setup(struct setup *s, int efa)
 			       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	}
 
+	/* rdma-core's side: the shim accepts any destination; the QP after ours. */
+	peer_qpn = s->qp->qp_num + 1;
 	s->sge.addr = (uintptr_t)buf;
 	s->sge.lkey = s->mr->lkey;
 	if (efa) {
 		struct ibv_ah_attr ah = { .is_global = 1, .port_num = 1 };
+#ifdef UVERBS_CAPI
+		/* The model's peer device: its GID, and its QP with POSTED receives. */
+		if (uverbs_standin_efa_peer(QKEY, DEPTH, POSTED, ah.grh.dgid.raw, &peer_qpn))
+			die("uverbs_standin_efa_peer");
+#else
 		ah.grh.dgid.raw[15] = 2;
+#endif
 		s->ah = ibv_create_ah(s->pd, &ah);
 		if (!s->ah)
 			die("ibv_create_ah");
@@ -204,7 +239,7 @@ static void setup(struct setup *s, int efa)
 		if (efa) {
 			w->opcode = IBV_WR_SEND;
 			w->wr.ud.ah = s->ah;
-			w->wr.ud.remote_qpn = s->qp->qp_num + 1;
+			w->wr.ud.remote_qpn = peer_qpn;
 			w->wr.ud.remote_qkey = QKEY;
 		} else {
 			w->opcode = IBV_WR_RDMA_WRITE;
@@ -225,6 +260,13 @@ static void complete_all(struct setup *s)
 	for (i = 0; i < POSTED / LIST; i++)
 		if (ibv_post_send(s->qp, &s->wr[0], &bad))
 			die("ibv_post_send (set-up)");
+#ifdef UVERBS_CAPI
+	/* The stand-in plays the device: the rxe kernel consumes the WQEs and writes their
+	 * CQEs; the EFA fabric moves the sends to the peer's receives and writes both sides'
+	 * completions. */
+	if (uverbs_standin_complete(s->qp->qp_num) != POSTED)
+		die("uverbs_standin_complete: not every WR completed");
+#else
 	if (s->efa) {
 		const struct uvshim_region *sq = region(UVSHIM_EFA_SQ_DESC, 0);
 		const struct uvshim_region *cq = region(UVSHIM_EFA_CQ, 0);
@@ -270,6 +312,7 @@ static void complete_all(struct setup *s)
 		atomic_store_explicit((_Atomic uint32_t *)&sqb->consumer_index, POSTED,
 				      memory_order_release);
 	}
+#endif
 }
 
 int main(int argc, char **argv)
@@ -294,8 +337,13 @@ int main(int argc, char **argv)
 	else
 		die("PHASE starts with efa- or rxe-");
 	phase = argv[1] + 4;
-	if (!getenv("UVSHIM_PROVIDER") || strcmp(getenv("UVSHIM_PROVIDER"), efa ? "efa" : "rxe"))
-		die("UVSHIM_PROVIDER must name the PHASE's provider");
+#ifdef UVERBS_CAPI
+#define PROVIDER_ENV "UVERBS_CAPI_STANDIN"
+#else
+#define PROVIDER_ENV "UVSHIM_PROVIDER"
+#endif
+	if (!getenv(PROVIDER_ENV) || strcmp(getenv(PROVIDER_ENV), efa ? "efa" : "rxe"))
+		die(PROVIDER_ENV " must name the PHASE's provider");
 	setup(&s, efa);
 
 	if (!strcmp(phase, "post")) {

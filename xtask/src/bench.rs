@@ -12,8 +12,11 @@
 //! `cargo xtask bench --host` instead runs the host-side numbers: instruction counts per
 //! posted WR and per polled CQE from `valgrind --tool=callgrind`, side by side: rdma-core 44
 //! (Debian's libibverbs + libefa/librxe, driven by `xtask/bench-c/count.c` against the
-//! stand-in kernel `xtask/bench-c/uvshim.c`) and uverbs (`benches/ring_counts.rs`), and the
-//! criterion benches (`--host --criterion`).
+//! stand-in kernel `xtask/bench-c/uvshim.c`), uverbs (`benches/ring_counts.rs`), and uverbs
+//! through its C ABI (the same `count.c` built with `-DUVERBS_CAPI` and linked to
+//! `libibverbs.so.1` of `cargo xtask capi --features standin`, on the stand-ins
+//! `ring_counts` uses), failing if a C-ABI row is above rdma-core 44's; and the criterion
+//! benches (`--host --criterion`).
 //!
 //! Not part of `cargo xtask test`: it takes minutes and asserts nothing about speed.
 
@@ -585,6 +588,9 @@ struct CountRow {
     theirs: &'static str,
     /// `ring_counts` phase, `None` where uverbs has no host count of this work yet.
     ours: Option<&'static str>,
+    /// Whether `count.c`'s phase also runs on uverbs' C ABI (`-DUVERBS_CAPI`): every row
+    /// whose work rdma-core 44 does (not the 64-bit id rows, a mode it lacks).
+    capi: bool,
 }
 
 const COUNT_ROWS: &[CountRow] = &[
@@ -592,26 +598,31 @@ const COUNT_ROWS: &[CountRow] = &[
         label: "EFA post_send, 1 WR per call",
         theirs: "efa-post",
         ours: Some("efa-post"),
+        capi: true,
     },
     CountRow {
         label: "EFA post_send, 32-WR lists (per WR)",
         theirs: "efa-post-list",
         ours: Some("efa-post-list"),
+        capi: true,
     },
     CountRow {
         label: "EFA poll, 16 per call (per CQE)",
         theirs: "efa-poll",
         ours: Some("efa-poll"),
+        capi: true,
     },
     CountRow {
         label: "EFA poll, 1 per call",
         theirs: "efa-poll-one",
         ours: Some("efa-poll-one"),
+        capi: true,
     },
     CountRow {
         label: "EFA start_poll/next_poll (per CQE)",
         theirs: "efa-start-poll",
         ours: Some("efa-start-poll"),
+        capi: true,
     },
     // 64-bit request ids (no id pool): rdma-core 44's libefa has only the pool path, so these
     // rows compare with its pool-path rows of the same work.
@@ -619,11 +630,13 @@ const COUNT_ROWS: &[CountRow] = &[
         label: "EFA post_send 64-bit ids, 1 WR/call",
         theirs: "efa-post",
         ours: Some("efa-post-64"),
+        capi: false,
     },
     CountRow {
         label: "EFA poll 64-bit ids, 16/call (per CQE)",
         theirs: "efa-poll",
         ours: Some("efa-poll-64"),
+        capi: false,
     },
     // uverbs' rxe rows run on the stand-in rxe kernel of testing/rxe-standin (behind the
     // Channel seam), rdma-core's on uvshim.c; how the work differs: docs/performance.md,
@@ -632,26 +645,31 @@ const COUNT_ROWS: &[CountRow] = &[
         label: "rxe post_send, 1 WR per call",
         theirs: "rxe-post",
         ours: Some("rxe-post"),
+        capi: true,
     },
     CountRow {
         label: "rxe post_send, 32-WR lists (per WR)",
         theirs: "rxe-post-list",
         ours: Some("rxe-post-list"),
+        capi: true,
     },
     CountRow {
         label: "rxe poll, 16 per call (per CQE)",
         theirs: "rxe-poll",
         ours: Some("rxe-poll"),
+        capi: true,
     },
     CountRow {
         label: "rxe poll, 1 per call",
         theirs: "rxe-poll-one",
         ours: Some("rxe-poll-one"),
+        capi: true,
     },
     CountRow {
         label: "rxe start_poll/next_poll (per CQE)",
         theirs: "rxe-start-poll",
         ours: Some("rxe-start-poll"),
+        capi: true,
     },
 ];
 
@@ -662,16 +680,26 @@ fn host(criterion: bool) -> Result<bool> {
         .ok_or_else(|| err!("valgrind is not installed (apt-get install valgrind)"))?;
     let exe = build_ring_counts(&root)?;
     let (count, shim) = build_count_c()?;
+    // count.c on uverbs' C ABI: the library built with the stand-in hooks. A tree whose
+    // library cannot link count.c (or has no libefa.so.1 for the EFA rows) gets no C-ABI
+    // number for those rows, said below the table.
+    let capi = build_count_capi();
+    let mut notes = Vec::new();
+    if let Err(e) = &capi {
+        notes.push(format!("no C-ABI column: {e}"));
+    }
     // Each phase runs with n and 2n operations: the difference of the totals, over n, is one
     // operation's cost with set-up, teardown and the device model's own work cancelled out.
     let n: u64 = 1024;
     println!("xtask: instruction counts (valgrind --tool=callgrind, Ir), (count(2n) - count(n)) / n, n = {n}");
     println!("rdma-core 44: Debian's libibverbs + libefa/librxe against the stand-in kernel of xtask/bench-c (uvshim.c), driven by count.c");
     println!("uverbs: benches/ring_counts.rs (EFA device model, rxe stand-in kernel); ratio = uverbs / rdma-core 44 (target <= 1.0, goal 0.5)");
+    println!("C ABI: the same count.c (-DUVERBS_CAPI) linked to uverbs' libibverbs.so.1 (cargo xtask capi --features standin), on the stand-ins ring_counts uses; C ratio = C ABI / rdma-core 44 (must be <= 1.0)");
     println!(
-        "{:<38} {:>13} {:>9} {:>7}",
-        "operation", "rdma-core 44", "uverbs", "ratio"
+        "{:<38} {:>13} {:>9} {:>7} {:>9} {:>7}",
+        "operation", "rdma-core 44", "uverbs", "ratio", "C ABI", "C ratio"
     );
+    let mut above = Vec::new();
     for row in COUNT_ROWS {
         let per_op = |one: u64, two: u64| two.saturating_sub(one) as f64 / n as f64;
         let theirs = per_op(
@@ -685,13 +713,38 @@ fn host(criterion: bool) -> Result<bool> {
             )),
             None => None,
         };
+        let c_abi = match &capi {
+            Ok(c) if row.capi && c.runs(row.theirs) => Some(per_op(
+                count_capi(c, row.theirs, n)?,
+                count_capi(c, row.theirs, 2 * n)?,
+            )),
+            _ => None,
+        };
+        if c_abi.is_some_and(|c| c > theirs) {
+            above.push(row.label);
+        }
+        let num = |v: Option<f64>| v.map_or("-".into(), |o| format!("{o:.1}"));
+        let ratio = |v: Option<f64>| v.map_or("-".into(), |o| format!("{:.2}", o / theirs));
         println!(
-            "{:<38} {:>13.1} {:>9} {:>7}",
+            "{:<38} {:>13.1} {:>9} {:>7} {:>9} {:>7}",
             row.label,
             theirs,
-            ours.map_or("-".into(), |o| format!("{o:.1}")),
-            ours.map_or("-".into(), |o| format!("{:.2}", o / theirs)),
+            num(ours),
+            ratio(ours),
+            num(c_abi),
+            ratio(c_abi),
         );
+    }
+    if let Ok(c) = &capi {
+        if !c.efa {
+            notes.push(format!(
+                "no C-ABI EFA rows: {} has no libefa.so.1 (efadv_*), which this tree does not build",
+                c.dir.display()
+            ));
+        }
+    }
+    for note in &notes {
+        println!("xtask: bench: {note}");
     }
     if criterion {
         crate::util::run(
@@ -700,7 +753,93 @@ fn host(criterion: bool) -> Result<bool> {
                 .current_dir(&root),
         )?;
     }
+    if !above.is_empty() {
+        println!(
+            "xtask: bench: FAILED: through the C ABI above rdma-core 44: {}",
+            above.join("; ")
+        );
+        return Ok(false);
+    }
     Ok(true)
+}
+
+/// `count.c` built for uverbs' C ABI, and where its libraries are.
+struct CapiCount {
+    exe: PathBuf,
+    /// `target/capi/release+standin`: LD_LIBRARY_PATH of its runs.
+    dir: PathBuf,
+    /// Whether uverbs' libefa.so.1 (efadv_*) is there, so the EFA phases run.
+    efa: bool,
+}
+
+impl CapiCount {
+    fn runs(&self, phase: &str) -> bool {
+        self.efa || !phase.starts_with("efa-")
+    }
+}
+
+/// Builds uverbs' libraries with the stand-in hooks (`cargo xtask capi --features standin`,
+/// measuring equipment) and `count.c -DUVERBS_CAPI` against rdma-core's installed headers,
+/// linked to them: `-libverbs`, and `-lefa` when uverbs' libefa.so.1 is built (else its
+/// efadv_* stay weak and NULL, and the EFA phases are not run).
+fn build_count_capi() -> Result<CapiCount> {
+    let libs = crate::capi::build(&["standin"])?;
+    let src = crate::util::workspace_root().join("xtask/bench-c/count.c");
+    let exe = crate::util::work_dir()?.join("uverbs-count-capi");
+    let efa = libs.libefa_so().is_file();
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-DUVERBS_CAPI", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-L")
+        .arg(&libs.dir)
+        .arg("-libverbs");
+    if efa {
+        cmd.arg("-lefa");
+    }
+    crate::util::run(&mut cmd).map_err(|e| {
+        err!(
+            "building {} against {} (needs gcc, libibverbs-dev, valgrind's headers): {e}",
+            exe.display(),
+            libs.dir.display()
+        )
+    })?;
+    Ok(CapiCount {
+        exe,
+        dir: libs.dir,
+        efa,
+    })
+}
+
+/// Instructions `count PHASE N` on uverbs' C ABI collects under callgrind: exactly as
+/// [`count_c`] runs rdma-core's (only the measured loop), with uverbs' libraries first on
+/// the library path and the stand-in device named (no shim).
+fn count_capi(c: &CapiCount, phase: &str, n: u64) -> Result<u64> {
+    let provider = phase.split('-').next().unwrap_or("");
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=write",
+            "--callgrind-out-file=/dev/null",
+        ])
+        .arg(&c.exe)
+        .arg(phase)
+        .arg(n.to_string())
+        .env("UVERBS_CAPI_STANDIN", provider)
+        .env("LD_LIBRARY_PATH", &c.dir)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .map_err(|e| err!("running valgrind: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(err!(
+            "valgrind {} {phase} {n} failed ({}): {text}",
+            c.exe.display(),
+            out.status
+        ));
+    }
+    collected(&text)
 }
 
 /// Builds rdma-core's side of the host counts: `xtask/bench-c/count.c` (against Debian's

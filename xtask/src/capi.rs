@@ -52,6 +52,10 @@ const EFA_SHIM_DIR: &str = "capi/efa-shim";
 /// The private node of libibverbs.so.1 that the shim's calls bind to, as
 /// capi/libibverbs-efa.map.part defines it; used when that file is missing.
 const EFA_PRIVATE_NODE: &str = "UVERBS_PRIVATE_EFA_1 {\n\tglobal:\n\t\tuverbs_efadv_*;\n};\n";
+/// The node of the `standin` feature's hooks (capi/src/standin.rs, measuring equipment for
+/// `cargo xtask bench --host`): appended to the version script of that build only, so no
+/// library built for programs exports them.
+const STANDIN_NODE: &str = "UVERBS_PRIVATE_STANDIN_1 {\n\tglobal:\n\t\tuverbs_standin_*;\n};\n";
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -80,8 +84,11 @@ pub fn build(features: &[&str]) -> Result<CapiLibs> {
     .context(|| format!("writing {}", libs.dir.join("native-static-libs").display()))?;
     copy(&archive, &libs.libibverbs_a())?;
     let script = libs.dir.join("libibverbs.ver");
-    std::fs::write(&script, version_script(&root)?)
-        .context(|| format!("writing {}", script.display()))?;
+    let mut ver = version_script(&root)?;
+    if features.contains(&"standin") {
+        ver.push_str(STANDIN_NODE);
+    }
+    std::fs::write(&script, ver).context(|| format!("writing {}", script.display()))?;
     link_shared(
         &libs.libibverbs_so(),
         &script,
