@@ -864,3 +864,6 @@ forward! {
     uverbs_efadv_query_qp_wqs => efadv_query_qp_wqs(qp: *mut ibv_qp, s: *mut efadv_wq_attr, r: *mut efadv_wq_attr, inlen: u32) -> c_int;
     uverbs_efadv_qp_from_ibv_qp_ex => efadv_qp_from_ibv_qp_ex(qp: *mut ibv_qp_ex) -> *mut efadv_qp;
 }
+
+#[cfg(all(test, feature = "efa-model"))]
+mod tests;
