@@ -1,7 +1,7 @@
 //! The structs of rdma-core's `<infiniband/verbs.h>` that programs read or call through, laid
 //! out as the header says (rdma-core 44 and master). Names are the C names, so code here reads
-//! like the header; `tests/layout.rs` compiles C against the installed header and compares
-//! every offset and size listed in [`LAYOUT`].
+//! like the header; `tests/layout_host_only.rs` compiles C against the installed header and
+//! compares every offset and size listed in [`layout`].
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use core::ffi::{c_char, c_int, c_uint, c_void};
@@ -516,7 +516,7 @@ pub struct ibv_cq_init_attr_ex {
     pub parent_domain: *mut ibv_pd,
 }
 
-/// `struct ibv_wc`: the same bytes as [`uverbs::Wc`] (checked in `tests/layout.rs`), so
+/// `struct ibv_wc`: the same bytes as [`uverbs::Wc`] (checked in `tests/layout_host_only.rs`), so
 /// `poll_cq` writes the caller's array directly.
 pub type ibv_wc = uverbs::Wc;
 
@@ -818,12 +818,20 @@ pub struct ibv_async_event {
     pub event_type: c_int,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_ece {
+    pub vendor_id: u32,
+    pub options: u32,
+    pub comp_mask: u32,
+}
+
 /// One checked field: (C struct, C field path, Rust offset, Rust size of the field).
 pub type LayoutRow = (&'static str, &'static str, usize, usize);
 
 macro_rules! rows {
     ($( $ty:ident { $($field:ident $(. $sub:ident)* => $cname:literal),* $(,)? } )*) => {
-        /// Every struct and field `tests/layout.rs` checks against the C header: the
+        /// Every struct and field `tests/layout_host_only.rs` checks against the C header: the
         /// struct's size (field `""`), then each field's offset and size.
         pub fn layout() -> Vec<LayoutRow> {
             let mut v = Vec::new();
@@ -893,4 +901,5 @@ rows! {
     ibv_send_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge", opcode => "opcode", send_flags => "send_flags", imm_data => "imm_data", wr => "wr", wr.rdma.remote_addr => "wr.rdma.remote_addr", wr.rdma.rkey => "wr.rdma.rkey", wr.atomic.remote_addr => "wr.atomic.remote_addr", wr.atomic.compare_add => "wr.atomic.compare_add", wr.atomic.swap => "wr.atomic.swap", wr.atomic.rkey => "wr.atomic.rkey", wr.ud.ah => "wr.ud.ah", wr.ud.remote_qpn => "wr.ud.remote_qpn", wr.ud.remote_qkey => "wr.ud.remote_qkey", qp_type => "qp_type", qp_type.xrc.remote_srqn => "qp_type.xrc.remote_srqn", ext.bind_mw.mw => "bind_mw.mw", ext.bind_mw.rkey => "bind_mw.rkey", ext.bind_mw.bind_info => "bind_mw.bind_info", ext.tso.hdr => "tso.hdr", ext.tso.hdr_sz => "tso.hdr_sz", ext.tso.mss => "tso.mss" }
     ibv_recv_wr { wr_id => "wr_id", next => "next", sg_list => "sg_list", num_sge => "num_sge" }
     ibv_async_event { element => "element", element.port_num => "element.port_num", event_type => "event_type" }
+    ibv_ece { vendor_id => "vendor_id", options => "options", comp_mask => "comp_mask" }
 }

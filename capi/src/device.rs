@@ -181,6 +181,7 @@ pub unsafe fn device<'a>(p: *mut ibv_device) -> Option<&'a Device> {
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_char {
     guard("ibv_get_device_name", ptr::null(), || {
+        // SAFETY: the program passes a device of our list (or NULL).
         match unsafe { device(dev) } {
             Some(d) => d.ibv.name.as_ptr(),
             None => {
@@ -194,15 +195,17 @@ pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_c
 /// The node GUID in network byte order (`__be64`), as the man page says.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
-    guard("ibv_get_device_guid", 0, || match unsafe { device(dev) } {
-        Some(d) => d.dev.node_guid().to_be(),
-        None => 0,
+    guard("ibv_get_device_guid", 0, || {
+        // SAFETY: the program passes a device of our list (or NULL).
+        let d = unsafe { device(dev) };
+        d.map_or(0, |d| d.dev.node_guid().to_be())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_device_index(dev: *mut ibv_device) -> c_int {
     guard("ibv_get_device_index", -1, || {
+        // SAFETY: the program passes a device of our list (or NULL).
         match unsafe { device(dev) } {
             Some(d) => std::fs::read_to_string(d.dev.ibdev_path().join("ibdev_index"))
                 .ok()
@@ -236,6 +239,7 @@ fn new_context(d: *mut Device, ctx: uverbs::Context) -> *mut ibv_context {
 #[no_mangle]
 pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
     guard("ibv_open_device", ptr::null_mut(), || {
+        // SAFETY: the program passes a device of our list (or NULL).
         let Some(d) = (unsafe { device(dev) }) else {
             set_errno(libc::EINVAL);
             return ptr::null_mut();
@@ -248,6 +252,7 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
 #[no_mangle]
 pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
     guard("ibv_close_device", libc::EIO, || {
+        // SAFETY: the program passes a context it opened (or NULL).
         let Some(c) = (unsafe { self::context(context) }) else {
             return libc::EINVAL;
         };
@@ -255,26 +260,6 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
         drop(unsafe { Box::from_raw(c as *const Context as *mut Context) });
         0
     })
-}
-
-/// `verbs_context.query_port`: writes at most `port_attr_len` bytes.
-pub unsafe extern "C" fn query_port(
-    _: *mut ibv_context,
-    _: u8,
-    _: *mut ibv_port_attr,
-    _: usize,
-) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-/// `verbs_context.query_device_ex`.
-pub unsafe extern "C" fn query_device_ex(
-    _: *mut ibv_context,
-    _: *const ibv_query_device_ex_input,
-    _: *mut ibv_device_attr_ex,
-    _: usize,
-) -> c_int {
-    libc::EOPNOTSUPP
 }
 
 /// Wraps a context uverbs opened some other way (the EFA model, a stand-in kernel in tests)

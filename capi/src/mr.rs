@@ -18,22 +18,20 @@ pub unsafe extern "C" fn bind_mw(_: *mut ibv_qp, _: *mut ibv_mw, _: *mut ibv_mw_
     libc::EOPNOTSUPP
 }
 
-// ---- Stand-ins (branch capi-efa) for what the real mr.rs provides; replaced at merge. ----
-
-use core::mem::ManuallyDrop;
-
-/// STAND-IN: an MR as C sees it and the uverbs MR behind it.
+// Minimal stand-in of this module's wrapper and accessor, which efa.rs uses
+// (`efadv_query_mr`): the real module defines the same names (merge: keep the real ones).
+/// An MR as C sees it and the uverbs object behind it.
 #[repr(C)]
 pub struct Mr {
     pub ibv: ibv_mr,
-    pub mr: ManuallyDrop<uverbs::Mr>,
+    pub mr: core::mem::ManuallyDrop<uverbs::Mr>,
 }
 
-/// STAND-IN: the [`Mr`] of an `ibv_mr` this library returned.
+/// The [`Mr`] of a `ibv_mr` this library returned (None for NULL).
 ///
 /// # Safety
-/// `p` is NULL or a live MR of this library.
-pub(crate) unsafe fn mr<'a>(p: *mut ibv_mr) -> Option<&'a Mr> {
-    // SAFETY: see above; ibv is the first field of the repr(C) Mr.
-    unsafe { (p as *const Mr).as_ref() }
+/// `p` is NULL or a live object of this library, not used elsewhere meanwhile.
+pub unsafe fn mr<'a>(p: *mut ibv_mr) -> Option<&'a Mr> {
+    // SAFETY: see above; ibv is the first field of the repr(C) wrapper.
+    unsafe { (p as *mut Mr).as_ref() }
 }

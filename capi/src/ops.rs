@@ -17,8 +17,8 @@ pub fn fill(v: &mut verbs_context) {
     ops.dealloc_mw = Some(crate::mr::dealloc_mw);
     ops.bind_mw = Some(crate::mr::bind_mw);
 
-    v.query_port = Some(crate::device::query_port);
-    v.query_device_ex = Some(crate::device::query_device_ex);
+    v.query_port = Some(crate::query::query_port);
+    v.query_device_ex = Some(crate::query::query_device_ex);
     v.create_cq_ex = Some(crate::cq::create_cq_ex);
     v.create_qp_ex = Some(crate::qp::create_qp_ex);
     v.create_srq_ex = Some(crate::srq::create_srq_ex);

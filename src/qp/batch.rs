@@ -135,6 +135,26 @@ impl WrBatch<'_> {
         )
     }
 
+    /// Starts one work request for any operation (`ibv_wr_local_inv`, `ibv_wr_bind_mw`, or
+    /// any of the builders below, which are this with their [`WrOp`]).
+    #[doc(alias = "ibv_wr_local_inv")]
+    #[doc(alias = "ibv_wr_bind_mw")]
+    pub fn wr_op(&mut self, wr_id: u64, flags: SendFlags, op: WrOp) -> &mut Self {
+        let call = match op {
+            WrOp::Send => "wr_send",
+            WrOp::SendWithImm { .. } => "wr_send_imm",
+            WrOp::SendWithInv { .. } => "wr_send_inv",
+            WrOp::RdmaWrite { .. } => "wr_rdma_write",
+            WrOp::RdmaWriteWithImm { .. } => "wr_rdma_write_imm",
+            WrOp::RdmaRead { .. } => "wr_rdma_read",
+            WrOp::AtomicCmpAndSwp { .. } => "wr_atomic_cmp_swp",
+            WrOp::AtomicFetchAndAdd { .. } => "wr_atomic_fetch_add",
+            WrOp::BindMw { .. } => "wr_bind_mw",
+            WrOp::LocalInv { .. } => "wr_local_inv",
+        };
+        self.op(call, wr_id, flags, op)
+    }
+
     /// `ibv_wr_send`.
     #[doc(alias = "ibv_wr_send")]
     pub fn send(&mut self, wr_id: u64, flags: SendFlags) -> &mut Self {
@@ -320,6 +340,16 @@ impl WrBatch<'_> {
     /// Whether the batch holds no work request.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Sets the batch aside without ending it, for a caller whose `ibv_wr_*` calls are
+    /// separate calls (the C API): returns the batch's first error, which
+    /// [`Qp::wr_resume`] takes back. The provider keeps the batch open meanwhile; nothing is
+    /// posted or aborted.
+    #[doc(hidden)]
+    pub fn suspend(mut self) -> Option<Error> {
+        self.open = false;
+        self.err.take()
     }
 
     /// Drops every work request of the batch (`ibv_wr_abort`).

@@ -76,6 +76,20 @@ impl Qp {
     }
 }
 
+impl Qp {
+    /// Takes up a batch set aside with [`WrBatch::suspend`] (with the error it returned), for
+    /// a caller whose `ibv_wr_*` calls are separate calls (the C API). Without an open batch
+    /// (no [`Qp::wr_start`] before) the provider refuses every step and `complete`.
+    #[doc(hidden)]
+    pub fn wr_resume(&mut self, err: Option<Error>) -> WrBatch<'_> {
+        WrBatch {
+            qp: self,
+            err,
+            open: true,
+        }
+    }
+}
+
 #[cold]
 pub(crate) fn state_error(inner: &QpInner, state: QpState, op: &'static str, need: &str) -> Error {
     Error::invalid(

@@ -5,6 +5,7 @@
 
 mod aarch64;
 mod bench;
+mod capi;
 mod cpio;
 mod demo;
 mod elf;
@@ -62,6 +63,11 @@ commands:
                        (default 60), and print executions and coverage per target
   miri                 the unit tests of uverbs-wr, uverbs-rxe, uverbs-efa and uverbs-uapi under Miri
                        (needs the nightly miri and rust-src components; part of `test`)
+  capi [--features F,...]
+                       build uverbs' libibverbs.so.1, libibverbs.a, libefa.so.1, libefa.a
+                       (capi/) into target/capi/, then check their symbols and run a C
+                       program built against rdma-core's headers on them, linked
+                       dynamically and statically (part of `test`)
   bench [--reps N]     uverbs vs rdma-core (perftest, post/poll micro) in one 6.12 VM;
                        prints medians and ratios (minutes; not part of `test`)
   bench --host [--criterion]
@@ -232,6 +238,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
             Ok(true)
         }
         "bench" => bench::run(rest),
+        "capi" => capi::command(rest),
         "fuzz" => fuzz::command(rest),
         "miri" => miri::command(rest),
         "help" | "--help" | "-h" => {

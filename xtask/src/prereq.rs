@@ -33,6 +33,18 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
     ("iproute2", "ip (veth) and rdma (rdma link add) in the VM"),
     ("xz-utils", "decompressing the 6.12 kernel's .ko.xz modules"),
     ("gcc", "the linker cargo uses"),
+    (
+        "libibverbs-dev",
+        "rdma-core's <infiniband/verbs.h>: capi's layout test and C link checks compile against it",
+    ),
+    (
+        "binutils",
+        "ar, objdump, readelf: capi's libraries and their symbol checks",
+    ),
+    (
+        "file",
+        "capi's check that the static C program is statically linked",
+    ),
     ("linux-libc-dev", "kernel uapi headers (layout checks)"),
     ("musl-tools", "musl-gcc for static test executables"),
     (
@@ -137,6 +149,32 @@ pub const HOST_BENCH_PACKAGES: &[(&str, &str)] = &[
 /// Install what `cargo xtask bench --host` needs when it is missing.
 pub fn ensure_host_bench() -> Result<()> {
     install_missing(HOST_BENCH_PACKAGES)
+}
+
+/// Debian packages `cargo xtask capi` needs (it runs no VM), with the reason for each.
+pub const CAPI_PACKAGES: &[(&str, &str)] = &[
+    (
+        "gcc",
+        "links libibverbs.so.1 and libefa.so.1, compiles the C checks",
+    ),
+    (
+        "libibverbs-dev",
+        "rdma-core's <infiniband/verbs.h> the C checks compile against",
+    ),
+    ("binutils", "ar, objdump, readelf"),
+    (
+        "file",
+        "says whether the static C program is statically linked",
+    ),
+    (
+        "ibverbs-utils",
+        "ibv_devices, an rdma-core program run on our libibverbs.so.1",
+    ),
+];
+
+/// Install what `cargo xtask capi` needs when it is missing.
+pub fn ensure_capi() -> Result<()> {
+    install_missing(CAPI_PACKAGES)
 }
 
 /// Install missing apt packages and the rustup musl target.

@@ -681,6 +681,9 @@ pub fn full() -> Result<bool> {
     );
     msrv_check(&mut host);
     host_tests(&mut host);
+    // uverbs as rdma-core's libibverbs/libefa (xtask/src/capi.rs): the libraries, their
+    // symbols, and C programs linked against them.
+    crate::capi::step(&mut host, &[]);
     // The providers' and uapi's unit tests again under Miri (xtask/src/miri.rs).
     crate::miri::run(&mut host);
 

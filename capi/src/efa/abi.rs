@@ -10,9 +10,7 @@
 //! every row of master's.
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
-use core::ffi::c_int;
-
-use crate::abi::{ibv_context, ibv_gid, LayoutRow};
+use crate::abi::{ibv_context, LayoutRow};
 
 pub const EFADV_DEVICE_ATTR_CAPS_RDMA_READ: u32 = 1 << 0;
 pub const EFADV_DEVICE_ATTR_CAPS_RNR_RETRY: u32 = 1 << 1;
@@ -102,11 +100,8 @@ pub struct efadv_wq_attr {
     pub reserved: [u8; 2],
 }
 
-#[repr(C)]
-pub struct efadv_qp {
-    pub comp_mask: u64,
-    pub wr_set_processing_hints: Option<unsafe extern "C" fn(*mut efadv_qp, u32)>,
-}
+/// `struct efadv_qp`: the one embedded in every QP (`crate::qp`'s `DvQp`).
+pub type efadv_qp = crate::qp::DvQp;
 
 /// `ext_mem_dmabuf` of [`efadv_cq_init_attr`] (an anonymous struct in C).
 #[repr(C)]
@@ -139,13 +134,9 @@ pub struct efadv_cq_attr {
     pub doorbell: *mut u32,
 }
 
-/// rdma-core 44: `comp_mask`, `wc_read_sgid` (16 bytes).
-#[repr(C)]
-pub struct efadv_cq {
-    pub comp_mask: u64,
-    pub wc_read_sgid: Option<unsafe extern "C" fn(*mut efadv_cq, *mut ibv_gid) -> c_int>,
-    pub wc_is_unsolicited: Option<unsafe extern "C" fn(*mut efadv_cq) -> bool>,
-}
+/// `struct efadv_cq` (rdma-core 44: `comp_mask`, `wc_read_sgid`, 16 bytes): the one embedded
+/// in every CQ (`crate::cq`'s `DvCq`).
+pub type efadv_cq = crate::cq::DvCq;
 
 /// `dmabuf` of [`efadv_memory_location`] (an anonymous struct in C).
 #[repr(C)]

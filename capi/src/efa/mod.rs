@@ -12,12 +12,11 @@
 //! each call answers as libefa does for one: `EOPNOTSUPP` (as the return value, as errno with
 //! NULL, or negated for the two depth calls, which return the depth).
 //!
-//! `efadv_cq_from_ibv_cq_ex` and `efadv_qp_from_ibv_qp_ex` hand out a `struct efadv_cq` /
-//! `struct efadv_qp` per CQ / QP address, made on the first call and kept for the process
-//! (24 bytes each, one per address a CQ or QP ever had: an address a new CQ reuses gets the
-//! same, still right, entry). Their readers (`efadv_wc_read_sgid`, `efadv_wc_is_unsolicited`,
-//! `efadv_wr_set_processing_hints`) reach the CQ's open poll or the QP's open batch with no
-//! lock and no allocation.
+//! `efadv_cq_from_ibv_cq_ex` and `efadv_qp_from_ibv_qp_ex` return the `struct efadv_cq` /
+//! `struct efadv_qp` embedded in every CQ / QP wrapper (`crate::cq::DvCq`,
+//! `crate::qp::DvQp`), as libefa embeds them in its `efa_cq` / `efa_qp`. Their readers and
+//! setter live beside those wrappers and reach the CQ's open poll or the QP's open batch with
+//! no lock and no allocation.
 
 pub mod abi;
 mod cntr;
@@ -27,13 +26,11 @@ mod model;
 use core::ffi::c_int;
 use core::mem::size_of;
 use core::ptr;
-use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use uverbs::{
-    CqInitAttr, EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaProcessingHints, EfaQpFlags,
-    EfaQpInitAttr, EfaRqDepthAttr, EfaSqDepthAttr, EfaSqDepthFlags, EfaWcFlags, EfaWrExFlags,
-    QpCap, QpInitAttr, QpType, SendOpsFlags,
+    EfaCqExtMem, EfaCqInitAttr, EfaCqInitFlags, EfaQpFlags, EfaQpInitAttr, EfaRqDepthAttr,
+    EfaSqDepthAttr, EfaSqDepthFlags, EfaWcFlags, EfaWrExFlags, QpCap, QpInitAttr, QpType,
+    SendOpsFlags,
 };
 
 use self::abi::*;
@@ -72,13 +69,6 @@ const IBV_QPT_DRIVER: c_int = 0xff;
 /// `IBV_QP_INIT_ATTR_PD`, `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
 const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
 const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
-/// `IBV_CQ_INIT_ATTR_MASK_FLAGS`, `IBV_CQ_INIT_ATTR_MASK_PD`.
-const IBV_CQ_INIT_ATTR_MASK_FLAGS: u32 = 1 << 0;
-const IBV_CQ_INIT_ATTR_MASK_PD: u32 = 1 << 1;
-/// `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`.
-const IBV_CREATE_CQ_ATTR_SINGLE_THREADED: u32 = 1 << 0;
-/// `IBV_WC_STANDARD_FLAGS`: byte_len, imm, qp_num, src_qp, slid, sl, dlid_path_bits.
-const IBV_WC_STANDARD_FLAGS: u64 = 0x7f;
 
 /// The byte just past `$field` of `$ty`: `inlen` must reach it for the field to be there
 /// (rdma-core's `vext_field_avail`).
@@ -376,18 +366,61 @@ pub unsafe extern "C" fn efadv_create_cq(
         if e.comp_mask != 0 {
             return ptr_or_errno(Err(einval(op, "efa_attr.comp_mask")));
         }
-        // SAFETY: the program passes its attributes; create_cq writes back the rounded cqe.
-        let a = unsafe { &mut *attr_ex };
-        ptr_or_errno(create_cq(c, a, &e))
+        // SAFETY: the program passes its attributes (the rounded cqe written back) and a
+        // NULL or live channel in them.
+        unsafe { create_cq(c, ibvctx, attr_ex, &e) }
     })
 }
 
-fn create_cq(
+/// libefa's checks of the EFA attributes (and of the generic ones EFA takes fewer of than
+/// `ibv_create_cq_ex`), then the CQ through [`crate::cq::create_with`], which checks the
+/// generic attributes, turns the completion channel into uverbs' and wraps the CQ (with the
+/// `struct efadv_cq` every CQ embeds). NULL with errno set on failure.
+///
+/// # Safety
+/// `ibvctx` is `c`'s `ibv_context`; `a` is valid for reads and writes, its `channel` NULL or
+/// a live channel.
+unsafe fn create_cq(
     c: &Context,
-    a: &mut ibv_cq_init_attr_ex,
+    ibvctx: *mut ibv_context,
+    a: *mut ibv_cq_init_attr_ex,
     e: &efadv_cq_init_attr,
-) -> uverbs::Result<*mut ibv_cq_ex> {
+) -> *mut ibv_cq_ex {
     let op = "efadv_create_cq";
+    let ext = match efa_cq_checks(c, op, e) {
+        Ok(ext) => ext,
+        Err(err) => return ptr_or_errno(Err(err)),
+    };
+    // SAFETY: valid (above).
+    let (mask, flags) = unsafe { ((*a).comp_mask, (*a).flags) };
+    // EFA CQs take no creation flag but SINGLE_THREADED (no IGNORE_OVERRUN).
+    if mask & crate::cq::IBV_CQ_INIT_ATTR_MASK_FLAGS != 0
+        && flags & !crate::cq::IBV_CREATE_CQ_ATTR_SINGLE_THREADED != 0
+    {
+        return ptr_or_errno(Err(eopnotsupp(op, "attr_ex.flags")));
+    }
+    let efa = EfaCqInitAttr {
+        wc_flags: EfaWcFlags::from_bits_retain(e.wc_flags),
+        flags: EfaCqInitFlags::from_bits_retain(e.flags),
+        ext_mem: ext,
+    };
+    // SAFETY: the caller's context, attributes and channel (above).
+    let cq = unsafe { crate::cq::create_with(ibvctx, a, |ctx, u| ctx.efadv_create_cq(u, &efa)) };
+    if !cq.is_null() {
+        // libefa writes the rounded size back.
+        // SAFETY: valid for writes (above).
+        unsafe { (*a).cqe = (*a).cqe.next_power_of_two() };
+    }
+    cq
+}
+
+/// The checks of `efa_attr` against the device (`wc_flags` it has, known `flags`), and the
+/// external ring memory it names, if any.
+fn efa_cq_checks(
+    c: &Context,
+    op: &'static str,
+    e: &efadv_cq_init_attr,
+) -> uverbs::Result<Option<EfaCqExtMem<'static>>> {
     let caps = c.ctx.efadv_query_device()?.device_caps.bits();
     let mut supp_wc = 0;
     if caps & EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID != 0 {
@@ -402,55 +435,20 @@ fn create_cq(
     if e.flags & !EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF != 0 {
         return Err(eopnotsupp(op, "unknown efa_attr.flags"));
     }
-    if a.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0
-        || a.wc_flags & !IBV_WC_STANDARD_FLAGS != 0
-    {
-        return Err(eopnotsupp(op, "attr_ex.comp_mask or wc_flags"));
+    if e.flags & EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF == 0 {
+        return Ok(None);
     }
-    if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0
-        && a.flags & !IBV_CREATE_CQ_ATTR_SINGLE_THREADED != 0
-    {
-        return Err(eopnotsupp(op, "attr_ex.flags"));
+    let m = e.ext_mem_dmabuf;
+    if m.fd < 0 {
+        return Err(einval(op, "ext_mem_dmabuf.fd"));
     }
-    if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
-        return Err(eopnotsupp(op, "parent domains"));
-    }
-    if !a.channel.is_null() {
-        // Needs the completion channel object of the (separate) channel code.
-        return Err(eopnotsupp(op, "a completion channel with efadv_create_cq"));
-    }
-    let ext = if e.flags & EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF != 0 {
-        let m = e.ext_mem_dmabuf;
-        if m.fd < 0 {
-            return Err(einval(op, "ext_mem_dmabuf.fd"));
-        }
-        Some(EfaCqExtMem {
-            // SAFETY: the program keeps its dmabuf open during the call; the kernel takes its
-            // own reference.
-            fd: unsafe { std::os::fd::BorrowedFd::borrow_raw(m.fd) },
-            offset: m.offset,
-            length: m.length,
-        })
-    } else {
-        None
-    };
-    let cq = c.ctx.efadv_create_cq(
-        &CqInitAttr {
-            cqe: a.cqe,
-            channel: None,
-            comp_vector: a.comp_vector,
-            flags: 0,
-            cq_context: a.cq_context as u64,
-        },
-        &EfaCqInitAttr {
-            wc_flags: EfaWcFlags::from_bits_retain(e.wc_flags),
-            flags: EfaCqInitFlags::from_bits_retain(e.flags),
-            ext_mem: ext,
-        },
-    )?;
-    // libefa writes the rounded size back.
-    a.cqe = a.cqe.next_power_of_two();
-    Ok(crate::cq::wrap_cq(c, cq, a.cq_context, a.channel, true))
+    Ok(Some(EfaCqExtMem {
+        // SAFETY: the program keeps its dmabuf open during the call; the kernel takes its own
+        // reference.
+        fd: unsafe { std::os::fd::BorrowedFd::borrow_raw(m.fd) },
+        offset: m.offset,
+        length: m.length,
+    }))
 }
 
 #[no_mangle]
@@ -470,11 +468,11 @@ pub unsafe extern "C" fn efadv_query_cq(
         if attr.is_null() || (inlen as usize) < end_of!(efadv_cq_attr, num_entries) {
             return libc::EINVAL;
         }
-        // SAFETY: a CQ of this library (above).
-        let Some(cq) = (unsafe { crate::cq::cq(ibvcq) }) else {
+        // SAFETY: a CQ of this library (above); an open extended poll on it ends.
+        let Some(cq) = (unsafe { crate::cq::cq_ref(ibvcq) }) else {
             return libc::EINVAL;
         };
-        match cq.cq.efadv_query_cq() {
+        match cq.efadv_query_cq() {
             Ok(q) => {
                 // SAFETY: the caller's struct has `inlen` bytes: at least up to num_entries,
                 // and the doorbell only when it reaches it; no reference to the whole struct.
@@ -494,34 +492,8 @@ pub unsafe extern "C" fn efadv_query_cq(
     })
 }
 
-/// The `struct efadv_cq` handed out for a CQ, and the CQ it reads.
-#[repr(C)]
-struct DvCq {
-    dv: efadv_cq,
-    cq: *mut ibv_cq,
-}
-
-/// The `struct efadv_qp` handed out for a QP, and the QP it writes.
-#[repr(C)]
-struct DvQp {
-    dv: efadv_qp,
-    qp: *mut ibv_qp,
-}
-
-/// CQ (QP) address → its leaked DvCq (DvQp), see the module doc.
-static DV_CQS: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
-static DV_QPS: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
-
-/// The entry of `key` in `table`, made by `make` the first time.
-fn dv_entry(
-    table: &Mutex<BTreeMap<usize, usize>>,
-    key: usize,
-    make: impl FnOnce() -> usize,
-) -> usize {
-    let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
-    *t.entry(key).or_insert_with(make)
-}
-
+/// `efadv_cq_from_ibv_cq_ex`: the `struct efadv_cq` embedded in the CQ (NULL with
+/// `EOPNOTSUPP` on another provider's CQ, as libefa).
 #[no_mangle]
 pub unsafe extern "C" fn efadv_cq_from_ibv_cq_ex(ibvcqx: *mut ibv_cq_ex) -> *mut efadv_cq {
     guard("efadv_cq_from_ibv_cq_ex", ptr::null_mut(), || {
@@ -534,47 +506,8 @@ pub unsafe extern "C" fn efadv_cq_from_ibv_cq_ex(ibvcqx: *mut ibv_cq_ex) -> *mut
             set_errno(e);
             return ptr::null_mut();
         }
-        dv_entry(&DV_CQS, ibvcqx as usize, || {
-            Box::into_raw(Box::new(DvCq {
-                dv: efadv_cq {
-                    comp_mask: 0,
-                    wc_read_sgid: Some(wc_read_sgid),
-                    wc_is_unsolicited: Some(wc_is_unsolicited),
-                },
-                cq: ibvcqx as *mut ibv_cq,
-            })) as usize
-        }) as *mut efadv_cq
-    })
-}
-
-/// `efadv_cq.wc_read_sgid`: 0 and the sender's GID, or -ENOENT when the completion carries
-/// none (as libefa), -EINVAL outside a poll.
-unsafe extern "C" fn wc_read_sgid(dv: *mut efadv_cq, sgid: *mut ibv_gid) -> c_int {
-    guard("efadv_wc_read_sgid", -libc::EIO, || {
-        // SAFETY: `dv` is a DvCq from efadv_cq_from_ibv_cq_ex (its first field) of a live CQ.
-        let Some(cq) = (unsafe { crate::cq::cq((*(dv as *mut DvCq)).cq) }) else {
-            return -libc::EINVAL;
-        };
-        match cq.with_cursor(|p| p.read_sgid().ok()) {
-            Some(Some(gid)) => {
-                // SAFETY: the caller passes a union ibv_gid to fill.
-                unsafe { (*sgid).raw = gid };
-                0
-            }
-            Some(None) => -libc::ENOENT,
-            None => -libc::EINVAL,
-        }
-    })
-}
-
-/// `efadv_cq.wc_is_unsolicited`: whether the current completion consumed no receive WR.
-unsafe extern "C" fn wc_is_unsolicited(dv: *mut efadv_cq) -> bool {
-    guard("efadv_wc_is_unsolicited", false, || {
-        // SAFETY: `dv` is a DvCq from efadv_cq_from_ibv_cq_ex (its first field) of a live CQ.
-        let Some(cq) = (unsafe { crate::cq::cq((*(dv as *mut DvCq)).cq) }) else {
-            return false;
-        };
-        cq.with_cursor(|p| p.is_unsolicited()).unwrap_or(false)
+        // SAFETY: a live CQ of this library (above).
+        unsafe { crate::cq::dv(ibvcqx) }.unwrap_or(ptr::null_mut())
     })
 }
 
@@ -591,14 +524,13 @@ pub unsafe extern "C" fn efadv_create_driver_qp(
         if ibvpd.is_null() || attr.is_null() {
             return ptr_or_errno(Err(einval(op, "pd or attr")));
         }
-        // SAFETY: the program passes a PD it allocated, whose context is live.
-        let c = match unsafe { efa_context((*ibvpd).context) } {
-            Ok(c) => c,
-            Err(e) => {
-                set_errno(e);
-                return ptr::null_mut();
-            }
-        };
+        // SAFETY: the program passes a PD it allocated.
+        let ibvctx = unsafe { (*ibvpd).context };
+        // SAFETY: the PD's context is live.
+        if let Err(e) = unsafe { efa_context(ibvctx) } {
+            set_errno(e);
+            return ptr::null_mut();
+        }
         // SAFETY: the program passes its attributes (written back on success, as libefa).
         let a = unsafe { &mut *attr };
         if a.qp_type != IBV_QPT_DRIVER {
@@ -619,7 +551,7 @@ pub unsafe extern "C" fn efadv_create_driver_qp(
             driver_qp_type,
             ..Default::default()
         };
-        let r = create_qp(c, op, &mut ex, &efa);
+        let r = create_qp(ibvctx, op, &mut ex, &efa);
         if r.is_ok() {
             a.cap = ex.cap;
         }
@@ -637,13 +569,10 @@ pub unsafe extern "C" fn efadv_create_qp_ex(
     guard("efadv_create_qp_ex", ptr::null_mut(), || {
         let op = "efadv_create_qp_ex";
         // SAFETY: the program passes a context it opened.
-        let c = match unsafe { efa_context(ibvctx) } {
-            Ok(c) => c,
-            Err(e) => {
-                set_errno(e);
-                return ptr::null_mut();
-            }
-        };
+        if let Err(e) = unsafe { efa_context(ibvctx) } {
+            set_errno(e);
+            return ptr::null_mut();
+        }
         if attr_ex.is_null()
             || efa_attr.is_null()
             || (inlen as usize) < end_of!(efadv_qp_init_attr, driver_qp_type)
@@ -656,7 +585,7 @@ pub unsafe extern "C" fn efadv_create_qp_ex(
         let e = unsafe { read_in(efa_attr, inlen) };
         match e {
             Some(e) if a.qp_type == IBV_QPT_DRIVER && e.comp_mask == 0 && e.reserved == 0 => {
-                ptr_or_errno(create_qp(c, op, a, &e))
+                ptr_or_errno(create_qp(ibvctx, op, a, &e))
             }
             _ => ptr_or_errno(Err(einval(
                 op,
@@ -668,7 +597,7 @@ pub unsafe extern "C" fn efadv_create_qp_ex(
 
 /// libefa's `create_qp`: its checks of the attributes, then the uverbs QP, wrapped.
 fn create_qp(
-    c: &Context,
+    ibvctx: *mut ibv_context,
     op: &'static str,
     a: &mut ibv_qp_init_attr_ex,
     e: &efadv_qp_init_attr,
@@ -690,10 +619,12 @@ fn create_qp(
         return Err(einval(op, "no PD (IBV_QP_INIT_ATTR_PD)"));
     }
     let send_ops = if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        SendOpsFlags::from_bits(a.send_ops_flags)
-            .ok_or_else(|| eopnotsupp(op, "unknown send_ops_flags"))?
+        Some(
+            SendOpsFlags::from_bits(a.send_ops_flags)
+                .ok_or_else(|| eopnotsupp(op, "unknown send_ops_flags"))?,
+        )
     } else {
-        SendOpsFlags::empty()
+        None
     };
     if a.send_cq.is_null() || a.recv_cq.is_null() {
         return Err(einval(op, "send or receive CQ not given"));
@@ -703,18 +634,11 @@ fn create_qp(
     }
     // SAFETY: the program passes a PD it allocated.
     let pd = unsafe { crate::pd::pd(a.pd) }.ok_or_else(|| einval(op, "pd"))?;
-    // SAFETY: the program passes CQs it created; one &mut at a time, read through & only.
-    let scq: &uverbs::Cq = unsafe { crate::cq::cq(a.send_cq) }
-        .map(|w| &*w.cq)
-        .ok_or_else(|| einval(op, "send_cq"))?;
-    let rcq: &uverbs::Cq = if a.recv_cq == a.send_cq {
-        scq
-    } else {
-        // SAFETY: as above, another CQ.
-        unsafe { crate::cq::cq(a.recv_cq) }
-            .map(|w| &*w.cq)
-            .ok_or_else(|| einval(op, "recv_cq"))?
-    };
+    // SAFETY: the program passes CQs it created (open extended polls on them end); shared
+    // references, so one CQ may be both.
+    let (scq, rcq) = unsafe { (crate::cq::cq_ref(a.send_cq), crate::cq::cq_ref(a.recv_cq)) };
+    let scq = scq.ok_or_else(|| einval(op, "send_cq"))?;
+    let rcq = rcq.ok_or_else(|| einval(op, "recv_cq"))?;
     let cap = QpCap {
         max_send_wr: a.cap.max_send_wr,
         max_recv_wr: a.cap.max_recv_wr,
@@ -724,7 +648,7 @@ fn create_qp(
     };
     let mut init = QpInitAttr::new(qp_type, scq, rcq, cap);
     init.sq_sig_all = a.sq_sig_all != 0;
-    init.send_ops_flags = send_ops;
+    init.send_ops_flags = send_ops.unwrap_or_default();
     init.qp_context = a.qp_context as u64;
     let qp = pd.pd.efadv_create_qp_ex(
         &init,
@@ -742,7 +666,18 @@ fn create_qp(
         max_recv_sge: got.max_recv_sge,
         max_inline_data: got.max_inline_data,
     };
-    Ok(crate::qp::wrap_qp(c, qp, a))
+    let f = crate::qp::CFields {
+        context: ibvctx,
+        qp_context: a.qp_context,
+        pd: a.pd,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: ptr::null_mut(),
+        qp_type: a.qp_type,
+    };
+    // As libefa, a QP is an ibv_qp_ex (ibv_qp_to_qp_ex answers it, with the wr_* builders)
+    // when it was created with send_ops_flags.
+    Ok(crate::qp::wrap_qp(f, qp, send_ops.is_some(), send_ops))
 }
 
 // ---- EFA_1.4: efadv_query_qp_wqs; EFA_1.6: efadv_qp_from_ibv_qp_ex ----
@@ -797,6 +732,8 @@ pub unsafe extern "C" fn efadv_query_qp_wqs(
     })
 }
 
+/// `efadv_qp_from_ibv_qp_ex`: the `struct efadv_qp` embedded in the QP (NULL with
+/// `EOPNOTSUPP` on another provider's QP, as libefa).
 #[no_mangle]
 pub unsafe extern "C" fn efadv_qp_from_ibv_qp_ex(ibvqpx: *mut ibv_qp_ex) -> *mut efadv_qp {
     guard("efadv_qp_from_ibv_qp_ex", ptr::null_mut(), || {
@@ -809,28 +746,8 @@ pub unsafe extern "C" fn efadv_qp_from_ibv_qp_ex(ibvqpx: *mut ibv_qp_ex) -> *mut
             set_errno(e);
             return ptr::null_mut();
         }
-        dv_entry(&DV_QPS, ibvqpx as usize, || {
-            Box::into_raw(Box::new(DvQp {
-                dv: efadv_qp {
-                    comp_mask: 0,
-                    wr_set_processing_hints: Some(wr_set_processing_hints),
-                },
-                qp: ibvqpx as *mut ibv_qp,
-            })) as usize
-        }) as *mut efadv_qp
-    })
-}
-
-/// `efadv_qp.wr_set_processing_hints`: hints for the last WR of the open batch (outside a
-/// batch: ignored, as there is no WR to set them on).
-unsafe extern "C" fn wr_set_processing_hints(dv: *mut efadv_qp, hints: u32) {
-    guard("efadv_wr_set_processing_hints", (), || {
-        // SAFETY: `dv` is a DvQp from efadv_qp_from_ibv_qp_ex (its first field) of a live QP.
-        if let Some(qp) = unsafe { crate::qp::qp((*(dv as *mut DvQp)).qp) } {
-            qp.with_batch(|b| {
-                b.efadv_set_processing_hints(EfaProcessingHints::from_bits_retain(hints));
-            });
-        }
+        // SAFETY: a live QP of this library (above).
+        unsafe { crate::qp::dv(ibvqpx) }.unwrap_or(ptr::null_mut())
     })
 }
 
