@@ -49,6 +49,15 @@ extern "C" {
         inlen: u32,
     ) -> c_int;
     fn efadv_qp_from_ibv_qp_ex(qp: *mut ibv_qp_ex) -> *mut efadv_qp;
+    fn ibv_get_device_list(n: *mut c_int) -> *mut *mut ibv_device;
+    fn ibv_free_device_list(l: *mut *mut ibv_device);
+    fn ibv_get_device_name(d: *mut ibv_device) -> *const core::ffi::c_char;
+    fn ibv_get_device_guid(d: *mut ibv_device) -> u64;
+    fn ibv_open_device(d: *mut ibv_device) -> *mut ibv_context;
+    fn ibv_close_device(c: *mut ibv_context) -> c_int;
+    fn ibv_query_device(c: *mut ibv_context, a: *mut ibv_device_attr) -> c_int;
+    fn ibv_query_port(c: *mut ibv_context, port: u8, a: *mut ibv_port_attr) -> c_int;
+    fn ibv_query_gid(c: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
     fn efadv_create_comp_cntr(
         c: *mut ibv_context,
         a: *mut ibv_comp_cntr_init_attr,
@@ -410,4 +419,54 @@ fn layout_rows_are_consistent() {
     assert!(master.contains(&("efadv_qp_init_attr", "", 0, 24)));
     assert!(master.contains(&("efadv_cq_init_attr", "", 0, 56)));
     assert!(master.contains(&("efadv_device_attr", "", 0, 32)));
+}
+
+/// What pyverbs' EFA tests check of a device before they run on it (`efa_base.py`'s
+/// `is_efa_dev`: `ibv_query_device`'s vendor_id is Amazon's 0x1d0f; `RDMATestCase` then
+/// wants an active port with a GID), on the model devices `UVERBS_EFA_MODEL` lists: the
+/// values come from the model's QUERY_DEVICE / QUERY_PORT answers through capi's queries.
+#[test]
+fn model_devices_in_the_device_list_look_like_efa_to_pyverbs() {
+    // Only this test of this binary lists devices (the model is made once per process).
+    std::env::set_var("UVERBS_EFA_MODEL", "1");
+    let mut n: c_int = 0;
+    // SAFETY: a valid out pointer; the list is freed below.
+    let list = unsafe { ibv_get_device_list(&mut n) };
+    assert!(!list.is_null(), "errno {}", errno());
+    // SAFETY: `list` has `n` entries.
+    let devs = unsafe { core::slice::from_raw_parts(list, n as usize) };
+    let dev = devs
+        .iter()
+        .copied()
+        // SAFETY: devices of the list, whose names are C strings.
+        .find(|&d| {
+            unsafe { std::ffi::CStr::from_ptr(ibv_get_device_name(d)) }.to_bytes() == b"efa_model0"
+        })
+        .expect("efa_model0 listed");
+    // SAFETY: a listed device, opened and closed here.
+    unsafe {
+        let ctx = ibv_open_device(dev);
+        assert!(!ctx.is_null(), "ibv_open_device: errno {}", errno());
+        let mut a: ibv_device_attr = zeroed();
+        assert_eq!(ibv_query_device(ctx, &mut a), 0);
+        assert_eq!(
+            a.vendor_id, 0x1d0f,
+            "Amazon's vendor id: pyverbs' is_efa_dev"
+        );
+        assert_eq!(a.vendor_part_id, 0xefa1, "an EFA part id (efa1)");
+        assert_eq!(a.phys_port_cnt, 1);
+        assert_ne!(ibv_get_device_guid(dev), 0);
+        let mut p: ibv_port_attr = zeroed();
+        assert_eq!(ibv_query_port(ctx, 1, &mut p), 0);
+        assert_eq!(p.state, 4, "IBV_PORT_ACTIVE");
+        assert!(p.gid_tbl_len >= 1);
+        let mut gid: ibv_gid = zeroed();
+        assert_eq!(ibv_query_gid(ctx, 1, 0, &mut gid), 0);
+        assert_ne!(gid.raw, [0; 16]);
+        // efadv calls take the listed device's context as an EFA one.
+        let mut e = efadv_device_attr::default();
+        assert_eq!(efadv_query_device(ctx, &mut e, 32), 0);
+        assert_eq!(ibv_close_device(ctx), 0);
+        ibv_free_device_list(list);
+    }
 }
