@@ -438,9 +438,10 @@ fn model_devices_in_the_device_list_look_like_efa_to_pyverbs() {
     let dev = devs
         .iter()
         .copied()
-        // SAFETY: devices of the list, whose names are C strings.
         .find(|&d| {
-            unsafe { std::ffi::CStr::from_ptr(ibv_get_device_name(d)) }.to_bytes() == b"efa_model0"
+            // SAFETY: a device of the list, whose name is a C string.
+            let name = unsafe { std::ffi::CStr::from_ptr(ibv_get_device_name(d)) };
+            name.to_bytes() == b"efa_model0"
         })
         .expect("efa_model0 listed");
     // SAFETY: a listed device, opened and closed here.

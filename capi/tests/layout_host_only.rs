@@ -19,8 +19,11 @@ use std::process::Command;
 
 use uverbs_capi::abi::LayoutRow;
 
+/// A header and the layout rows checked against it.
+type Table = (&'static str, fn() -> Vec<LayoutRow>);
+
 /// The header each table is checked against, and the table.
-const TABLES: &[(&str, fn() -> Vec<LayoutRow>)] = &[
+const TABLES: &[Table] = &[
     ("infiniband/verbs.h", uverbs_capi::abi::layout),
     ("infiniband/efadv.h", uverbs_capi::efa_abi::efa_layout),
 ];
