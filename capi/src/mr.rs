@@ -18,7 +18,7 @@ pub unsafe extern "C" fn bind_mw(_: *mut ibv_qp, _: *mut ibv_mw, _: *mut ibv_mw_
     libc::EOPNOTSUPP
 }
 
-// Minimal stand-in of this module's wrapper and accessor, which efa.rs uses
+// Minimal stand-in of this module's wrapper and accessor, which efa/mod.rs uses
 // (`efadv_query_mr`): the real module defines the same names (merge: keep the real ones).
 /// An MR as C sees it and the uverbs object behind it.
 #[repr(C)]
