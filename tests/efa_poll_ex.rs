@@ -296,6 +296,11 @@ fn extended_poll_reads_immediate_data_in_host_order() {
     assert_eq!(g.read_src_qp(), w.a.qp.qp_num());
     assert_eq!(g.read_slid(), 0xffff, "b has no AH for a");
     assert_eq!(g.read_sgid().unwrap(), w.a.gid);
+    assert_eq!(
+        g.sgid().map(|x| x.raw),
+        Some(w.a.gid),
+        "sgid() is read_sgid() without the error"
+    );
     assert!(!g.is_unsolicited());
     assert!(!g.next_poll().unwrap());
     drop(g);
@@ -303,6 +308,7 @@ fn extended_poll_reads_immediate_data_in_host_order() {
     // A send completion has no source GID: ENOENT, as rdma-core.
     let g = w.a.scq.start_poll().unwrap().expect("the send");
     assert!(g.read_sgid().unwrap_err().is(uverbs::Errno::NOENT));
+    assert_eq!(g.sgid(), None);
 }
 
 /// A QP destroyed while a poll of its CQ is open on the same thread: the destroy does not

@@ -102,24 +102,34 @@ unsafe fn from_dv(d: *mut DvCq) -> *mut ibv_cq_ex {
     unsafe { d.cast::<u8>().sub(core::mem::offset_of!(Cq, dv)).cast() }
 }
 
-/// `efadv_wc_read_sgid`: the sender's GID of the current completion: 0, `-ENOENT` when the
-/// sender has an AH here (or no poll is open), `-EOPNOTSUPP` on a CQ of another provider.
+/// `efadv_wc_read_sgid`: the sender's GID of the current completion: 0, `-ENOENT` when it
+/// carries none (the sender has an AH here, not a receive, a CQ without `WITH_SGID`) or no
+/// poll is open, `-EOPNOTSUPP` on a CQ of another provider. No lock, no allocation
+/// ([`PollCq::sgid`]).
 unsafe extern "C" fn dv_read_sgid(d: *mut DvCq, sgid: *mut ibv_gid) -> c_int {
     guard("efadv_wc_read_sgid", -libc::EIO, || {
         if d.is_null() || sgid.is_null() {
             return -libc::EINVAL;
         }
         // SAFETY: the program's efadv_cq of a live CQ.
-        let Some(p) = (unsafe { open_poll(from_dv(d)) }) else {
+        let w = unsafe { from_dv(d) };
+        // SAFETY: as above; only the `poll` field is referenced.
+        let Some(p) = (unsafe { open_poll(w) }) else {
             return -libc::ENOENT;
         };
-        match p.read_sgid() {
-            Ok(raw) => {
+        // SAFETY: a live CQ (above): its `context` (of the `ibv` field, apart from `cq` and
+        // `poll`) names the live context the CQ was created on.
+        let ctx = unsafe { context((*w).context) };
+        if !ctx.is_some_and(crate::efa::is_efa) {
+            return -libc::EOPNOTSUPP;
+        }
+        match p.sgid() {
+            Some(g) => {
                 // SAFETY: the program's ibv_gid to fill.
-                unsafe { (*sgid).raw = raw };
+                unsafe { (*sgid).raw = g.raw };
                 0
             }
-            Err(e) => -crate::util::errno_of(&e),
+            None => -libc::ENOENT,
         }
     })
 }

@@ -115,16 +115,7 @@ pub unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
         // pointers are live objects (an object is destroyed only after its events are acked).
         unsafe {
             match AsyncEventType(ev.event_type as u32) {
-                AsyncEventType::CQ_ERR => {
-                    let cq = ev.element.cq;
-                    if !cq.is_null() {
-                        count(
-                            &mut (*cq).mutex,
-                            &mut (*cq).cond,
-                            &mut (*cq).async_events_completed,
-                        );
-                    }
-                }
+                AsyncEventType::CQ_ERR => crate::cq::ack_async_event(ev.element.cq),
                 AsyncEventType::SRQ_ERR | AsyncEventType::SRQ_LIMIT_REACHED => {
                     let srq = ev.element.srq;
                     if !srq.is_null() {

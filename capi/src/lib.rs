@@ -35,4 +35,6 @@ mod util;
 mod xrcd;
 
 pub use device::wrap_context;
+/// The structs of `<infiniband/efadv.h>` and their layout rows (`efa_layout`).
+pub use efa::abi as efa_abi;
 pub use util::guard;

@@ -82,6 +82,51 @@ pub struct Qp {
     /// `max_inline_data` bytes where inline data given as several buffers (an inline send
     /// WR's SGEs, `ibv_wr_set_inline_data_list`) is gathered into one, allocated at creation.
     gather: Box<[u8]>,
+    /// EFA's `struct efadv_qp` of this QP, which `efadv_qp_from_ibv_qp_ex` returns.
+    pub dv: DvQp,
+}
+
+/// `struct efadv_qp` (`<infiniband/efadv.h>`, rdma-core master; not in 44): EFA's setter of the
+/// open `wr_*` batch, embedded in every QP (on a QP of another provider, or an EFA QP created
+/// without `EFADV_WR_EX_WITH_PROCESSING_HINTS`, the setter fails the batch, which
+/// `ibv_wr_complete` reports).
+#[repr(C)]
+pub struct DvQp {
+    pub comp_mask: u64,
+    pub wr_set_processing_hints: Option<unsafe extern "C" fn(*mut DvQp, u32)>,
+}
+
+/// The `struct efadv_qp` of a QP (`efadv_qp_from_ibv_qp_ex`), None for NULL.
+///
+/// # Safety
+/// `p` is NULL or the `ibv_qp_ex` of a live QP of this library.
+pub unsafe fn dv(p: *mut ibv_qp_ex) -> Option<*mut DvQp> {
+    let w = p as *mut Qp;
+    // SAFETY: NULL or a live wrapper (above); only the field's address is taken.
+    (!w.is_null()).then(|| unsafe { ptr::addr_of_mut!((*w).dv) })
+}
+
+/// `efadv_wr_set_processing_hints`: the hints of the last work request of the open batch
+/// (none open: nothing, as the other setters). No lock, no allocation on an EFA QP created
+/// with the hints flag.
+unsafe extern "C" fn dv_set_processing_hints(d: *mut DvQp, hints: u32) {
+    guard("efadv_wr_set_processing_hints", (), || {
+        if d.is_null() {
+            return;
+        }
+        // SAFETY: `d` is the program's efadv_qp, the `dv` field of a live wrapper, which lies
+        // `offset_of!(Qp, dv)` bytes into it; the header's setters are not called by two
+        // threads on one QP at once.
+        let w = unsafe {
+            &mut *d
+                .cast::<u8>()
+                .sub(core::mem::offset_of!(Qp, dv))
+                .cast::<Qp>()
+        };
+        w.step(|b, _| {
+            b.efadv_set_processing_hints(uverbs::EfaProcessingHints::from_bits_retain(hints));
+        });
+    })
 }
 
 /// The [`Qp`] of an `ibv_qp` this library returned (None for NULL).
@@ -141,6 +186,10 @@ pub(crate) fn wrap_qp(
         batch_open: false,
         batch_err: None,
         gather,
+        dv: DvQp {
+            comp_mask: 0,
+            wr_set_processing_hints: Some(dv_set_processing_hints),
+        },
     }));
     // SAFETY: w is a fresh box; async events of the QP carry its address.
     unsafe { (*w).qp.set_qp_context(w as u64) };

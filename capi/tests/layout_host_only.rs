@@ -1,6 +1,8 @@
 //! Compares every row of [`uverbs_capi::abi::layout`] (each struct's size, each field's
-//! offset and size) with rdma-core's installed `<infiniband/verbs.h>` (libibverbs-dev), by
-//! compiling and running a generated C program with gcc (`CC` to use another compiler).
+//! offset and size) with rdma-core's installed `<infiniband/verbs.h>` (libibverbs-dev), and
+//! every row of [`uverbs_capi::efa_abi::efa_layout`] (the efadv.h rows rdma-core 44 and
+//! master share) with its `<infiniband/efadv.h>`, by compiling and running a generated C
+//! program with gcc (`CC` to use another compiler).
 //!
 //! `UVERBS_C_LAYOUT_INCLUDE=<dir>` puts `<dir>` before the system headers, e.g. a directory
 //! with rdma-core master's `infiniband/` headers: fields master added (see [`MASTER_ONLY`])
@@ -9,7 +11,7 @@
 //! `verbs_context` is compared relative to its `context` field: programs find its operations
 //! at negative offsets from the `ibv_context` they hold, and master prepends operations.
 //!
-//! Adding a header's table (efadv.h's, say) is one line in [`TABLES`].
+//! Adding a header's table is one line in [`TABLES`].
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ type Table = fn() -> Vec<LayoutRow>;
 const TABLES: &[(&str, Table)] = &[
     ("infiniband/verbs.h", uverbs_capi::abi::layout),
     ("infiniband/sa.h", uverbs_capi::abi::sa_layout),
+    ("infiniband/efadv.h", uverbs_capi::efa_abi::efa_layout),
 ];
 
 /// Fields of rdma-core master that rdma-core 44's header lacks: (struct, field, the struct's

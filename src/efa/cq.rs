@@ -32,6 +32,7 @@ use crate::cq::{Cq, CqInitAttr, CqShared};
 use crate::cq_ex::PollCq;
 use crate::error::{Errno, Error, Result};
 use crate::provider::{CqOps, CqRing, CursorOps};
+use crate::query::Gid;
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 
 bitflags! {
@@ -530,6 +531,18 @@ impl PollCq<'_> {
             Some(c) => c.read_sgid(c.shared),
             None => Err(not_efa(self.shared(), "efadv_wc_read_sgid")),
         }
+    }
+
+    /// The sender's GID as [`Self::read_sgid`] answers it, without its error: `None` where
+    /// `read_sgid` fails (not a receive, the sender's AH is known here, a CQ created without
+    /// `WITH_SGID`, or a non-EFA CQ). It builds no error, so it neither allocates nor formats:
+    /// for a data-path caller that returns its own code for "no GID" (libefa's
+    /// `efadv_wc_read_sgid` returns -ENOENT, and the C API's reader is this).
+    #[doc(alias = "efadv_wc_read_sgid")]
+    #[inline]
+    pub fn sgid(&self) -> Option<Gid> {
+        let raw = self.cur.efa()?.cur.sgid()?;
+        Some(Gid { raw })
     }
 
     /// `efadv_wc_is_unsolicited`: an RDMA write with immediate that consumed no receive WR
