@@ -15,11 +15,12 @@ use core::mem::{ManuallyDrop, MaybeUninit};
 use core::ptr;
 
 use uverbs::{
-    AccessFlags, AhAttr, Gid, GlobalRoute, Mtu, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendFlags, SendOpsFlags, SendWr, Sge, UdDest, WrData, WrOp,
+    AccessFlags, AhAttr, Gid, Mtu, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr,
+    SendFlags, SendOpsFlags, SendWr, Sge, UdDest, WrData, WrOp,
 };
 
 use crate::abi::*;
+use crate::ah::{ah_attr_from_c, gid_raw};
 use crate::device::context;
 use crate::util::{
     einval, eopnotsupp, guard, ptr_or_errno, report, set_errno, COND_INIT, MUTEX_INIT,
@@ -260,25 +261,6 @@ fn qp_type_of(op: &'static str, t: c_int) -> uverbs::Result<QpType> {
     })
 }
 
-/// The `wr_*` operations rdma-core's rxe provider allows per QP type (`check_qp_init_attr`);
-/// uverbs' EFA provider checks its own.
-fn rxe_send_ops(t: QpType) -> SendOpsFlags {
-    use SendOpsFlags as F;
-    match t {
-        QpType::Rc => F::all(),
-        QpType::Uc => {
-            F::RDMA_WRITE
-                | F::RDMA_WRITE_WITH_IMM
-                | F::SEND
-                | F::SEND_WITH_IMM
-                | F::BIND_MW
-                | F::SEND_WITH_INV
-        }
-        QpType::Ud => F::SEND | F::SEND_WITH_IMM,
-        _ => F::empty(),
-    }
-}
-
 /// The CQ behind a C CQ pointer (None for NULL).
 ///
 /// # Safety
@@ -318,7 +300,9 @@ unsafe fn create(
     }
     let qp_type = qp_type_of(op, a.qp_type)?;
     // SAFETY: the program passes NULL or a live context.
-    let c = unsafe { context(ctx) }.ok_or_else(|| einval(op, "NULL context"))?;
+    if unsafe { context(ctx) }.is_none() {
+        return Err(einval(op, "NULL context"));
+    }
     let pd_ptr = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
         a.pd
     } else {
@@ -335,14 +319,6 @@ unsafe fn create(
     let send_ops = if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
         let ops = SendOpsFlags::from_bits(a.send_ops_flags)
             .ok_or_else(|| eopnotsupp(op, "send_ops_flags: TSO, atomic write or flush"))?;
-        if matches!(c.ctx.provider(), uverbs::ProviderInfo::Rxe)
-            && !rxe_send_ops(qp_type).contains(ops)
-        {
-            return Err(eopnotsupp(
-                op,
-                "send_ops_flags has an operation rxe does not post on this QP type",
-            ));
-        }
         Some(ops)
     } else {
         None
@@ -527,31 +503,6 @@ pub unsafe extern "C" fn ibv_destroy_qp(q: *mut ibv_qp) -> c_int {
 }
 
 // ----- modify, query ------------------------------------------------------------------------
-
-fn ah_attr_from_c(a: &ibv_ah_attr) -> AhAttr {
-    AhAttr {
-        grh: GlobalRoute {
-            dgid: Gid {
-                raw: gid_raw(&a.grh.dgid),
-            },
-            flow_label: a.grh.flow_label,
-            sgid_index: a.grh.sgid_index,
-            hop_limit: a.grh.hop_limit,
-            traffic_class: a.grh.traffic_class,
-        },
-        dlid: a.dlid,
-        sl: a.sl,
-        src_path_bits: a.src_path_bits,
-        static_rate: a.static_rate,
-        is_global: a.is_global != 0,
-        port_num: a.port_num,
-    }
-}
-
-fn gid_raw(g: &ibv_gid) -> [u8; 16] {
-    // SAFETY: both members of the union are plain 16 bytes; any bytes are a valid [u8; 16].
-    unsafe { g.raw }
-}
 
 fn ah_attr_to_c(a: &AhAttr) -> ibv_ah_attr {
     ibv_ah_attr {

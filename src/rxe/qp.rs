@@ -48,6 +48,20 @@ pub(crate) fn create_qp(
             "SRD is an EFA transport; rxe has RC, UC and UD",
         ));
     }
+    if let Some(ops) = send_ops {
+        if !wr_ops_of(attr.qp_type).contains(ops) {
+            return Err(Error::invalid(
+                op,
+                pd.label(),
+                Errno::OPNOTSUPP,
+                format!(
+                    "send_ops_flags {:?} has an operation rxe does not post on a {:?} QP",
+                    ops - wr_ops_of(attr.qp_type),
+                    attr.qp_type
+                ),
+            ));
+        }
+    }
     let mut drv = RxeCreateQpResp::default();
     let (inner, mut cap) = pd.create_qp_object(attr, &[], drv.as_mut_bytes())?;
     // From here `inner` destroys the kernel QP if anything fails.
@@ -56,6 +70,25 @@ pub(crate) fn create_qp(
     }
     let ring = qp_ring(pd.context(), op, attr, &inner, &drv, &cap)?;
     Ok(Qp::assemble(QpRing::Rxe(ring), inner, attr, cap, send_ops))
+}
+
+/// The `wr_*` operations rxe posts on a QP type (rdma-core's rxe `check_qp_init_attr` has the
+/// same sets; none on other types).
+fn wr_ops_of(t: QpType) -> SendOpsFlags {
+    use SendOpsFlags as F;
+    match t {
+        QpType::Rc => F::all(),
+        QpType::Uc => {
+            F::RDMA_WRITE
+                | F::RDMA_WRITE_WITH_IMM
+                | F::SEND
+                | F::SEND_WITH_IMM
+                | F::BIND_MW
+                | F::SEND_WITH_INV
+        }
+        QpType::Ud => F::SEND | F::SEND_WITH_IMM,
+        _ => F::empty(),
+    }
 }
 
 /// Maps the rings of the rxe QP `inner` just created (`drv` is the driver's part of the
