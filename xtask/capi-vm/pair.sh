@@ -3,10 +3,10 @@
 #
 # Runs SERVER_CMD in the background and CLIENT_CMD against it on this VM's rxe0, each with
 # rdma-core's libibverbs (LIB = rdma-core) or uverbs' (LIB = uverbs: LD_LIBRARY_PATH starts
-# with /capi/default, where libibverbs.so.1 and libefa.so.1 are). WAIT is the TCP port the
-# server listens on before the client may start (the verbs tools exchange QP numbers over
-# TCP), or `retry` for an rdma_cm server: the client is retried until it connects (at most
-# 20 tries). In the commands, @GID@ is rxe0's RoCE v2 IPv4 GID index. Both outputs are
+# with /capi/default, where libibverbs.so.1, libefa.so.1 and libmlx5.so.1 are). WAIT is the
+# TCP port the server listens on before the client may start (the verbs tools exchange QP
+# numbers over TCP), or `retry` for an rdma_cm server: the client is retried until it
+# connects (at most 20 tries). In the commands, @GID@ is rxe0's RoCE v2 IPv4 GID index. Both outputs are
 # printed; the exit status is 0 when both exited 0.
 . /lib/uverbs/lib.sh
 srv_lib=$1; cli_lib=$2; wait_for=$3; srv_cmd=$4; cli_cmd=$5

@@ -19,7 +19,8 @@ use crate::util::{err, output, run, workspace_root, Context, Result};
 #[derive(Debug, Clone)]
 pub struct CapiLibs {
     /// `target/capi/<profile-and-features>/`: `libibverbs.so.1`, `libibverbs.so`,
-    /// `libibverbs.a`, `libefa.so.1`, `libefa.so`, `libefa.a`, and `native-static-libs` (the
+    /// `libibverbs.a`, `libefa.so.1`, `libefa.so`, `libefa.a`, `libmlx5.so.1`, `libmlx5.so`,
+    /// and `native-static-libs` (the
     /// system libraries a program linked with `libibverbs.a` needs, as rustc reports them).
     pub dir: PathBuf,
 }
@@ -37,6 +38,9 @@ impl CapiLibs {
     pub fn libefa_a(&self) -> PathBuf {
         self.dir.join("libefa.a")
     }
+    pub fn libmlx5_so(&self) -> PathBuf {
+        self.dir.join("libmlx5.so.1")
+    }
 
     /// The `-l` options rustc printed for the staticlib (`--print native-static-libs`).
     pub fn native_libs(&self) -> Result<Vec<String>> {
@@ -49,6 +53,10 @@ impl CapiLibs {
 /// The package of the libefa shim (capi/efa-shim): `efadv_*` forwarding to libibverbs.so.1.
 const EFA_SHIM_PACKAGE: &str = "uverbs-capi-efa-shim";
 const EFA_SHIM_DIR: &str = "capi/efa-shim";
+/// The package of the libmlx5 placeholder (capi/mlx5-stub): `mlx5dv_*` answering "not an mlx5
+/// device", until uverbs has an mlx5 provider.
+const MLX5_STUB_PACKAGE: &str = "uverbs-capi-mlx5-stub";
+const MLX5_STUB_DIR: &str = "capi/mlx5-stub";
 /// The private node of libibverbs.so.1 that the shim's calls bind to, as
 /// capi/libibverbs-efa.map.part defines it; used when that file is missing.
 const EFA_PRIVATE_NODE: &str = "UVERBS_PRIVATE_EFA_1 {\n\tglobal:\n\t\tuverbs_efadv_*;\n};\n";
@@ -121,6 +129,24 @@ pub fn build(features: &[&str]) -> Result<CapiLibs> {
              (libefa.a is, and libibverbs.a holds efadv_* for static programs)"
         );
         for stale in [libs.libefa_so(), libs.dir.join("libefa.so")] {
+            let _ = std::fs::remove_file(stale);
+        }
+    }
+    // libmlx5: the placeholder, on its own (it calls nothing of libibverbs).
+    if root.join(MLX5_STUB_DIR).join("Cargo.toml").is_file() {
+        let (stub, stub_natives) = staticlib(MLX5_STUB_PACKAGE, "uverbs_capi_mlx5_stub", &[])?;
+        link_shared(
+            &libs.libmlx5_so(),
+            &root.join("capi/libmlx5.map"),
+            &stub,
+            &[],
+            &stub_natives,
+            "libmlx5.so.1",
+        )?;
+        symlink("libmlx5.so.1", &libs.dir.join("libmlx5.so"))?;
+    } else {
+        println!("xtask: capi: no {MLX5_STUB_DIR}/Cargo.toml in this tree: libmlx5.so.1 not built");
+        for stale in [libs.libmlx5_so(), libs.dir.join("libmlx5.so")] {
             let _ = std::fs::remove_file(stale);
         }
     }
@@ -287,14 +313,14 @@ pub fn step(report: &mut Report, features: &[String]) {
     match build(&f) {
         Ok(libs) => {
             report.push(Item::pass(
-                "capi: build libibverbs.so.1, libibverbs.a, libefa",
+                "capi: build libibverbs.so.1, libibverbs.a, libefa, libmlx5",
             ));
             for i in checks(&libs) {
                 report.push(i);
             }
         }
         Err(e) => report.push(Item::fail(
-            "capi: build libibverbs.so.1, libibverbs.a, libefa",
+            "capi: build libibverbs.so.1, libibverbs.a, libefa, libmlx5",
             e.to_string(),
         )),
     }
@@ -356,6 +382,14 @@ pub fn checks(libs: &CapiLibs) -> Vec<Item> {
             format!("not built: no {EFA_SHIM_DIR} in this tree"),
         ));
     }
+    if libs.libmlx5_so().is_file() {
+        items.extend(mlx5_checks(libs));
+    } else {
+        items.push(Item::skip(
+            "capi: libmlx5.so.1",
+            format!("not built: no {MLX5_STUB_DIR} in this tree"),
+        ));
+    }
     let mut push = |name: &str, r: Result<()>| {
         items.push(match r {
             Ok(()) => Item::pass(name),
@@ -374,6 +408,51 @@ pub fn checks(libs: &CapiLibs) -> Vec<Item> {
         "capi: C program linked statically with libefa.a and libibverbs.a runs",
         static_program(libs),
     );
+    items
+}
+
+/// The libmlx5 placeholder: soname; that it exports nothing but capi/libmlx5.map's symbols
+/// (no Rust symbol) and needs nothing but glibc and libgcc (it must load without uverbs'
+/// libibverbs.so.1 too); that it exports what pyverbs and perftest import.
+fn mlx5_checks(libs: &CapiLibs) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut push = |name: &str, r: Result<()>| {
+        items.push(match r {
+            Ok(()) => Item::pass(name),
+            Err(e) => Item::fail(name, e.to_string()),
+        })
+    };
+    let so = libs.libmlx5_so();
+    push(
+        "capi: libmlx5.so.1 soname",
+        check_soname(&so, "libmlx5.so.1"),
+    );
+    let exports = dynamic_symbols(&so);
+    push(
+        "capi: libmlx5.so.1 exports only capi/libmlx5.map's symbols",
+        exports.as_ref().map_err(clone_err).and_then(|s| {
+            let map = workspace_root().join("capi/libmlx5.map");
+            let script =
+                std::fs::read_to_string(&map).context(|| format!("reading {}", map.display()))?;
+            only_mapped(s, &parse_version_script(&script))
+        }),
+    );
+    push(
+        "capi: libmlx5.so.1 needs only libc and libgcc",
+        exports
+            .as_ref()
+            .map_err(clone_err)
+            .and_then(|s| undefined_only_system(s)),
+    );
+    for (importer, list) in MLX5_IMPORTERS {
+        push(
+            &format!("capi: libmlx5.so.1 exports what {importer} imports"),
+            exports
+                .as_ref()
+                .map_err(clone_err)
+                .and_then(|s| exports_all(s, list)),
+        );
+    }
     items
 }
 
@@ -941,6 +1020,121 @@ const EFA_IMPORTS: &[(&str, &str)] = &[
     ("EFA_1.2", "efadv_create_cq"),
 ];
 
+/// The libmlx5 symbols (default version, name) that programs linked with `-lmlx5` import,
+/// from `objdump -T` of Debian bookworm's packages (rdma-core 44, perftest 4.5): pyverbs'
+/// `pyverbs/providers/mlx5/*.so` and perftest's `/usr/bin/ib_*` (and `raw_ethernet_*`). A
+/// program bound to one that libmlx5.so.1 lacks does not start.
+pub const MLX5_IMPORTERS: &[(&str, &[(&str, &str)])] = &[
+    ("pyverbs' mlx5 modules", MLX5_PYVERBS),
+    ("perftest", MLX5_PERFTEST),
+];
+
+const MLX5_PYVERBS: &[(&str, &str)] = &[
+    ("MLX5_1.0", "mlx5dv_query_device"),
+    ("MLX5_1.1", "mlx5dv_create_cq"),
+    ("MLX5_1.10", "mlx5dv_create_mkey"),
+    ("MLX5_1.10", "mlx5dv_destroy_mkey"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_dest_ibv_qp"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_dest_table"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_dest_vport"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_drop"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_flow_counter"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_modify_header"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_packet_reformat"),
+    ("MLX5_1.10", "mlx5dv_dr_action_create_tag"),
+    ("MLX5_1.10", "mlx5dv_dr_action_destroy"),
+    ("MLX5_1.10", "mlx5dv_dr_domain_create"),
+    ("MLX5_1.10", "mlx5dv_dr_domain_destroy"),
+    ("MLX5_1.10", "mlx5dv_dr_domain_sync"),
+    ("MLX5_1.10", "mlx5dv_dr_matcher_create"),
+    ("MLX5_1.10", "mlx5dv_dr_matcher_destroy"),
+    ("MLX5_1.10", "mlx5dv_dr_rule_create"),
+    ("MLX5_1.10", "mlx5dv_dr_rule_destroy"),
+    ("MLX5_1.10", "mlx5dv_dr_table_create"),
+    ("MLX5_1.10", "mlx5dv_dr_table_destroy"),
+    ("MLX5_1.10", "mlx5dv_qp_ex_from_ibv_qp_ex"),
+    ("MLX5_1.12", "mlx5dv_alloc_var"),
+    ("MLX5_1.12", "mlx5dv_dump_dr_domain"),
+    ("MLX5_1.12", "mlx5dv_free_var"),
+    ("MLX5_1.13", "mlx5dv_pp_alloc"),
+    ("MLX5_1.13", "mlx5dv_pp_free"),
+    ("MLX5_1.14", "mlx5dv_dr_action_create_default_miss"),
+    ("MLX5_1.14", "mlx5dv_modify_qp_lag_port"),
+    ("MLX5_1.14", "mlx5dv_query_qp_lag_port"),
+    ("MLX5_1.15", "mlx5dv_dr_action_create_dest_devx_tir"),
+    ("MLX5_1.16", "mlx5dv_dr_action_create_dest_array"),
+    ("MLX5_1.16", "mlx5dv_dr_action_create_flow_sampler"),
+    ("MLX5_1.17", "mlx5dv_dr_action_create_pop_vlan"),
+    ("MLX5_1.17", "mlx5dv_dr_action_create_push_vlan"),
+    ("MLX5_1.17", "mlx5dv_modify_qp_sched_elem"),
+    ("MLX5_1.17", "mlx5dv_modify_qp_udp_sport"),
+    ("MLX5_1.17", "mlx5dv_sched_leaf_create"),
+    ("MLX5_1.17", "mlx5dv_sched_leaf_destroy"),
+    ("MLX5_1.17", "mlx5dv_sched_leaf_modify"),
+    ("MLX5_1.17", "mlx5dv_sched_node_create"),
+    ("MLX5_1.17", "mlx5dv_sched_node_destroy"),
+    ("MLX5_1.17", "mlx5dv_sched_node_modify"),
+    ("MLX5_1.18", "mlx5dv_reserved_qpn_alloc"),
+    ("MLX5_1.18", "mlx5dv_reserved_qpn_dealloc"),
+    ("MLX5_1.19", "_mlx5dv_query_port"),
+    ("MLX5_1.19", "mlx5dv_devx_umem_reg_ex"),
+    ("MLX5_1.19", "mlx5dv_dm_map_op_addr"),
+    ("MLX5_1.2", "mlx5dv_init_obj"),
+    ("MLX5_1.20", "_mlx5dv_mkey_check"),
+    ("MLX5_1.20", "mlx5dv_dr_domain_allow_duplicate_rules"),
+    ("MLX5_1.20", "mlx5dv_map_ah_to_qp"),
+    ("MLX5_1.20", "mlx5dv_qp_cancel_posted_send_wrs"),
+    ("MLX5_1.21", "mlx5dv_crypto_login"),
+    ("MLX5_1.21", "mlx5dv_crypto_login_query_state"),
+    ("MLX5_1.21", "mlx5dv_crypto_logout"),
+    ("MLX5_1.21", "mlx5dv_dci_stream_id_reset"),
+    ("MLX5_1.21", "mlx5dv_dek_create"),
+    ("MLX5_1.21", "mlx5dv_dek_destroy"),
+    ("MLX5_1.21", "mlx5dv_dek_query"),
+    ("MLX5_1.21", "mlx5dv_dr_action_create_dest_ib_port"),
+    ("MLX5_1.21", "mlx5dv_dr_matcher_set_layout"),
+    ("MLX5_1.21", "mlx5dv_get_vfio_device_list"),
+    ("MLX5_1.21", "mlx5dv_vfio_get_events_fd"),
+    ("MLX5_1.21", "mlx5dv_vfio_process_events"),
+    ("MLX5_1.23", "mlx5dv_devx_alloc_msi_vector"),
+    ("MLX5_1.23", "mlx5dv_devx_create_eq"),
+    ("MLX5_1.23", "mlx5dv_devx_destroy_eq"),
+    ("MLX5_1.23", "mlx5dv_devx_free_msi_vector"),
+    ("MLX5_1.24", "mlx5dv_crypto_login_create"),
+    ("MLX5_1.24", "mlx5dv_crypto_login_destroy"),
+    ("MLX5_1.24", "mlx5dv_crypto_login_query"),
+    ("MLX5_1.3", "mlx5dv_create_qp"),
+    ("MLX5_1.4", "mlx5dv_get_clock_info"),
+    ("MLX5_1.6", "mlx5dv_create_flow"),
+    ("MLX5_1.6", "mlx5dv_create_flow_matcher"),
+    ("MLX5_1.6", "mlx5dv_destroy_flow_matcher"),
+    ("MLX5_1.7", "mlx5dv_create_flow_action_packet_reformat"),
+    ("MLX5_1.7", "mlx5dv_devx_alloc_uar"),
+    ("MLX5_1.7", "mlx5dv_devx_free_uar"),
+    ("MLX5_1.7", "mlx5dv_devx_general_cmd"),
+    ("MLX5_1.7", "mlx5dv_devx_obj_create"),
+    ("MLX5_1.7", "mlx5dv_devx_obj_destroy"),
+    ("MLX5_1.7", "mlx5dv_devx_obj_modify"),
+    ("MLX5_1.7", "mlx5dv_devx_obj_query"),
+    ("MLX5_1.7", "mlx5dv_devx_query_eqn"),
+    ("MLX5_1.7", "mlx5dv_devx_umem_dereg"),
+    ("MLX5_1.7", "mlx5dv_devx_umem_reg"),
+    ("MLX5_1.7", "mlx5dv_open_device"),
+    ("MLX5_1.8", "mlx5dv_is_supported"),
+];
+
+const MLX5_PERFTEST: &[(&str, &str)] = &[
+    ("MLX5_1.10", "mlx5dv_create_mkey"),
+    ("MLX5_1.10", "mlx5dv_destroy_mkey"),
+    ("MLX5_1.10", "mlx5dv_qp_ex_from_ibv_qp_ex"),
+    ("MLX5_1.21", "mlx5dv_crypto_login"),
+    ("MLX5_1.21", "mlx5dv_dek_create"),
+    ("MLX5_1.21", "mlx5dv_dek_destroy"),
+    ("MLX5_1.3", "mlx5dv_create_qp"),
+    ("MLX5_1.7", "mlx5dv_devx_general_cmd"),
+    ("MLX5_1.7", "mlx5dv_open_device"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1030,6 +1224,22 @@ DYNAMIC SYMBOL TABLE:
         all.dedup();
         assert_eq!(all.len(), n, "a symbol in two version nodes");
         assert!(text.contains("local: *;"));
+    }
+
+    #[test]
+    fn the_mlx5_version_script_gives_each_imported_symbol_its_node() {
+        let text = std::fs::read_to_string(workspace_root().join("capi/libmlx5.map")).unwrap();
+        let nodes = parse_version_script(&text);
+        for (importer, list) in MLX5_IMPORTERS {
+            for (v, n) in *list {
+                let in_nodes: Vec<&str> = nodes
+                    .iter()
+                    .filter(|(_, g)| g.iter().any(|p| matches(p, n)))
+                    .map(|(node, _)| node.as_str())
+                    .collect();
+                assert_eq!(in_nodes, [*v], "{importer} imports {n}@{v}");
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `cargo xtask capi-vm`: uverbs' C ABI (`capi/`: libibverbs.so.1, libefa.so.1, libibverbs.a)
+//! `cargo xtask capi-vm`: uverbs' C ABI (`capi/`: libibverbs.so.1, libefa.so.1, libibverbs.a,
+//! and the libmlx5.so.1 placeholder that pyverbs and perftest load)
 //! under programs written for rdma-core, in the soft-RoCE VM. One VM boot per kernel runs:
 //!
 //! 1. rdma-core's own test suite (Debian 12's `python3-pyverbs`, 44.0-2) module by module,
@@ -78,8 +79,9 @@ pub struct Options {
     pub programs: bool,
     /// Write the pyverbs comparison (markdown) here besides target/capi-vm/.
     pub doc: Option<PathBuf>,
-    /// A check of the harness itself: rdma-core's own libibverbs.so.1 and libefa.so.1 stand
-    /// in for ours (the comparison must then come out even and every pair pass).
+    /// A check of the harness itself: rdma-core's own libibverbs.so.1, libefa.so.1 and
+    /// libmlx5.so.1 stand in for ours (the comparison must then come out even and every pair
+    /// pass).
     pub rdma_core_as_uverbs: bool,
 }
 
@@ -136,12 +138,18 @@ pub fn sections(h: &mut Harness, o: &Options, timings: &mut Vec<String>) -> Resu
     std::fs::create_dir_all(&out_dir).context(|| format!("creating {}", out_dir.display()))?;
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     for (guest, l) in [("capi/default", &libs), ("capi/efa-model", &efa_libs)] {
-        for f in ["libibverbs.so.1", "libefa.so.1"] {
+        // libmlx5.so.1 (the placeholder of capi/mlx5-stub) because pyverbs and perftest are
+        // linked against it: Debian's cannot load on our libibverbs.so.1.
+        for f in ["libibverbs.so.1", "libefa.so.1", "libmlx5.so.1"] {
             let host = if o.rdma_core_as_uverbs {
                 Path::new("/usr/lib/x86_64-linux-gnu").join(f)
             } else {
                 l.dir.join(f)
             };
+            if f == "libmlx5.so.1" && !host.is_file() {
+                // A tree without capi/mlx5-stub: the guest finds Debian's (which fails to load).
+                continue;
+            }
             files.push((format!("{guest}/{f}"), host));
         }
     }
