@@ -385,7 +385,8 @@ pub unsafe extern "C" fn _ibv_query_gid_table(
     })
 }
 
-/// `ibv_query_gid_type` (IBVERBS_PRIVATE_34; ibv_devinfo and pyverbs call it).
+/// `ibv_query_gid_type` (IBVERBS_PRIVATE_34; ibv_devinfo and pyverbs call it): the GID's
+/// type as rdma-core's sysfs enum, which is not `enum ibv_gid_type`.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_query_gid_type(
     ctx: *mut ibv_context,
@@ -403,8 +404,11 @@ pub unsafe extern "C" fn ibv_query_gid_type(
         }
         match c.ctx.query_gid_ex(port_num, index) {
             Ok(e) => {
-                // SAFETY: non-NULL, points at the caller's enum ibv_gid_type.
-                unsafe { *type_ = e.gid_type.raw() };
+                // `enum ibv_gid_type_sysfs` (rdma-core's private ABI): IB and RoCE v1 are
+                // IBV_GID_TYPE_SYSFS_IB_ROCE_V1 (0), RoCE v2 is IBV_GID_TYPE_SYSFS_ROCE_V2 (1).
+                let t = u32::from(e.gid_type == uverbs::GidType::RoceV2);
+                // SAFETY: non-NULL, points at the caller's enum ibv_gid_type_sysfs.
+                unsafe { *type_ = t };
                 0
             }
             Err(e) => report(&e),
