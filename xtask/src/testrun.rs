@@ -599,7 +599,7 @@ fn msrv_check(report: &mut Report) {
         Ok(v) => v,
         Err(e) => return report.push(Item::fail(name, e.to_string())),
     };
-    let name = format!("rust-version: cargo +{v} check (libraries, EFA model, CLI)");
+    let name = format!("rust-version: cargo +{v} check (libraries, EFA model, CLI, C ABI)");
     let root = crate::util::workspace_root();
     let mut cmd = Command::new("rustup");
     cmd.args(["run", &v, "cargo", "check", "--features", "uverbs/tokio"])
@@ -615,7 +615,16 @@ fn msrv_check(report: &mut Report) {
             "-p",
             "uverbs-efa",
         ])
-        .args(["-p", "uverbs-efa-model", "-p", "uverbs-cli", "--target-dir"])
+        .args(["-p", "uverbs-efa-model", "-p", "uverbs-cli"])
+        .args([
+            "-p",
+            "uverbs-capi",
+            "-p",
+            "uverbs-capi-efa-shim",
+            "-p",
+            "uverbs-capi-mlx5-stub",
+        ])
+        .args(["--features", "uverbs-capi/efa-model", "--target-dir"])
         .arg(root.join("target/msrv"))
         // rustup run puts that toolchain first; a CARGO/RUSTC from the outer cargo would not.
         .env_remove("CARGO")
