@@ -65,8 +65,12 @@ const IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY: u32 = 1 << 1;
 const IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG: c_int = 1 << 0;
 const IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES: c_int = 1 << 1;
 
-/// Work requests converted and posted at once (one doorbell on rxe).
+/// Receive work requests converted and posted at once.
 pub const CHUNK: usize = 16;
+
+/// Send work requests converted and posted at once (one doorbell on rxe): a 32-WR list, as
+/// programs post them, is one post.
+pub const SEND_CHUNK: usize = 32;
 
 /// A QP as C sees it (`ibv_qp_ex`, whose first member is the `ibv_qp`) and the uverbs QP.
 #[repr(C)]
@@ -831,13 +835,13 @@ unsafe fn slice<'a, T>(p: *const T, len: usize) -> &'a [T] {
 /// `sg_list` holds `num_sge` SGEs (if positive) that outlive `'a`.
 #[inline(always)]
 unsafe fn sges<'a>(sg_list: *const Sge, num_sge: c_int) -> Result<&'a [Sge], Refused> {
-    if num_sge > 0 && !sg_list.is_null() {
-        // SAFETY: see above; `num_sge` is positive.
-        Ok(unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) })
-    } else if num_sge == 0 {
-        Ok(&[])
-    } else {
-        Err(libc::EINVAL)
+    match num_sge {
+        1.. if !sg_list.is_null() => {
+            // SAFETY: see above; `num_sge` is positive.
+            Ok(unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) })
+        }
+        0 => Ok(&[]),
+        _ => Err(libc::EINVAL),
     }
 }
 
@@ -852,26 +856,34 @@ unsafe fn sges<'a>(sg_list: *const Sge, num_sge: c_int) -> Result<&'a [Sge], Ref
 unsafe fn send_op_into(op: *mut WrOp, c: &ibv_send_wr) -> Result<(), Refused> {
     // SAFETY: the union members read below are plain numbers, any bytes valid; the opcode
     // says which the program filled in, and only those are used. `op` is writable (above).
+    // A chain of compares, the plain send and write first: each costs two instructions,
+    // against a jump table's bounds check, load and indirect jump.
     unsafe {
-        match c.opcode {
-            IBV_WR_SEND => op.write(WrOp::Send),
-            IBV_WR_RDMA_WRITE => op.write(WrOp::RdmaWrite {
+        let o = c.opcode;
+        if o == IBV_WR_SEND {
+            op.write(WrOp::Send);
+        } else if o == IBV_WR_RDMA_WRITE {
+            op.write(WrOp::RdmaWrite {
                 remote_addr: c.wr.rdma.remote_addr,
                 rkey: c.wr.rdma.rkey,
-            }),
-            IBV_WR_SEND_WITH_IMM => op.write(WrOp::SendWithImm {
+            });
+        } else if o == IBV_WR_SEND_WITH_IMM {
+            op.write(WrOp::SendWithImm {
                 imm_data: u32::from_be(c.imm_data),
-            }),
-            IBV_WR_RDMA_WRITE_WITH_IMM => op.write(WrOp::RdmaWriteWithImm {
+            });
+        } else if o == IBV_WR_RDMA_WRITE_WITH_IMM {
+            op.write(WrOp::RdmaWriteWithImm {
                 remote_addr: c.wr.rdma.remote_addr,
                 rkey: c.wr.rdma.rkey,
                 imm_data: u32::from_be(c.imm_data),
-            }),
-            IBV_WR_RDMA_READ => op.write(WrOp::RdmaRead {
+            });
+        } else if o == IBV_WR_RDMA_READ {
+            op.write(WrOp::RdmaRead {
                 remote_addr: c.wr.rdma.remote_addr,
                 rkey: c.wr.rdma.rkey,
-            }),
-            _ => op.write(send_op_other(c)?),
+            });
+        } else {
+            op.write(send_op_other(c)?);
         }
     }
     Ok(())
@@ -1040,6 +1052,55 @@ unsafe fn send_wr_into<'a>(
     Ok(())
 }
 
+/// [`send_wr_into`] of a plain WR (a send or RDMA operation with SGEs, and on a datagram QP
+/// an AH): `true` with `out` written; `false` having decided nothing (`out` may hold some
+/// fields), for [`post_send_list`] to convert with every check and errno. No call, so the
+/// single-WR post around it stays small.
+///
+/// # Safety
+/// As [`send_wr_into`].
+#[inline(always)]
+unsafe fn send_wr_plain_into<'a>(
+    out: &mut MaybeUninit<SendWr<'a>>,
+    c: &ibv_send_wr,
+    datagram: bool,
+) -> bool {
+    if c.send_flags & IBV_SEND_INLINE != 0 || c.opcode > IBV_WR_RDMA_READ || c.opcode < 0 {
+        return false;
+    }
+    let p = out.as_mut_ptr();
+    // SAFETY: see above; the opcode is one send_op_into writes itself (0 ..= 4), so it
+    // neither calls out nor fails.
+    if unsafe { send_op_into(ptr::addr_of_mut!((*p).op), c) }.is_err() {
+        return false;
+    }
+    // SAFETY: see above.
+    let Ok(sg) = (unsafe { sges(c.sg_list, c.num_sge) }) else {
+        return false;
+    };
+    let ud = if datagram && DATAGRAM_OPS & (1 << (c.opcode as u32 & 31)) != 0 {
+        // SAFETY: on a datagram QP a send's `wr` is `ud` (the program's AH, or NULL).
+        let (ah, qpn, qkey) = unsafe { (c.wr.ud.ah, c.wr.ud.remote_qpn, c.wr.ud.remote_qkey) };
+        // SAFETY: NULL or the program's live AH.
+        let Some(ah) = (unsafe { crate::ah::ah(ah) }) else {
+            return false;
+        };
+        Some(UdDest::new(&*ah.ah, qpn, qkey))
+    } else {
+        None
+    };
+    // SAFETY: as above; with `op` written above, every field of `out` is now written.
+    unsafe {
+        ptr::addr_of_mut!((*p).wr_id).write(c.wr_id);
+        ptr::addr_of_mut!((*p).flags).write(SendFlags::from_bits_truncate(
+            c.send_flags & SEND_FLAGS_CARRIED,
+        ));
+        ptr::addr_of_mut!((*p).data).write(WrData::Sge(sg));
+        ptr::addr_of_mut!((*p).ud).write(ud);
+    }
+    true
+}
+
 /// The errno of a refused post, with `*bad_wr` the C work request uverbs names: the
 /// `index`-th of the `n` posted from `first` on, or `after` (the first not converted) when the
 /// index is past them (the doorbell failed for all of them). Out of line: the posts' error
@@ -1094,9 +1155,9 @@ unsafe fn flush_send(
     }
 }
 
-/// `ibv_context.ops.post_send` (the header's `ibv_post_send`). One WR (`next` NULL, the
-/// latency case) is converted on the stack and posted as a one-element slice; a list goes to
-/// [`post_send_list`].
+/// `ibv_context.ops.post_send` (the header's `ibv_post_send`). One plain WR (`next` NULL,
+/// the latency case: [`send_wr_plain_into`]) is converted on the stack and posted as a
+/// one-element slice; a list, or a WR needing more, goes to [`post_send_list`].
 pub unsafe extern "C" fn post_send(
     q: *mut ibv_qp,
     wr: *mut ibv_send_wr,
@@ -1116,35 +1177,29 @@ pub unsafe extern "C" fn post_send(
         let Some(c) = (unsafe { wr.as_ref() }) else {
             return libc::EINVAL;
         };
-        if !c.next.is_null() {
-            // SAFETY: the program's list of valid WRs; `bad_wr` checked above.
-            return unsafe { post_send_list(w, wr, bad_wr) };
-        }
-        let mut s = MaybeUninit::uninit();
-        // SAFETY: the program's WR; `gather` is not in use by an unposted WR (none is).
-        match unsafe { send_wr_into(&mut s, c, w.datagram, w.gather.as_mut_ptr(), w.gather.len()) }
-        {
-            // SAFETY: `s` is written (Ok); `wr` is the one WR converted; `bad_wr` checked
-            // above.
-            Ok(()) => unsafe {
-                flush_send(
-                    &mut w.qp,
-                    core::slice::from_ref(s.assume_init_ref()),
-                    wr,
-                    ptr::null_mut(),
-                    bad_wr,
-                )
-            },
-            Err(errno) => {
-                // SAFETY: checked non-NULL above.
-                unsafe { *bad_wr = wr };
-                errno
+        if c.next.is_null() {
+            let mut s = MaybeUninit::uninit();
+            // SAFETY: the program's WR.
+            if unsafe { send_wr_plain_into(&mut s, c, w.datagram) } {
+                // SAFETY: `s` is written (true); `wr` is the one WR converted; `bad_wr`
+                // checked above.
+                return unsafe {
+                    flush_send(
+                        &mut w.qp,
+                        core::slice::from_ref(s.assume_init_ref()),
+                        wr,
+                        ptr::null_mut(),
+                        bad_wr,
+                    )
+                };
             }
         }
+        // SAFETY: the program's list of valid WRs; `bad_wr` checked above.
+        unsafe { post_send_list(w, wr, bad_wr) }
     })
 }
 
-/// [`post_send`] of a list: chunks of up to [`CHUNK`] converted WRs (stack slots written as
+/// [`post_send`] of a list: chunks of up to [`SEND_CHUNK`] converted WRs (stack slots written as
 /// they are filled), each posted at once; a WR that cannot be converted is refused after
 /// those before it are posted.
 ///
@@ -1154,7 +1209,8 @@ pub unsafe extern "C" fn post_send(
 unsafe fn post_send_list(w: &mut Qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int {
     let datagram = w.datagram;
     let (gather, gather_len) = (w.gather.as_mut_ptr(), w.gather.len());
-    let mut wrs: [MaybeUninit<SendWr<'_>>; CHUNK] = [const { MaybeUninit::uninit() }; CHUNK];
+    let mut wrs: [MaybeUninit<SendWr<'_>>; SEND_CHUNK] =
+        [const { MaybeUninit::uninit() }; SEND_CHUNK];
     let mut n = 0;
     // The C WR of wrs[0].
     let mut first = wr;
@@ -1165,7 +1221,7 @@ unsafe fn post_send_list(w: &mut Qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv
         // SAFETY: an element of the program's list.
         let c = unsafe { &*cur };
         let gathers = c.send_flags & IBV_SEND_INLINE != 0 && c.num_sge > 1;
-        if n == CHUNK || (gathers && gathered) {
+        if n == SEND_CHUNK || (gathers && gathered) {
             // SAFETY: the first n elements are initialised; SendWr is Copy (no drop).
             let chunk = unsafe { slice(wrs.as_ptr() as *const SendWr<'_>, n) };
             // SAFETY: `first` heads the chunk's WRs; bad_wr valid (above).
