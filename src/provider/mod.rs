@@ -298,8 +298,13 @@ pub(crate) trait CqOps {
     where
         Self: 'a;
     /// `ibv_poll_cq`: up to `wcs.len()` completions into `wcs`; how many. `shared` names the
-    /// CQ in an error.
-    fn poll(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize>;
+    /// CQ in an error. `NET_IMM` (the C ABI's poll, [`Cq::poll_net_imm`](crate::Cq::poll_net_imm))
+    /// leaves immediate data big-endian, as C's `ibv_wc` has it.
+    fn poll<const NET_IMM: bool>(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize>;
+    /// `poll::<true>` of one completion when the provider has it without a load of the
+    /// device's index or a call (rxe: one already counted ready): `true` with it in `wc`,
+    /// `false` having done nothing (then `poll`).
+    fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool;
     /// `ibv_start_poll`: a cursor on the first completion, or `None`.
     fn start_poll<'a>(&'a mut self, shared: &'a CqShared) -> Result<Option<Self::Cursor<'a>>>;
     /// `ibv_req_notify_cq`.
@@ -315,6 +320,10 @@ pub(crate) trait CursorOps {
     fn shared(&self) -> &CqShared;
     /// `ibv_next_poll`: `false` when there is none (the cursor stays where it is).
     fn next(&mut self) -> Result<bool>;
+    /// The step of [`next`](Self::next) that needs no load of the device's index and no call
+    /// (rxe: the next completion is known ready before the wrap): `true` when it moved the
+    /// cursor; `false` when it did nothing, and `next` must be called.
+    fn next_ready(&mut self) -> bool;
     /// `wr_id`.
     fn wr_id(&self) -> u64;
     /// `ibv_wc_read_status`.
