@@ -4,10 +4,13 @@
 //! (`wr_start` … `wr_complete`).
 //!
 //! Every QP is an `ibv_qp_ex` (whose first member is the `ibv_qp` programs hold) followed by
-//! the uverbs QP. The posts convert the program's linked list in place, up to [`CHUNK`] work
-//! requests at a time, into a stack array of `uverbs::SendWr` / `RecvWr` (SGE lists are read
-//! where they lie) and post each chunk with one call (one doorbell on rxe): no lock, no heap
-//! allocation. As with rdma-core's providers, one QP must not be posted to from two threads at
+//! the uverbs QP. On a connected QP the plain send WRs (sends and RDMA operations with SGEs)
+//! go from the program's structs straight into the send queue ([`uverbs::Qp::stage_send`],
+//! one doorbell at the end); a single plain WR on a datagram QP is converted on the stack.
+//! Otherwise the posts convert the program's linked list in place, up to [`SEND_CHUNK`] /
+//! [`CHUNK`] work requests at a time, into a stack array of `uverbs::SendWr` / `RecvWr` (SGE
+//! lists are read where they lie) and post each chunk with one call (one doorbell on rxe): no
+//! lock, no heap allocation. As with rdma-core's providers, one QP must not be posted to from two threads at
 //! once (rdma-core's per-QP spinlock is what this drops).
 
 use core::ffi::{c_int, c_uint, c_void};
@@ -1078,27 +1081,108 @@ unsafe fn send_wr_plain_into<'a>(
     let Ok(sg) = (unsafe { sges(c.sg_list, c.num_sge) }) else {
         return false;
     };
-    let ud = if datagram && DATAGRAM_OPS & (1 << (c.opcode as u32 & 31)) != 0 {
+    // Each branch stores its own `ud` (a connected QP's None is one store, not the fields of
+    // a destination it does not have).
+    if datagram && DATAGRAM_OPS & (1 << (c.opcode as u32 & 31)) != 0 {
         // SAFETY: on a datagram QP a send's `wr` is `ud` (the program's AH, or NULL).
         let (ah, qpn, qkey) = unsafe { (c.wr.ud.ah, c.wr.ud.remote_qpn, c.wr.ud.remote_qkey) };
         // SAFETY: NULL or the program's live AH.
         let Some(ah) = (unsafe { crate::ah::ah(ah) }) else {
             return false;
         };
-        Some(UdDest::new(&*ah.ah, qpn, qkey))
+        // SAFETY: as above.
+        unsafe { ptr::addr_of_mut!((*p).ud).write(Some(UdDest::new(&*ah.ah, qpn, qkey))) };
     } else {
-        None
-    };
-    // SAFETY: as above; with `op` written above, every field of `out` is now written.
+        // SAFETY: as above.
+        unsafe { ptr::addr_of_mut!((*p).ud).write(None) };
+    }
+    // SAFETY: as above; with `op` and `ud` written above, every field of `out` is now
+    // written.
     unsafe {
         ptr::addr_of_mut!((*p).wr_id).write(c.wr_id);
         ptr::addr_of_mut!((*p).flags).write(SendFlags::from_bits_truncate(
             c.send_flags & SEND_FLAGS_CARRIED,
         ));
         ptr::addr_of_mut!((*p).data).write(WrData::Sge(sg));
-        ptr::addr_of_mut!((*p).ud).write(ud);
     }
     true
+}
+
+/// The operation and SGEs of a plain WR for a connected QP (a send or RDMA operation with
+/// SGEs), read in place for [`uverbs::Qp::stage_send`]: no `SendWr` is built. None for
+/// anything else (inline data, other opcodes, a bad SGE list), which the chunked path
+/// converts with every check and errno.
+///
+/// # Safety
+/// `c` is a valid work request whose SGEs outlive `'a`.
+#[inline(always)]
+unsafe fn plain_parts<'a>(c: &ibv_send_wr) -> Option<(WrOp, &'a [Sge])> {
+    if c.send_flags & IBV_SEND_INLINE != 0 {
+        return None;
+    }
+    // SAFETY: the union members read below are plain numbers, any bytes valid; the opcode
+    // says which the program filled in, and only those are used.
+    let op = unsafe {
+        match c.opcode {
+            IBV_WR_RDMA_WRITE => WrOp::RdmaWrite {
+                remote_addr: c.wr.rdma.remote_addr,
+                rkey: c.wr.rdma.rkey,
+            },
+            IBV_WR_SEND => WrOp::Send,
+            IBV_WR_SEND_WITH_IMM => WrOp::SendWithImm {
+                imm_data: u32::from_be(c.imm_data),
+            },
+            IBV_WR_RDMA_WRITE_WITH_IMM => WrOp::RdmaWriteWithImm {
+                remote_addr: c.wr.rdma.remote_addr,
+                rkey: c.wr.rdma.rkey,
+                imm_data: u32::from_be(c.imm_data),
+            },
+            IBV_WR_RDMA_READ => WrOp::RdmaRead {
+                remote_addr: c.wr.rdma.remote_addr,
+                rkey: c.wr.rdma.rkey,
+            },
+            _ => return None,
+        }
+    };
+    // SAFETY: see above.
+    let sg = unsafe { sges(c.sg_list, c.num_sge) }.ok()?;
+    Some((op, sg))
+}
+
+/// Stages the plain WRs at the head of the list from `wr` on a connected QP
+/// ([`plain_parts`], [`uverbs::Qp::stage_send`]: each written into the send queue from the C
+/// struct, no `SendWr` in between) and rings once for them. Returns the first WR not staged
+/// (NULL: all were) for the chunked path, or `Err` with the errno of a failed doorbell.
+///
+/// # Safety
+/// `wr` heads a valid list; `bad_wr` is valid for writes.
+#[inline(always)]
+unsafe fn stage_plain(
+    q: &mut uverbs::Qp,
+    wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> Result<*mut ibv_send_wr, c_int> {
+    let mut staged = 0usize;
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: an element of the program's list.
+        let c = unsafe { &*cur };
+        // SAFETY: as above.
+        let Some((op, sg)) = (unsafe { plain_parts(c) }) else {
+            break;
+        };
+        let flags = SendFlags::from_bits_truncate(c.send_flags & SEND_FLAGS_CARRIED);
+        if !q.stage_send(c.wr_id, &op, flags, sg) {
+            break;
+        }
+        staged += 1;
+        cur = c.next;
+    }
+    match q.ring_staged(staged) {
+        Ok(()) => Ok(cur),
+        // SAFETY: `wr` heads the `staged` WRs; the doorbell's index (`staged`) names `cur`.
+        Err(e) => Err(unsafe { refused(e, staged, wr, cur, bad_wr) }),
+    }
 }
 
 /// The errno of a refused post, with `*bad_wr` the C work request uverbs names: the
@@ -1155,9 +1239,11 @@ unsafe fn flush_send(
     }
 }
 
-/// `ibv_context.ops.post_send` (the header's `ibv_post_send`). One plain WR (`next` NULL,
-/// the latency case: [`send_wr_plain_into`]) is converted on the stack and posted as a
-/// one-element slice; a list, or a WR needing more, goes to [`post_send_list`].
+/// `ibv_context.ops.post_send` (the header's `ibv_post_send`). On a connected QP the plain
+/// WRs at the head of the list are written into the send queue from the C structs and rung
+/// once ([`stage_plain`]: rxe; no `SendWr` is built). On a datagram QP (every EFA QP) one
+/// plain WR (`next` NULL, the latency case: [`send_wr_plain_into`]) is converted on the stack
+/// and posted as a one-element slice. Everything else goes to [`post_send_list`].
 pub unsafe extern "C" fn post_send(
     q: *mut ibv_qp,
     wr: *mut ibv_send_wr,
@@ -1177,6 +1263,15 @@ pub unsafe extern "C" fn post_send(
         let Some(c) = (unsafe { wr.as_ref() }) else {
             return libc::EINVAL;
         };
+        if !w.datagram {
+            // SAFETY: the program's list; `bad_wr` checked above.
+            match unsafe { stage_plain(&mut w.qp, wr, bad_wr) } {
+                Ok(rest) if rest.is_null() => return 0,
+                // SAFETY: the rest of the program's list; `bad_wr` checked above.
+                Ok(rest) => return unsafe { post_send_list(w, rest, bad_wr) },
+                Err(errno) => return errno,
+            }
+        }
         if c.next.is_null() {
             let mut s = MaybeUninit::uninit();
             // SAFETY: the program's WR.

@@ -366,6 +366,14 @@ pub(crate) trait QpOps {
     /// `ibv_post_send`, with the provider's rules for the QP's state (out of line: `inner`
     /// names the QP in an error).
     fn post_send(&mut self, wrs: &[SendWr<'_>], inner: &QpInner) -> Result<(), PostError>;
+    /// Writes one work request given as its parts (SGEs, no destination) into the send queue
+    /// without telling the device, when the provider's fast path takes it on a QP that may
+    /// send: `true` if written (until [`ring_staged`](Self::ring_staged)), `false` having
+    /// done nothing visible. A provider without such a path answers `false`.
+    fn stage_send(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[crate::Sge]) -> bool;
+    /// Tells the device of the `staged` work requests [`stage_send`](Self::stage_send) wrote
+    /// (publish and doorbell); a failed doorbell names `staged` as the index.
+    fn ring_staged(&mut self, inner: &QpInner, staged: usize) -> Result<(), PostError>;
     /// `ibv_post_recv`, with the provider's rules for the QP's state.
     fn post_recv(&mut self, wrs: &[RecvWr<'_>], inner: &QpInner) -> Result<(), PostError>;
     /// The QP's state after the last modify or query (the provider keeps it: its rules of
