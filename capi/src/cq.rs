@@ -446,6 +446,8 @@ pub unsafe fn create_with(
         flags,
         cq_context: 0,
     };
+    // rxe's guard-free common steps, or the guarded entry points directly (EFA).
+    let rxe = matches!(c.ctx.provider(), uverbs::ProviderInfo::Rxe);
     let cq = match make(&c.ctx, &uattr) {
         Ok(cq) => cq,
         Err(e) => {
@@ -467,7 +469,7 @@ pub unsafe fn create_with(
         status: 0,
         wr_id: 0,
         start_poll: Some(start_poll),
-        next_poll: Some(next_poll),
+        next_poll: Some(if rxe { next_poll } else { next_poll_guarded }),
         end_poll: Some(end_poll),
         read_opcode: Some(read_opcode),
         read_vendor_err: Some(read_vendor_err),
@@ -614,17 +616,15 @@ fn imm_to_c(wc_flags: WcFlags, imm: u32) -> u32 {
     }
 }
 
-/// `ops.poll_cq` (`ibv_poll_cq`): polls up to `num_entries` completions straight into the
-/// caller's `wc` array (immediate data big-endian from the provider's own decode,
-/// [`uverbs::Cq::poll_net_imm`]); returns how many, or a negative errno when the ring is
-/// corrupt.
+/// `ops.poll_cq` (`ibv_poll_cq`) of an rxe context: polls up to `num_entries` completions
+/// straight into the caller's `wc` array (immediate data big-endian from the provider's own
+/// decode, [`uverbs::Cq::poll_net_imm`]); returns how many, or a negative errno when the ring
+/// is corrupt.
 ///
 /// A poll of one that the provider answers without a load of the device's index or a call
 /// (rxe: a completion already counted ready) is taken first, outside the panic guard: loads,
-/// stores and compares that cannot panic. Everything else is [`poll_cq_slow`], inlined here:
-/// out of line, rxe's poll of one would set up no frame (53 instructions against 68 in
-/// `cargo xtask bench --host`), but EFA's, which always goes there, would pay the extra call
-/// (202 against 183, above rdma-core's 162 either way).
+/// stores and compares that cannot panic, and no stack frame. Everything else is
+/// [`poll_cq_guarded`], out of line.
 pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int {
     let w = cq as *mut Cq;
     if num_entries == 1 && !w.is_null() && !wc.is_null() {
@@ -640,15 +640,18 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut i
         }
     }
     // SAFETY: as the caller's.
-    unsafe { poll_cq_slow(cq, num_entries, wc) }
+    unsafe { poll_cq_guarded(cq, num_entries, wc) }
 }
 
-/// [`poll_cq`] past its common case.
-///
-/// # Safety
-/// `cq` is NULL or a live CQ of this library; `wc` is NULL or `num_entries` writable ibv_wc.
-#[inline(always)]
-unsafe fn poll_cq_slow(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int {
+/// `ops.poll_cq` (`ibv_poll_cq`) of an EFA context, and [`poll_cq`] past its common case:
+/// the whole poll under the guard. EFA's polls are a call into the provider either way, so
+/// its contexts get this directly (no test for rxe's step, no second call).
+#[inline(never)]
+pub unsafe extern "C" fn poll_cq_guarded(
+    cq: *mut ibv_cq,
+    num_entries: c_int,
+    wc: *mut ibv_wc,
+) -> c_int {
     guard("ibv_poll_cq", -libc::EIO, || {
         if num_entries <= 0 {
             return 0;
@@ -730,12 +733,13 @@ unsafe extern "C" fn start_poll(cq: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr)
     })
 }
 
-/// `ibv_cq_ex.next_poll`: 0 and the next completion, or `ENOENT` when there is none.
+/// `ibv_cq_ex.next_poll` of an rxe CQ: 0 and the next completion, or `ENOENT` when there is
+/// none.
 ///
 /// The common step (rxe: the next completion known ready) is taken first, outside the panic
 /// guard: loads, stores and compares that cannot panic, with no call, so it needs no stack
-/// frame. Everything else is [`next_poll_slow`], guarded, one provider dispatch moving the
-/// cursor and reading what the C struct shows.
+/// frame. Everything else is [`next_poll_guarded`], one provider dispatch moving the cursor
+/// and reading what the C struct shows.
 unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
     let w = cq as *mut Cq;
     // SAFETY: a live CQ; only the `poll` field is referenced, then `ibv`'s (fields apart
@@ -750,15 +754,13 @@ unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
         }
     }
     // SAFETY: the program's live CQ (above).
-    unsafe { next_poll_slow(cq) }
+    unsafe { next_poll_guarded(cq) }
 }
 
-/// [`next_poll`] past its common step.
-///
-/// # Safety
-/// `cq` is a live CQ of this library.
+/// `ibv_cq_ex.next_poll` of an EFA CQ (whose every step is a call into the provider), and
+/// [`next_poll`] past its common step: the whole step under the guard.
 #[inline(never)]
-unsafe fn next_poll_slow(cq: *mut ibv_cq_ex) -> c_int {
+unsafe extern "C" fn next_poll_guarded(cq: *mut ibv_cq_ex) -> c_int {
     guard("ibv_next_poll", libc::EIO, || {
         let w = cq as *mut Cq;
         // SAFETY: a live CQ; only the `poll` field is referenced, then `ibv`'s.
