@@ -322,7 +322,27 @@ impl Cq {
     #[inline(always)]
     pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize> {
         // rxe's poll inline in the caller's loop; EFA's out of line (a direct call).
-        dispatch!(CqRing, &mut self.ring, r => r.poll(&self.shared, wcs))
+        dispatch!(CqRing, &mut self.ring, r => r.poll::<false>(&self.shared, wcs))
+    }
+
+    /// [`Cq::poll`] for a C caller (uverbs' libibverbs): the same completions, but immediate
+    /// data in network byte order (`__be32`, as `struct ibv_wc` has it) instead of host order,
+    /// chosen at compile time in the provider's own decode (no second pass, no test per
+    /// completion).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn poll_net_imm(&mut self, wcs: &mut [Wc]) -> Result<usize> {
+        dispatch!(CqRing, &mut self.ring, r => r.poll::<true>(&self.shared, wcs))
+    }
+
+    /// [`Cq::poll_net_imm`] of one completion when the provider has it without a load of the
+    /// device's index or a call (rxe: one already counted ready): `true` with it in `wc`,
+    /// `false` having done nothing (then `poll_net_imm`). No panic, no call: uverbs'
+    /// libibverbs takes it before setting up its guarded path.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool {
+        dispatch!(CqRing, &mut self.ring, r => r.poll_ready_one_net_imm(wc))
     }
 
     /// The CQ a provider made: the kernel object, the provider's ring, its entries.

@@ -97,6 +97,29 @@ impl PollCq<'_> {
         dispatch!(Cursor, &mut self.cur, c => c.next())
     }
 
+    /// [`Self::next_poll_id`] of the step that needs no load of the device's index and no
+    /// call (rxe: the next completion known ready before the wrap): the new completion's
+    /// `wr_id` and status, or `None` having done nothing (then call `next_poll_id`). For
+    /// uverbs' libibverbs, whose `next_poll` takes this step without setting up a frame.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn next_poll_ready(&mut self) -> Option<(u64, WcStatus)> {
+        dispatch!(Cursor, &mut self.cur, c => c.next_ready().then(|| (c.wr_id(), c.status())))
+    }
+
+    /// [`Self::next_poll`] with the new completion's `wr_id` and status (what `struct
+    /// ibv_cq_ex` shows in its fields), read in the same provider arm: `None` when there is
+    /// none. For uverbs' libibverbs, whose `next_poll` copies both into the C struct.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn next_poll_id(&mut self) -> Result<Option<(u64, WcStatus)>> {
+        dispatch!(Cursor, &mut self.cur, c => match c.next() {
+            Ok(true) => Ok(Some((c.wr_id(), c.status()))),
+            Ok(false) => Ok(None),
+            Err(e) => Err(e),
+        })
+    }
+
     pub(crate) fn shared(&self) -> &CqShared {
         dispatch!(Cursor, &self.cur, c => c.shared())
     }

@@ -131,6 +131,37 @@ fn send_imm_arrives_as_sent() {
     assert_eq!(g.wr_id(), 10);
     assert_eq!(g.read_imm_data(), IMM);
     g.end_poll();
+    // The C ABI's poll (uverbs' libibverbs): the same completion, the immediate big-endian as
+    // `struct ibv_wc` has it; one at a time and two in a call.
+    poll_n(&mut a.scq, 1);
+    for (n, wr_id) in [(1usize, 11u64), (2, 12)] {
+        let mut recvs = Vec::new();
+        for k in 0..n as u64 {
+            let rsge = [sge(&b.mr, 4096 + 64 * k as usize, 64)];
+            b.qp.post_recv(&[RecvWr {
+                wr_id: wr_id + 10 * k,
+                sg_list: &rsge,
+            }])
+            .unwrap();
+            a.qp.post_send(&[SendWr::new(5, WrOp::SendWithImm { imm_data: IMM })
+                .ud(dest.ah(), dest.remote_qpn, dest.remote_qkey)
+                .sge(&ssge)])
+                .unwrap();
+            recvs.push(wr_id + 10 * k);
+        }
+        assert_eq!(fab.process(), n);
+        let mut wcs = [Wc::default(); 2];
+        let mut got = 0;
+        while got < n {
+            got += b.rcq.poll_net_imm(&mut wcs[got..n]).unwrap();
+        }
+        for (w, id) in wcs[..n].iter().zip(&recvs) {
+            assert_eq!(w.wr_id, *id);
+            assert!(w.wc_flags.contains(WcFlags::WITH_IMM), "{w:?}");
+            assert_eq!(w.imm_data, IMM.to_be(), "{w:?}");
+        }
+        poll_n(&mut a.scq, n);
+    }
     fab.assert_no_violations();
 }
 

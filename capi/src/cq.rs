@@ -446,6 +446,8 @@ pub unsafe fn create_with(
         flags,
         cq_context: 0,
     };
+    // rxe's guard-free common steps, or the guarded entry points directly (EFA).
+    let rxe = matches!(c.ctx.provider(), uverbs::ProviderInfo::Rxe);
     let cq = match make(&c.ctx, &uattr) {
         Ok(cq) => cq,
         Err(e) => {
@@ -467,7 +469,7 @@ pub unsafe fn create_with(
         status: 0,
         wr_id: 0,
         start_poll: Some(start_poll),
-        next_poll: Some(next_poll),
+        next_poll: Some(if rxe { next_poll } else { next_poll_guarded }),
         end_poll: Some(end_poll),
         read_opcode: Some(read_opcode),
         read_vendor_err: Some(read_vendor_err),
@@ -614,9 +616,42 @@ fn imm_to_c(wc_flags: WcFlags, imm: u32) -> u32 {
     }
 }
 
-/// `ops.poll_cq` (`ibv_poll_cq`): polls up to `num_entries` completions straight into the
-/// caller's `wc` array; returns how many, or a negative errno when the ring is corrupt.
+/// `ops.poll_cq` (`ibv_poll_cq`) of an rxe context: polls up to `num_entries` completions
+/// straight into the caller's `wc` array (immediate data big-endian from the provider's own
+/// decode, [`uverbs::Cq::poll_net_imm`]); returns how many, or a negative errno when the ring
+/// is corrupt.
+///
+/// A poll of one that the provider answers without a load of the device's index or a call
+/// (rxe: a completion already counted ready) is taken first, outside the panic guard: loads,
+/// stores and compares that cannot panic, and no stack frame. Everything else is
+/// [`poll_cq_guarded`], out of line.
 pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int {
+    let w = cq as *mut Cq;
+    if num_entries == 1 && !w.is_null() && !wc.is_null() {
+        // SAFETY: a live CQ (the program's, through its context's ops); with no extended poll
+        // open (checked), nothing borrows `cq`; `wc` is the caller's writable ibv_wc (=
+        // uverbs::Wc, plain integers).
+        unsafe {
+            if (*addr_of_mut!((*w).poll)).is_none()
+                && (*addr_of_mut!((*w).cq).cast::<uverbs::Cq>()).poll_ready_one_net_imm(&mut *wc)
+            {
+                return 1;
+            }
+        }
+    }
+    // SAFETY: as the caller's.
+    unsafe { poll_cq_guarded(cq, num_entries, wc) }
+}
+
+/// `ops.poll_cq` (`ibv_poll_cq`) of an EFA context, and [`poll_cq`] past its common case:
+/// the whole poll under the guard. EFA's polls are a call into the provider either way, so
+/// its contexts get this directly (no test for rxe's step, no second call).
+#[inline(never)]
+pub unsafe extern "C" fn poll_cq_guarded(
+    cq: *mut ibv_cq,
+    num_entries: c_int,
+    wc: *mut ibv_wc,
+) -> c_int {
     guard("ibv_poll_cq", -libc::EIO, || {
         if num_entries <= 0 {
             return 0;
@@ -631,16 +666,18 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut i
         // SAFETY: the caller passes an array of `num_entries` ibv_wc (= uverbs::Wc, plain
         // integers with no invalid values), written and not read by poll.
         let wcs = unsafe { core::slice::from_raw_parts_mut(wc, num_entries as usize) };
-        match c.poll(wcs) {
-            Ok(n) => {
-                for w in &mut wcs[..n] {
-                    w.imm_data = imm_to_c(w.wc_flags, w.imm_data);
-                }
-                n as c_int
-            }
-            Err(e) => -report(&e),
+        match c.poll_net_imm(wcs) {
+            Ok(n) => n as c_int,
+            Err(e) => poll_failed(e),
         }
     })
+}
+
+/// The negative errno of a failed poll (a corrupt ring), out of line.
+#[cold]
+#[inline(never)]
+fn poll_failed(e: uverbs::Error) -> c_int {
+    -failed(e)
 }
 
 /// `ops.req_notify_cq` (`ibv_req_notify_cq`).
@@ -690,14 +727,40 @@ unsafe extern "C" fn start_poll(cq: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr)
                     0
                 }
                 Ok(None) => libc::ENOENT,
-                Err(e) => report(&e),
+                Err(e) => failed(e),
             }
         }
     })
 }
 
-/// `ibv_cq_ex.next_poll`: 0 and the next completion, or `ENOENT` when there is none.
+/// `ibv_cq_ex.next_poll` of an rxe CQ: 0 and the next completion, or `ENOENT` when there is
+/// none.
+///
+/// The common step (rxe: the next completion known ready) is taken first, outside the panic
+/// guard: loads, stores and compares that cannot panic, with no call, so it needs no stack
+/// frame. Everything else is [`next_poll_guarded`], one provider dispatch moving the cursor
+/// and reading what the C struct shows.
 unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
+    let w = cq as *mut Cq;
+    // SAFETY: a live CQ; only the `poll` field is referenced, then `ibv`'s (fields apart
+    // from `cq`, which the cursor borrows).
+    unsafe {
+        if let Some(p) = (*addr_of_mut!((*w).poll)).as_mut() {
+            if let Some((wr_id, status)) = p.next_poll_ready() {
+                (*w).ibv.wr_id = wr_id;
+                (*w).ibv.status = status.0 as c_int;
+                return 0;
+            }
+        }
+    }
+    // SAFETY: the program's live CQ (above).
+    unsafe { next_poll_guarded(cq) }
+}
+
+/// `ibv_cq_ex.next_poll` of an EFA CQ (whose every step is a call into the provider), and
+/// [`next_poll`] past its common step: the whole step under the guard.
+#[inline(never)]
+unsafe extern "C" fn next_poll_guarded(cq: *mut ibv_cq_ex) -> c_int {
     guard("ibv_next_poll", libc::EIO, || {
         let w = cq as *mut Cq;
         // SAFETY: a live CQ; only the `poll` field is referenced, then `ibv`'s.
@@ -705,16 +768,24 @@ unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
             let Some(p) = (*addr_of_mut!((*w).poll)).as_mut() else {
                 return libc::ENOENT;
             };
-            match p.next_poll() {
-                Ok(true) => {
-                    show(w, p);
+            match p.next_poll_id() {
+                Ok(Some((wr_id, status))) => {
+                    (*w).ibv.wr_id = wr_id;
+                    (*w).ibv.status = status.0 as c_int;
                     0
                 }
-                Ok(false) => libc::ENOENT,
-                Err(e) => report(&e),
+                Ok(None) => libc::ENOENT,
+                Err(e) => failed(e),
             }
         }
     })
+}
+
+/// The errno of a failed `start_poll`/`next_poll` (a corrupt ring), out of line.
+#[cold]
+#[inline(never)]
+fn failed(e: uverbs::Error) -> c_int {
+    report(&e)
 }
 
 /// `ibv_cq_ex.end_poll`.

@@ -232,7 +232,10 @@ fn new_context(d: *mut Device, ctx: uverbs::Context) -> *mut ibv_context {
     vctx.context.num_comp_vectors = ctx.num_comp_vectors() as c_int;
     vctx.context.mutex = MUTEX_INIT;
     vctx.context.abi_compat = VERBS_ABI_IS_EXTENDED;
-    crate::ops::fill(&mut vctx);
+    crate::ops::fill(
+        &mut vctx,
+        matches!(ctx.provider(), uverbs::ProviderInfo::Rxe),
+    );
     let c = Box::into_raw(Box::new(Context {
         vctx,
         ctx,

@@ -5,10 +5,15 @@
 
 use crate::abi::verbs_context;
 
-/// Fills the tables of a new context.
-pub fn fill(v: &mut verbs_context) {
+/// Fills the tables of a new context; `rxe` chooses the poll with rxe's guard-free common
+/// step (EFA's contexts get the guarded poll directly).
+pub fn fill(v: &mut verbs_context, rxe: bool) {
     let ops = &mut v.context.ops;
-    ops.poll_cq = Some(crate::cq::poll_cq);
+    ops.poll_cq = Some(if rxe {
+        crate::cq::poll_cq
+    } else {
+        crate::cq::poll_cq_guarded
+    });
     ops.req_notify_cq = Some(crate::cq::req_notify_cq);
     ops.post_send = Some(crate::qp::post_send);
     ops.post_recv = Some(crate::qp::post_recv);

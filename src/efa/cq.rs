@@ -227,11 +227,17 @@ impl CqOps for EfaCq {
     /// which the general walk's set-up would dominate). Both out of line (a direct call), as
     /// a C program calls the provider's poll through `ibv_poll_cq`.
     #[inline]
-    fn poll(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+    fn poll<const NET_IMM: bool>(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
         match wcs {
-            [one] => poll_efa_one(shared, self, one),
-            _ => poll_efa(shared, self, wcs),
+            [one] => poll_efa_one::<NET_IMM>(shared, self, one),
+            _ => poll_efa::<NET_IMM>(shared, self, wcs),
         }
+    }
+
+    /// EFA's every poll is a call (`poll`).
+    #[inline(always)]
+    fn poll_ready_one_net_imm(&mut self, _wc: &mut Wc) -> bool {
+        false
     }
 
     /// A cursor on the first completion, or `None`. Completions of QPs that are gone are
@@ -282,16 +288,36 @@ impl CqOps for EfaCq {
     }
 }
 
+/// The `Wc` of a completion, with immediate data big-endian for `NET_IMM` (the C ABI's
+/// poll), turned as it is copied out. Unconditionally: `imm_data` means something only with
+/// `WITH_IMM` (EFA never sets `WITH_INV`, the other user of the field), so no test.
+#[inline(always)]
+fn wc_out<const NET_IMM: bool>(c: &Completion) -> Wc {
+    let mut wc = c.wc;
+    if NET_IMM {
+        wc.imm_data = wc.imm_data.to_be();
+    }
+    wc
+}
+
 /// [`CqOps::poll`] of several completions, out of line.
 #[inline(never)]
-fn poll_efa(shared: &CqShared, r: &mut EfaCq, wcs: &mut [Wc]) -> Result<usize> {
-    r.poll_with(wcs, &|| shared.label(), |c| c.wc)
+fn poll_efa<const NET_IMM: bool>(
+    shared: &CqShared,
+    r: &mut EfaCq,
+    wcs: &mut [Wc],
+) -> Result<usize> {
+    r.poll_with(wcs, &|| shared.label(), wc_out::<NET_IMM>)
 }
 
 /// [`CqOps::poll`] of one completion (`wcs.len() == 1`), out of line.
 #[inline(never)]
-fn poll_efa_one(shared: &CqShared, r: &mut EfaCq, wc: &mut Wc) -> Result<usize> {
-    r.poll_one_with(shared, |c| *wc = c.wc)
+fn poll_efa_one<const NET_IMM: bool>(
+    shared: &CqShared,
+    r: &mut EfaCq,
+    wc: &mut Wc,
+) -> Result<usize> {
+    r.poll_one_with(shared, |c| *wc = wc_out::<NET_IMM>(c))
 }
 
 impl EfaCursor<'_> {
@@ -386,6 +412,11 @@ impl CursorOps for EfaCursor<'_> {
         }
         self.advance_slow(step)
             .map_err(|e| cursor_error(self.shared, &e))
+    }
+    /// EFA's every step is a call (`next`).
+    #[inline(always)]
+    fn next_ready(&mut self) -> bool {
+        false
     }
     #[inline]
     fn wr_id(&self) -> u64 {

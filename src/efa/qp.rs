@@ -570,6 +570,18 @@ impl QpOps for EfaQp {
         }
     }
 
+    /// EFA's single-WR path needs a destination; lists take its runs (`post_send`).
+    #[inline(always)]
+    fn stage_send(&mut self, _: u64, _: &WrOp, _: SendFlags, _: &[Sge]) -> bool {
+        false
+    }
+
+    /// Nothing is staged (`stage_send`).
+    #[inline(always)]
+    fn ring_staged(&mut self, _: &QpInner, _: usize) -> std::result::Result<(), PostError> {
+        Ok(())
+    }
+
     /// In INIT, RTR or RTS.
     #[inline]
     fn post_recv(

@@ -298,8 +298,13 @@ pub(crate) trait CqOps {
     where
         Self: 'a;
     /// `ibv_poll_cq`: up to `wcs.len()` completions into `wcs`; how many. `shared` names the
-    /// CQ in an error.
-    fn poll(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize>;
+    /// CQ in an error. `NET_IMM` (the C ABI's poll, [`Cq::poll_net_imm`](crate::Cq::poll_net_imm))
+    /// leaves immediate data big-endian, as C's `ibv_wc` has it.
+    fn poll<const NET_IMM: bool>(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize>;
+    /// `poll::<true>` of one completion when the provider has it without a load of the
+    /// device's index or a call (rxe: one already counted ready): `true` with it in `wc`,
+    /// `false` having done nothing (then `poll`).
+    fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool;
     /// `ibv_start_poll`: a cursor on the first completion, or `None`.
     fn start_poll<'a>(&'a mut self, shared: &'a CqShared) -> Result<Option<Self::Cursor<'a>>>;
     /// `ibv_req_notify_cq`.
@@ -315,6 +320,10 @@ pub(crate) trait CursorOps {
     fn shared(&self) -> &CqShared;
     /// `ibv_next_poll`: `false` when there is none (the cursor stays where it is).
     fn next(&mut self) -> Result<bool>;
+    /// The step of [`next`](Self::next) that needs no load of the device's index and no call
+    /// (rxe: the next completion is known ready before the wrap): `true` when it moved the
+    /// cursor; `false` when it did nothing, and `next` must be called.
+    fn next_ready(&mut self) -> bool;
     /// `wr_id`.
     fn wr_id(&self) -> u64;
     /// `ibv_wc_read_status`.
@@ -357,6 +366,14 @@ pub(crate) trait QpOps {
     /// `ibv_post_send`, with the provider's rules for the QP's state (out of line: `inner`
     /// names the QP in an error).
     fn post_send(&mut self, wrs: &[SendWr<'_>], inner: &QpInner) -> Result<(), PostError>;
+    /// Writes one work request given as its parts (SGEs, no destination) into the send queue
+    /// without telling the device, when the provider's fast path takes it on a QP that may
+    /// send: `true` if written (until [`ring_staged`](Self::ring_staged)), `false` having
+    /// done nothing visible. A provider without such a path answers `false`.
+    fn stage_send(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[crate::Sge]) -> bool;
+    /// Tells the device of the `staged` work requests [`stage_send`](Self::stage_send) wrote
+    /// (publish and doorbell); a failed doorbell names `staged` as the index.
+    fn ring_staged(&mut self, inner: &QpInner, staged: usize) -> Result<(), PostError>;
     /// `ibv_post_recv`, with the provider's rules for the QP's state.
     fn post_recv(&mut self, wrs: &[RecvWr<'_>], inner: &QpInner) -> Result<(), PostError>;
     /// The QP's state after the last modify or query (the provider keeps it: its rules of

@@ -4,8 +4,9 @@
 
 use super::{Qp, QpInner, QpState, WrBatch};
 use crate::error::{Errno, Error, Result};
+use crate::mr::Sge;
 use crate::provider::{dispatch, Fast, QpOps};
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wr::{PostError, RecvWr, SendFlags, SendWr, WrOp};
 
 impl Qp {
     /// Posts a list of send work requests (`ibv_post_send`).
@@ -41,6 +42,27 @@ impl Qp {
     #[inline(never)]
     fn post_send_slow(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         dispatch!(QpRing, &mut self.ring, r => r.post_send(wrs, &self.inner))
+    }
+
+    /// Writes one work request, given as its parts (SGEs, no destination), into the send
+    /// queue without telling the device, when the provider's fast path takes it (rxe, on a
+    /// QP that may send): `true` if written, `false` having done nothing visible (post it
+    /// with [`Qp::post_send`], after [`Qp::ring_staged`] for those staged before). For uverbs'
+    /// libibverbs, which reads the parts from C's `ibv_send_wr` in place. What is staged
+    /// reaches the device at the next `ring_staged` or `post_send`; until then it is queued.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn stage_send(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[Sge]) -> bool {
+        dispatch!(QpRing, &mut self.ring, r => r.stage_send(wr_id, op, flags, sges))
+    }
+
+    /// Tells the device of the `staged` work requests [`Qp::stage_send`] wrote (one doorbell);
+    /// a failed doorbell names `staged` as the index (all are queued and run at the next
+    /// successful post).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn ring_staged(&mut self, staged: usize) -> Result<(), PostError> {
+        dispatch!(QpRing, &mut self.ring, r => r.ring_staged(&self.inner, staged))
     }
 
     /// Posts a list of receive work requests (`ibv_post_recv`): written into the RQ and

@@ -65,11 +65,21 @@ impl CqOps for RxeCq {
     /// The provider's poll, inline in the caller's loop (one load of the kernel's index, none
     /// when enough are known ready; one completion taken inline, more out of line).
     #[inline(always)]
-    fn poll(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
-        match self.cq.poll(wcs) {
+    fn poll<const NET_IMM: bool>(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+        let r = if NET_IMM {
+            self.cq.poll_net_imm(wcs)
+        } else {
+            self.cq.poll(wcs)
+        };
+        match r {
             Ok(n) => Ok(n),
             Err(e) => Err(ring_error(shared, e)),
         }
+    }
+
+    #[inline(always)]
+    fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool {
+        self.cq.poll_ready_one_net_imm(wc)
     }
 
     #[inline]
@@ -134,6 +144,11 @@ impl CursorOps for RxeCursor<'_> {
         self.cur
             .advance_slow()
             .map_err(|e| ring_error(self.shared, e))
+    }
+    /// A pointer add and a count.
+    #[inline(always)]
+    fn next_ready(&mut self) -> bool {
+        self.cur.step_in_run()
     }
     #[inline(always)]
     fn wr_id(&self) -> u64 {

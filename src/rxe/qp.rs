@@ -300,6 +300,16 @@ impl RxeQp {
         self.post_send_list(inner, wrs)
     }
 
+    /// [`QpOps::ring_staged`] of at least one staged WQE: publish, doorbell.
+    #[inline(never)]
+    fn ring_staged_now(&mut self, inner: &QpInner, staged: usize) -> Result<(), PostError> {
+        self.sq.publish();
+        match self.db.ring() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(doorbell_error(inner, staged, e)),
+        }
+    }
+
     /// Posts `wrs`: the WRs [`SendQueue::post_fast`] takes straight into the ring, and from
     /// the first one it does not, the rest through [`Self::post_send_general`], which posts or
     /// refuses each with its error. One publish and one doorbell per call.
@@ -462,6 +472,22 @@ impl QpOps for RxeQp {
             return self.post_send_not_ready(inner);
         }
         self.post_send_ready(wrs, inner)
+    }
+
+    /// [`SendQueue::post_fast_parts`] on a QP that may send: the WQE written, not published.
+    #[inline(always)]
+    fn stage_send(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[crate::Sge]) -> bool {
+        self.may_send() && self.sq.post_fast_parts(wr_id, op, flags, sges)
+    }
+
+    /// One publish and one doorbell for the staged WQEs, out of line (as
+    /// [`RxeQp::post_send_ready`]'s): nothing for none.
+    #[inline(always)]
+    fn ring_staged(&mut self, inner: &QpInner, staged: usize) -> Result<(), PostError> {
+        if staged == 0 {
+            return Ok(());
+        }
+        self.ring_staged_now(inner, staged)
     }
 
     #[inline]

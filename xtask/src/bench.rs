@@ -795,7 +795,14 @@ fn build_count_capi() -> Result<CapiCount> {
         .arg(&libs.dir)
         .arg("-libverbs");
     if efa {
-        cmd.arg("-lefa");
+        // count.c references efadv_* only weakly, which an --as-needed link (the toolchain's
+        // default here) does not count as a use: libefa.so.1 would be dropped and the
+        // functions stay NULL.
+        cmd.args([
+            "-Wl,--push-state,--no-as-needed",
+            "-lefa",
+            "-Wl,--pop-state",
+        ]);
     }
     crate::util::run(&mut cmd).map_err(|e| {
         err!(

@@ -128,23 +128,34 @@ fn wc_as_copied(words: [u64; 6]) -> Wc {
 /// `IB_WC_*` bits, as copied) hold something besides GRH. A send completion, and most
 /// receives, have none (GRH has the same bit in both enums, and without `WITH_IMM` there is
 /// no immediate to turn), so for them the copy is the whole conversion.
+///
+/// `NET_IMM` (the C ABI's poll, [`CompletionQueue::poll_net_imm`]) keeps immediate data
+/// big-endian as stored, so `WITH_IMM` (the same bit in both enums) needs no fix either.
 #[inline(always)]
-fn needs_fix(wc: &Wc) -> bool {
-    wc.wc_flags.bits() & !IB_WC_GRH != 0
+fn needs_fix<const NET_IMM: bool>(wc: &Wc) -> bool {
+    let kept = if NET_IMM {
+        IB_WC_GRH | IB_WC_WITH_IMM
+    } else {
+        IB_WC_GRH
+    };
+    wc.wc_flags.bits() & !kept != 0
 }
 
 /// [`fix_in_place`] out of line (for the inline one-completion path).
 #[inline(never)]
-fn fix_out_of_line(wc: &mut Wc) {
-    fix_in_place(wc)
+fn fix_out_of_line<const NET_IMM: bool>(wc: &mut Wc) {
+    fix_in_place::<NET_IMM>(wc)
 }
 
 /// Turns a `Wc` copied whole from a slot into the `Wc` it means: the kernel's flags
-/// translated to libibverbs' bits, immediate data (stored big-endian) to host order.
+/// translated to libibverbs' bits, immediate data (stored big-endian) to host order (left
+/// big-endian with `NET_IMM`).
 #[inline(always)]
-fn fix_in_place(wc: &mut Wc) {
+fn fix_in_place<const NET_IMM: bool>(wc: &mut Wc) {
     let kflags = wc.wc_flags.bits();
-    wc.imm_data = imm_from_kernel(wc.imm_data, kflags);
+    if !NET_IMM {
+        wc.imm_data = imm_from_kernel(wc.imm_data, kflags);
+    }
     wc.wc_flags = wc_flags_from_kernel(kflags);
 }
 
@@ -254,16 +265,46 @@ impl CompletionQueue {
     #[doc(alias = "rxe_poll_cq")]
     #[inline(always)]
     pub fn poll(&mut self, wcs: &mut [Wc]) -> Result<usize, RingError> {
+        self.poll_as::<false>(wcs)
+    }
+
+    /// [`Self::poll`] for a caller that hands the completions to C (`struct ibv_wc`, whose
+    /// `imm_data` is `__be32`): immediate data is left big-endian as the slot stores it, the
+    /// rest is as `poll` gives it. No second pass over the completions to turn it back.
+    #[inline(always)]
+    pub fn poll_net_imm(&mut self, wcs: &mut [Wc]) -> Result<usize, RingError> {
+        self.poll_as::<true>(wcs)
+    }
+
+    /// [`Self::poll_net_imm`] of one completion already counted ready: no load of the
+    /// kernel's index, no call (the fix-up inline). `true` with the completion in `wc`;
+    /// `false` having done nothing (none counted ready: call `poll_net_imm`).
+    #[inline(always)]
+    pub fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool {
+        if self.ready_seen == 0 {
+            return false;
+        }
+        // One counted ready: `take_with` takes it.
+        self.take_with(core::slice::from_mut(wc), wc_as_copied);
+        if needs_fix::<true>(wc) {
+            fix_in_place::<true>(wc);
+        }
+        true
+    }
+
+    /// [`Self::poll`] (`NET_IMM` false) and [`Self::poll_net_imm`] (true).
+    #[inline(always)]
+    fn poll_as<const NET_IMM: bool>(&mut self, wcs: &mut [Wc]) -> Result<usize, RingError> {
         // One load of the kernel's index (none when enough are known ready) inline in the
         // caller's loop; an empty poll ends here.
         Ok(match self.refresh(wcs.len())? {
             0 => 0,
             // One to take (one asked for, or one ready): inline, no call.
             1 => match wcs.first_mut() {
-                Some(wc) => self.take_one(wc),
+                Some(wc) => self.take_one::<NET_IMM>(wc),
                 None => 0,
             },
-            _ => self.take_wcs(wcs),
+            _ => self.take_wcs::<NET_IMM>(wcs),
         })
     }
 
@@ -272,13 +313,13 @@ impl CompletionQueue {
     /// then the completions whose kernel flags need it (see [`needs_fix`]) fixed in place.
     /// Out of line (a direct call) so `poll` itself stays small enough to inline.
     #[inline(never)]
-    fn take_wcs(&mut self, wcs: &mut [Wc]) -> usize {
+    fn take_wcs<const NET_IMM: bool>(&mut self, wcs: &mut [Wc]) -> usize {
         let n = self.take_with(wcs, wc_as_copied);
         // `n <= wcs.len()` (`take_with` fills a prefix of `wcs`): the empty default never
         // applies.
         for wc in wcs.get_mut(..n).unwrap_or_default() {
-            if needs_fix(wc) {
-                fix_in_place(wc);
+            if needs_fix::<NET_IMM>(wc) {
+                fix_in_place::<NET_IMM>(wc);
             }
         }
         n
@@ -288,10 +329,10 @@ impl CompletionQueue {
     /// whole and the consumer index stored; then, only if the copied flags need it, the
     /// fix-up, out of line.
     #[inline(always)]
-    fn take_one(&mut self, wc: &mut Wc) -> usize {
+    fn take_one<const NET_IMM: bool>(&mut self, wc: &mut Wc) -> usize {
         let n = self.take_with(core::slice::from_mut(wc), wc_as_copied);
-        if n == 1 && needs_fix(wc) {
-            fix_out_of_line(wc);
+        if n == 1 && needs_fix::<NET_IMM>(wc) {
+            fix_out_of_line::<NET_IMM>(wc);
         }
         n
     }

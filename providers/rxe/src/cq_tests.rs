@@ -48,14 +48,33 @@ fn whole_slot_copy_matches_the_field_by_field_conversion() {
         let k = kernel_wc(flags);
         let mut w = wc_as_copied(<[u64; 6]>::read_from_bytes(k.as_bytes()).unwrap());
         assert_eq!(
-            needs_fix(&w),
+            needs_fix::<false>(&w),
             flags & !IB_WC_GRH != 0,
             "kernel flags {flags:#x}"
         );
-        if needs_fix(&w) {
-            fix_in_place(&mut w);
+        // The C ABI's variant: the same but for the immediate data, left as stored.
+        let mut net = w;
+        if needs_fix::<true>(&net) {
+            fix_in_place::<true>(&mut net);
+        }
+        assert_eq!(
+            needs_fix::<true>(&w),
+            flags & !(IB_WC_GRH | IB_WC_WITH_IMM) != 0,
+            "kernel flags {flags:#x}"
+        );
+        if needs_fix::<false>(&w) {
+            fix_in_place::<false>(&mut w);
         }
         assert_eq!(w, wc_from_kernel(&k), "kernel flags {flags:#x}");
+        assert_eq!(net.imm_data, 0x3344_5566, "kernel flags {flags:#x}");
+        assert_eq!(
+            Wc {
+                imm_data: w.imm_data,
+                ..net
+            },
+            w,
+            "kernel flags {flags:#x}"
+        );
         // Immediate data (stored big-endian) in host order; an rkey as stored.
         let want = if flags & IB_WC_WITH_IMM != 0 {
             u32::from_be(0x3344_5566)
@@ -125,13 +144,13 @@ fn take_one_and_take_wcs_give_the_converted_completions() {
     for _ in 0..2 {
         assert_eq!(cq.refresh(1), Ok(1));
         let mut wc = Wc::default();
-        assert_eq!(cq.take_one(&mut wc), 1);
+        assert_eq!(cq.take_one::<false>(&mut wc), 1);
         got.push(wc);
     }
     assert_eq!(m.consumer(), 2, "each take_one frees its slot");
     let mut wcs = [Wc::default(); 8];
     assert_eq!(cq.refresh(8), Ok(4));
-    assert_eq!(cq.take_wcs(&mut wcs), 4);
+    assert_eq!(cq.take_wcs::<false>(&mut wcs), 4);
     got.extend_from_slice(&wcs[..4]);
     for (i, w) in got.iter().enumerate() {
         assert_eq!(*w, want(i), "completion {i}");
@@ -213,4 +232,55 @@ fn take_with_copies_slots_whole_across_the_wrap() {
     );
     assert_eq!(m.consumer(), 1, "one release store, after the wrap");
     assert_eq!(cq.refresh(1), Ok(0));
+}
+
+/// `poll_net_imm` (the C ABI's poll) gives what `poll` gives but immediate data as stored
+/// (big-endian), one completion at a time and in a run; an invalidated rkey is as stored in
+/// both.
+#[test]
+fn poll_net_imm_leaves_immediate_data_big_endian() {
+    let m = FakeMapping::new(6, 4); // 16 slots of 64 bytes
+    let flags = [
+        IB_WC_WITH_IMM,
+        IB_WC_WITH_IMM | IB_WC_GRH,
+        IB_WC_WITH_INVALIDATE,
+        0,
+    ];
+    let cqes: Vec<UverbsWc> = flags
+        .iter()
+        .cycle()
+        .take(8)
+        .enumerate()
+        .map(|(i, &wc_flags)| UverbsWc {
+            wr_id: i as u64,
+            ex: 0x1122_3344,
+            wc_flags,
+            ..Default::default()
+        })
+        .collect();
+    let mut net = CompletionQueue::new(open(&m)).unwrap();
+    let mut got = Vec::new();
+    for round in 0..2 {
+        for c in &cqes[round * 4..round * 4 + 4] {
+            assert!(m.kernel_produce(c.as_bytes()));
+        }
+        let mut one = [Wc::default()];
+        assert_eq!(net.poll_net_imm(&mut one), Ok(1));
+        got.push(one[0]);
+        let mut three = [Wc::default(); 3];
+        assert_eq!(net.poll_net_imm(&mut three), Ok(3));
+        got.extend_from_slice(&three);
+    }
+    for (i, w) in got.iter().enumerate() {
+        let host = wc_from_kernel(&cqes[i]);
+        assert_eq!(w.imm_data, 0x1122_3344, "completion {i}: as stored");
+        assert_eq!(
+            Wc {
+                imm_data: host.imm_data,
+                ..*w
+            },
+            host,
+            "completion {i}"
+        );
+    }
 }

@@ -876,9 +876,19 @@ impl SendQueue {
         }
     }
 
-    /// [`Self::post_fast`] of a WR of SGEs without a destination, given as its parts.
+    /// [`Self::post_fast`] of a WR of SGEs without a destination, given as its parts (for a
+    /// caller that holds the WR in another form, e.g. C's `ibv_send_wr`, and reads the parts
+    /// from it in place). Writes the WQE without publishing it: `true` if written (then
+    /// [`Self::publish`] and the doorbell), `false` having done nothing visible (post the WR
+    /// with [`Self::post`], which posts or refuses it).
     #[inline(always)]
-    fn post_fast_parts(&mut self, wr_id: u64, op: &WrOp, flags: SendFlags, sges: &[Sge]) -> bool {
+    pub fn post_fast_parts(
+        &mut self,
+        wr_id: u64,
+        op: &WrOp,
+        flags: SendFlags,
+        sges: &[Sge],
+    ) -> bool {
         let (opcode, props) = opcode_props(op);
         // The opcode on this QP type, no operand rule; never on a UD QP or in a batch.
         if props & (self.fast | OP_OPERANDS) != self.fast {
