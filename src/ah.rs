@@ -6,9 +6,12 @@
 //! `efa_create_ah` keeps), on rxe the kernel's AH index (`rxe_create_ah_resp.ah_num`,
 //! non-zero since kernel 5.10; older kernels are refused rather than sent a guessed MAC).
 //!
-//! `Ah` is a cheap clone of an `Arc`: a QP keeps a clone for every UD send still in its queue,
-//! so an AH can never be destroyed under a send that names it.
+//! `Ah` is a cheap clone of an `Arc`. A QP keeps a hold on it ([`AhHold`]) for every UD send
+//! still in its queue, so the kernel AH can never be destroyed under a send that names it; such
+//! holds do not make [`Ah::destroy`] fail (rdma-core's `ibv_destroy_ah` succeeds while sends
+//! are queued), they only delay the kernel's DESTROY_AH until the QP lets them go.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use uverbs_uapi::write::{
@@ -106,6 +109,9 @@ pub(crate) struct AhInner {
     /// The number send WQEs carry: rxe's AH index (non-zero), EFA's device AH number.
     pub(crate) ah_num: u32,
     pub(crate) attr: AhAttr,
+    /// How many [`Ah`] handles exist (clones the program holds), as opposed to the queue holds
+    /// ([`AhHold`]) that the `Arc`'s count also includes.
+    handles: AtomicUsize,
 }
 
 /// `ibv_destroy_ah`: `IB_USER_VERBS_CMD_DESTROY_AH` (as rdma-core, for rxe and EFA alike).
@@ -124,7 +130,7 @@ impl AhInner {
 }
 
 /// An address handle (`struct ibv_ah`). Cheap to clone; destroyed when the last clone is
-/// dropped and no queued UD send names it.
+/// dropped (or [`destroyed`](Ah::destroy)) and no queued UD send names it.
 ///
 /// What a UD or SRD send needs to reach a peer: its GID (from the peer, over any channel),
 /// with its QP number and Q_Key given per send:
@@ -170,9 +176,33 @@ impl AhInner {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[doc(alias = "ibv_ah")]
-#[derive(Clone)]
 pub struct Ah {
     pub(crate) inner: Arc<AhInner>,
+}
+
+impl Clone for Ah {
+    fn clone(&self) -> Self {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        Ah {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        self.inner.handles.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A QP's hold on the AH of a UD send in its queue: keeps the kernel AH (and so its PD) alive
+/// until the QP drops it, without counting as an [`Ah`] handle for [`Ah::destroy`].
+pub(crate) struct AhHold(#[allow(dead_code)] Arc<AhInner>);
+
+impl AhHold {
+    pub(crate) fn new(ah: &Ah) -> Self {
+        AhHold(Arc::clone(&ah.inner))
+    }
 }
 
 impl std::fmt::Debug for Ah {
@@ -260,6 +290,7 @@ impl Pd {
             pd: self.clone(),
             ah_num,
             attr: *attr,
+            handles: AtomicUsize::new(1),
         };
         Ok(Ah {
             inner: Arc::new(inner),
@@ -289,25 +320,34 @@ impl Ah {
         &self.inner.pd
     }
 
-    /// Destroys the AH now (`ibv_destroy_ah`).
+    /// Destroys the AH (`ibv_destroy_ah`).
     ///
-    /// Fails with `EBUSY` (and destroys nothing) while another clone exists or a UD send
-    /// still queued in a QP names it. On any failure the AH comes back in the error
-    /// ([`DestroyError::into_inner`]), still usable: drop the other users and destroy it
-    /// again, or drop it and it is destroyed with its last user.
+    /// Fails with `EBUSY` (and destroys nothing) while another clone of it exists. On any
+    /// failure the AH comes back in the error ([`DestroyError::into_inner`]), still usable:
+    /// drop the other clones and destroy it again, or drop it and it is destroyed with its
+    /// last clone.
+    ///
+    /// A UD send a QP queued does not make it fail (as rdma-core's `ibv_destroy_ah`): the QP
+    /// holds the kernel AH for as long as the send may be in its queue (until its queue slot
+    /// is reused or the QP is destroyed), and the kernel AH is destroyed then, with no error
+    /// to report. Only then is the AH's PD free of it.
     #[doc(alias = "ibv_destroy_ah")]
     pub fn destroy(mut self) -> std::result::Result<(), DestroyError<Ah>> {
-        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+        // Acquire pairs with the Release of the other handles' drops.
+        let others = self.inner.handles.load(Ordering::Acquire) - 1;
+        if others > 0 {
             let e = Error::invalid(
                 "destroy_ah",
                 self.inner.label(),
                 Errno::BUSY,
-                format!(
-                    "{} other reference(s) (clones or queued UD sends) still use it",
-                    Arc::strong_count(&self.inner) - 1
-                ),
+                format!("{others} other clone(s) of it still exist"),
             );
             return Err(DestroyError::new(self, e));
+        }
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            // Only queue holds are left (no clone can appear: this is the one handle): the
+            // last of them destroys the kernel AH when its QP lets it go.
+            return Ok(());
         };
         match inner.obj.destroy() {
             Ok(_) => Ok(()),

@@ -236,6 +236,15 @@ impl Context {
         self.inner.async_fd.as_fd()
     }
 
+    /// The command fd (`ibv_context.cmd_fd`): the `/dev/infiniband/uverbsN` file this context
+    /// sends its commands on, or `None` when its channel is not a kernel device file (a
+    /// device model). For passing to other programs or `fstat`; sending commands on it
+    /// behind the context's back is the caller's risk.
+    #[doc(alias = "cmd_fd")]
+    pub fn command_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.channel.command_fd()
+    }
+
     /// The command channel, for the raw API and tests of what the kernel rejects.
     pub fn channel(&self) -> &dyn Channel {
         &self.inner.channel

@@ -357,6 +357,10 @@ unsafe impl Channel for CheckedChannel {
         CheckedChannel::doorbell_fd(self)
     }
 
+    fn command_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.chan.command_fd()
+    }
+
     fn driver_id(&self) -> u32 {
         CheckedChannel::driver_id(self)
     }

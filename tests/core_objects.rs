@@ -37,6 +37,22 @@ fn pd_alloc_and_drop_leave_no_fds_or_mappings() {
     assert_eq!(uverbs::drop_error_count(), 0);
 }
 
+/// The command fd of a kernel context is its `/dev/infiniband/uverbsN` file (what
+/// `ibv_context.cmd_fd` shows; pyverbs dup()s it).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn command_fd_is_the_uverbs_device_file() {
+    use std::os::fd::AsRawFd;
+    let ctx = rxe_context();
+    let fd = ctx.command_fd().expect("a kernel context has a command fd");
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+    assert!(
+        path.to_string_lossy().starts_with("/dev/infiniband/uverbs"),
+        "{}",
+        path.display()
+    );
+}
+
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn mr_keys_bounds_and_contents() {

@@ -212,6 +212,62 @@ fn rc_atomics_return_old_value_and_change_remote() {
     assert_eq!(u(read_mr(&remote, 64, 8)), 1000);
 }
 
+/// Whether the running kernel's rxe has RDMA atomic write (added in Linux 6.2).
+fn kernel_has_atomic_write() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    (major, minor) >= (6, 2)
+}
+
+/// An RDMA atomic write, posted whole and built with `wr_*`, writes its 8 bytes into the
+/// remote MR and completes as `ATOMIC_WRITE`; a misaligned one is refused before the ring
+/// (kernels with rxe atomic write only: 6.2 and later).
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn rc_atomic_write_lands_eight_bytes() {
+    if !kernel_has_atomic_write() {
+        eprintln!("skipped: this kernel's rxe has no atomic write (6.2 and later)");
+        return;
+    }
+    let mut p = pair_with(QpType::Rc, cap(16, 1, 0), true, true);
+    let remote = mr(&p.pd, 4096);
+    let (addr, rkey) = (remote.addr(), remote.rkey());
+    p.a.post_send(&[SendWr::new(
+        1,
+        WrOp::AtomicWrite {
+            remote_addr: addr + 64,
+            rkey,
+            value: *b"posted!!",
+        },
+    )
+    .signaled()])
+        .expect("post atomic write");
+    let mut b = p.a.wr_start().expect("wr_start");
+    b.atomic_write(2, SendFlags::SIGNALED, rkey, addr + 128, *b"built!!!");
+    b.complete().expect("wr_complete");
+    let s = wait(&mut p.cq_a, 2);
+    ok(&s);
+    assert_eq!(s[0].opcode, WcOpcode::ATOMIC_WRITE);
+    assert_eq!(read_mr(&remote, 64, 8), b"posted!!");
+    assert_eq!(read_mr(&remote, 128, 8), b"built!!!");
+    let e =
+        p.a.post_send(&[SendWr::new(
+            3,
+            WrOp::AtomicWrite {
+                remote_addr: addr + 4,
+                rkey,
+                value: [0; 8],
+            },
+        )])
+        .unwrap_err();
+    assert!(e.error.is(Errno::INVAL), "{e}");
+    let _ = &p.cq_b;
+}
+
 /// A UC RDMA write lands in the remote region; an RDMA read on UC is refused (`EOPNOTSUPP`,
 /// WR 0) before it reaches the ring.
 #[test]
@@ -254,8 +310,9 @@ fn uc_rdma_write_lands() {
 }
 
 /// A UD send through an AH arrives with the GRH in front, the sender's QP number and the byte
-/// count; a UD send without a destination is refused; an AH a posted send may still use is
-/// not destroyed (`EBUSY`, handed back alive) until its QP is gone.
+/// count; a UD send without a destination is refused; an AH with another clone is not
+/// destroyed (`EBUSY`, handed back alive), one a posted send named is (the QP keeps the
+/// kernel AH until it is gone, then the PD can be deallocated).
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn ud_send_with_grh_and_src_qp() {
@@ -286,7 +343,7 @@ fn ud_send_with_grh_and_src_qp() {
     // A UD send without a destination is refused before the ring.
     let e = p.a.post_send(&[SendWr::send(5).sge(&ssg)]).unwrap_err();
     assert!(e.error.is(Errno::INVAL), "{e}");
-    // While a send naming the AH may be queued, the QP holds it: destroy says EBUSY.
+    // Another clone of the AH makes destroy say EBUSY.
     let clone = ah.clone();
     let busy = clone.destroy().unwrap_err();
     assert!(busy.is(Errno::BUSY), "{busy}");
@@ -295,9 +352,17 @@ fn ud_send_with_grh_and_src_qp() {
     let clone = busy.into_inner();
     assert_eq!(clone.handle(), ah.handle());
     drop(clone);
+    // The send that named it is done, but its queue slot still holds the kernel AH: destroy
+    // succeeds anyway (as rdma-core's, which pyverbs' UD tests rely on), and the kernel AH
+    // goes with the QP; then the PD is free (pyverbs' order: QPs, AHs, MRs, then the PD).
+    ah.destroy()
+        .expect("destroy_ah while a completed send's slot names it");
+    drop((src, dst));
     drop(p.a);
-    ah.destroy().expect("destroy_ah after its QP is gone");
-    let _ = (&p.ctx, &p.b);
+    drop(p.b);
+    p.pd.dealloc()
+        .expect("dealloc_pd once the QP that held the AH is gone");
+    let _ = &p.ctx;
 }
 
 /// A type-2 memory window bound on the receiver grants RDMA writes through its rkey;

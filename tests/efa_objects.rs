@@ -168,6 +168,16 @@ fn send_imm_arrives_as_sent() {
 /// Finding 10 (issue 13): as rdma-core's `efa_arm_cq`, `req_notify` arms an EFA CQ created
 /// without a completion channel (it was refused with `EINVAL`); solicited-only stays
 /// unsupported, as there.
+/// A device model's context has no command fd (`ibv_context.cmd_fd` is -1 in the C ABI):
+/// its channel is not a kernel device file.
+#[test]
+fn a_model_context_has_no_command_fd() {
+    let fab = EfaFabric::new(10);
+    let ctx = fab.add_device(Default::default()).open().expect("open");
+    assert!(ctx.command_fd().is_none());
+    assert!(ctx.channel().command_fd().is_none());
+}
+
 #[test]
 fn req_notify_arms_a_cq_without_a_channel() {
     let fab = EfaFabric::new(9);

@@ -227,7 +227,8 @@ fn new_context(d: *mut Device, ctx: uverbs::Context) -> *mut ibv_context {
     let mut vctx: verbs_context = unsafe { core::mem::zeroed() };
     vctx.sz = core::mem::size_of::<verbs_context>();
     vctx.context.device = d as *mut ibv_device;
-    vctx.context.cmd_fd = -1;
+    // The uverbs fd (pyverbs dup()s it for ibv_import_device); -1 for a device model.
+    vctx.context.cmd_fd = ctx.command_fd().map_or(-1, |fd| fd.as_raw_fd());
     vctx.context.async_fd = ctx.async_fd().as_raw_fd();
     vctx.context.num_comp_vectors = ctx.num_comp_vectors() as c_int;
     vctx.context.mutex = MUTEX_INIT;

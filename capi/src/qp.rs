@@ -242,6 +242,9 @@ fn fill_wr_ops(x: &mut ibv_qp_ex, ops: SendOpsFlags) {
     if has(SendOpsFlags::SEND_WITH_INV) {
         x.wr_send_inv = Some(wr_send_inv);
     }
+    if has(SendOpsFlags::ATOMIC_WRITE) {
+        x.wr_atomic_write = Some(wr_atomic_write);
+    }
     x.wr_set_ud_addr = Some(wr_set_ud_addr);
     x.wr_set_inline_data = Some(wr_set_inline_data);
     x.wr_set_inline_data_list = Some(wr_set_inline_data_list);
@@ -329,7 +332,7 @@ unsafe fn create(
     };
     let send_ops = if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
         let ops = SendOpsFlags::from_bits(a.send_ops_flags)
-            .ok_or_else(|| eopnotsupp(op, "send_ops_flags: TSO, atomic write or flush"))?;
+            .ok_or_else(|| eopnotsupp(op, "send_ops_flags: TSO or flush"))?;
         Some(ops)
     } else {
         None
@@ -865,6 +868,23 @@ unsafe fn send_op_other(c: &ibv_send_wr) -> Result<WrOp, Refused> {
                 rkey: c.wr.atomic.rkey,
                 add: c.wr.atomic.compare_add,
             },
+            IBV_WR_ATOMIC_WRITE => {
+                // verbs.h gives `ibv_send_wr` no field for an atomic write's 8 bytes (only
+                // `ibv_wr_atomic_write` takes them); here they are read, as inline data is,
+                // from the one 8-byte SGE, and travel in the WQE.
+                let [s] = sges(c.sg_list, c.num_sge)? else {
+                    return Err(libc::EINVAL);
+                };
+                if s.length != 8 || s.addr == 0 {
+                    return Err(libc::EINVAL);
+                }
+                WrOp::AtomicWrite {
+                    remote_addr: c.wr.rdma.remote_addr,
+                    rkey: c.wr.rdma.rkey,
+                    // The program's 8-byte buffer, read unaligned, as bytes.
+                    value: core::ptr::read_unaligned(s.addr as usize as *const [u8; 8]),
+                }
+            }
             IBV_WR_LOCAL_INV => WrOp::LocalInv {
                 invalidate_rkey: c.imm_data,
             },
@@ -875,7 +895,7 @@ unsafe fn send_op_other(c: &ibv_send_wr) -> Result<WrOp, Refused> {
                 let b = &c.ext.bind_mw;
                 bind_op(b.mw, b.rkey, &b.bind_info)?
             }
-            IBV_WR_TSO | IBV_WR_FLUSH | IBV_WR_ATOMIC_WRITE => return Err(libc::EOPNOTSUPP),
+            IBV_WR_TSO | IBV_WR_FLUSH => return Err(libc::EOPNOTSUPP),
             _ => return Err(libc::EINVAL),
         }
     })
@@ -977,7 +997,10 @@ unsafe fn send_wr_into<'a>(
     let p = out.as_mut_ptr();
     // SAFETY: see above; `p` is `out`'s, valid for writes, and the field pointers are in it.
     unsafe { send_op_into(ptr::addr_of_mut!((*p).op), c) }?;
-    let data = if c.send_flags & IBV_SEND_INLINE == 0 {
+    let data = if c.opcode == IBV_WR_ATOMIC_WRITE {
+        // Its 8 bytes travel in the WQE (send_op_other read them from the one SGE).
+        WrData::Sge(&[])
+    } else if c.send_flags & IBV_SEND_INLINE == 0 {
         // SAFETY: see above.
         WrData::Sge(unsafe { sges(c.sg_list, c.num_sge) }?)
     } else {
@@ -1551,6 +1574,31 @@ unsafe extern "C" fn wr_atomic_fetch_add(x: *mut ibv_qp_ex, rkey: u32, remote_ad
         remote_addr,
         rkey,
         add,
+    });
+}
+
+/// `ibv_wr_atomic_write`: the 8 bytes at `atomic_wr` are copied into the work request now.
+unsafe extern "C" fn wr_atomic_write(
+    x: *mut ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    atomic_wr: *const c_void,
+) {
+    if atomic_wr.is_null() {
+        guard("ibv_wr_atomic_write", (), || {
+            // SAFETY: the header passes the program's live ibv_qp_ex.
+            if let Some(w) = unsafe { qpx(x) } {
+                w.refuse("wr_atomic_write", "NULL atomic_wr (the 8 bytes to write)");
+            }
+        });
+        return;
+    }
+    // SAFETY: the program passes 8 readable bytes (verbs.h's contract); read as bytes.
+    let value = unsafe { core::ptr::read_unaligned(atomic_wr as *const [u8; 8]) };
+    build(x, "ibv_wr_atomic_write", || WrOp::AtomicWrite {
+        remote_addr,
+        rkey,
+        value,
     });
 }
 

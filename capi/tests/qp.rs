@@ -564,7 +564,7 @@ fn create_ex(r: &Rxe, a: &mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
 #[test]
 fn create_qp_ex_checks_what_rxe_refuses() {
     let r = rxe();
-    let cases: [(u32, u64, u32, c_int, c_int); 5] = [
+    let cases: [(u32, u64, u32, c_int, c_int); 6] = [
         // (comp_mask beyond PD, send_ops, create_flags, qp type, errno)
         (IBV_QP_INIT_ATTR_RX_HASH, 0, 0, IBV_QPT_RC, libc::EOPNOTSUPP),
         (
@@ -581,9 +581,17 @@ fn create_qp_ex_checks_what_rxe_refuses() {
             IBV_QPT_UD,
             libc::EOPNOTSUPP,
         ),
+        // Atomic write (1 << 12) is RC only; TSO (1 << 10) rxe has not.
         (
             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
             1 << 12,
+            0,
+            IBV_QPT_UD,
+            libc::EOPNOTSUPP,
+        ),
+        (
+            IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+            1 << 10,
             0,
             IBV_QPT_RC,
             libc::EOPNOTSUPP,

@@ -163,6 +163,10 @@ unsafe impl Channel for KernelChannel {
         Some(self.file.as_fd())
     }
 
+    fn command_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.file.as_fd())
+    }
+
     fn driver_id(&self) -> u32 {
         self.driver_id
     }

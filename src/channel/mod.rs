@@ -191,6 +191,14 @@ pub unsafe trait Channel: Send + Sync + fmt::Debug {
         None
     }
 
+    /// The fd the commands go to, when there is one: the kernel channel's
+    /// `/dev/infiniband/uverbsN` (what rdma-core calls `ibv_context.cmd_fd`). `None` (the
+    /// default) for channels that are not a kernel device file (device models, test doubles).
+    /// Only for showing it to others (`ibv_context.cmd_fd`); commands go through the channel.
+    fn command_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
     /// The driver id placed in every ioctl header (`enum rdma_driver_id`).
     fn driver_id(&self) -> u32;
 }

@@ -138,6 +138,10 @@ unsafe impl Channel for TraceChannel {
         self.inner.doorbell_fd()
     }
 
+    fn command_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.command_fd()
+    }
+
     fn driver_id(&self) -> u32 {
         self.inner.driver_id()
     }

@@ -151,6 +151,7 @@ impl WrBatch<'_> {
             WrOp::AtomicFetchAndAdd { .. } => "wr_atomic_fetch_add",
             WrOp::BindMw { .. } => "wr_bind_mw",
             WrOp::LocalInv { .. } => "wr_local_inv",
+            WrOp::AtomicWrite { .. } => "wr_atomic_write",
         };
         self.op(call, wr_id, flags, op)
     }
@@ -276,6 +277,30 @@ impl WrBatch<'_> {
                 remote_addr,
                 rkey,
                 add,
+            },
+        )
+    }
+
+    /// `ibv_wr_atomic_write`: writes the 8 bytes of `value` to `remote_addr` as one atomic
+    /// (RC; rxe on kernels with atomic write, 6.2 and later). No SGE follows: the bytes are
+    /// in the work request.
+    #[doc(alias = "ibv_wr_atomic_write")]
+    pub fn atomic_write(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        value: [u8; 8],
+    ) -> &mut Self {
+        self.op(
+            "wr_atomic_write",
+            wr_id,
+            flags,
+            WrOp::AtomicWrite {
+                remote_addr,
+                rkey,
+                value,
             },
         )
     }

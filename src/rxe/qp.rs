@@ -20,7 +20,7 @@ use uverbs_uapi::write::{
 use zerocopy::IntoBytes;
 
 use super::map_rxe_queue;
-use crate::ah::Ah;
+use crate::ah::{Ah, AhHold};
 use crate::channel::{Mapping, WriteCmd};
 use crate::context::Context;
 use crate::error::{Errno, Error, Result};
@@ -245,7 +245,7 @@ pub(crate) struct RxeQp {
     state: QpState,
     /// For each SQ slot, the AH of the UD send last written there: kept until the slot is
     /// reused, which the ring allows only after the kernel consumed that send.
-    ah_slots: Box<[Option<Ah>]>,
+    ah_slots: Box<[Option<AhHold>]>,
     _sq_map: Mapping,
     _rq_map: Option<Mapping>,
 }
@@ -412,7 +412,7 @@ impl RxeQp {
         if let Some(s) = self.ah_slots.get_mut(slot) {
             // Replacing the old value drops the AH of a send the kernel already consumed (the
             // ring let us reuse its slot).
-            *s = ah.cloned();
+            *s = ah.map(AhHold::new);
         }
     }
 

@@ -6,7 +6,8 @@
 //!    first on rdma-core's libibverbs with its rxe provider, then with `LD_LIBRARY_PATH`
 //!    starting at our libraries; the two runs are compared test by test (a test that passes
 //!    on rdma-core must pass on uverbs). Then its EFA modules on our libraries built with
-//!    `--features efa-model` and `UVERBS_EFA_MODEL=2` (the EFA device model).
+//!    `--features efa-model` and `UVERBS_EFA_MODEL=2` (the EFA device model), on `efa_model0`
+//!    (`--dev`: the device list puts rxe0 first, on which the EFA tests skip).
 //! 2. rdma-core's C programs in pairs on rxe0 (a server in the background, a client against
 //!    it): the `ibv_*_pingpong`s with their buffer check (`-c`), perftest's `ib_*` tools and
 //!    librdmacm's `rping -V`, `ucmatose` and `udaddy`; each with rdma-core on both sides (the
@@ -291,7 +292,7 @@ fn pyverbs_steps() -> String {
     );
     let _ = writeln!(
         s,
-        "step pyverbs:uverbs-efa-model {PYVERBS_LIMIT_SECS} env PATH=/usr/bin:/bin UVERBS_EFA_MODEL=2 LD_LIBRARY_PATH=/capi/efa-model:$LD_LIBRARY_PATH /usr/bin/python3.11 /lib/uverbs/pyverbs_runner.py {} || rc=1",
+        "step pyverbs:uverbs-efa-model {PYVERBS_LIMIT_SECS} env PATH=/usr/bin:/bin UVERBS_EFA_MODEL=2 LD_LIBRARY_PATH=/capi/efa-model:$LD_LIBRARY_PATH /usr/bin/python3.11 /lib/uverbs/pyverbs_runner.py --dev efa_model0 {} || rc=1",
         EFA_MODULES.join(" ")
     );
     s

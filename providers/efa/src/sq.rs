@@ -718,7 +718,8 @@ impl SendQueue {
             | WrOp::AtomicCmpAndSwp { .. }
             | WrOp::AtomicFetchAndAdd { .. }
             | WrOp::BindMw { .. }
-            | WrOp::LocalInv { .. } => {
+            | WrOp::LocalInv { .. }
+            | WrOp::AtomicWrite { .. } => {
                 return Err(EfaError::OpNotSupported {
                     qpn,
                     op: wr.op.name(),
@@ -913,7 +914,8 @@ fn op_fields(op: WrOp) -> (u8, Option<u32>, Option<(u32, u64)>) {
         | WrOp::AtomicCmpAndSwp { .. }
         | WrOp::AtomicFetchAndAdd { .. }
         | WrOp::BindMw { .. }
-        | WrOp::LocalInv { .. } => (EFA_IO_SEND, None, None),
+        | WrOp::LocalInv { .. }
+        | WrOp::AtomicWrite { .. } => (EFA_IO_SEND, None, None),
     }
 }
 

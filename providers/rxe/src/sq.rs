@@ -27,6 +27,8 @@ use crate::error::{RingError, WrError};
 use crate::producer::Producer;
 use crate::ring::{Queue, SlotMut};
 
+/// The bytes an atomic write moves (`dma.length` of its WQE).
+const ATOMIC_WRITE_LEN: u32 = 8;
 /// `IB_SEND_INLINE`: set in `send_flags` when the data is inline in the WQE.
 const IB_SEND_INLINE: u32 = 1 << 3;
 /// Offset of the data area (SGE array / inline bytes) in a send WQE slot.
@@ -68,6 +70,8 @@ pub enum SendOpcode {
     BindMw = 8,
     /// `IBV_WR_SEND_WITH_INV`.
     SendWithInv = 9,
+    /// `IBV_WR_ATOMIC_WRITE` (kernels 6.2 and later; older ones fail the WQE).
+    AtomicWrite = 15,
 }
 
 /// What each opcode may do, one byte per `SendOpcode` value: the checks on the post path are
@@ -81,7 +85,7 @@ const OP_ATOMIC: u8 = 1 << 5;
 /// Operands with a rule of their own (an atomic's aligned address, a bind without
 /// `ZERO_BASED`): one bit test sends only these to the operand checks.
 const OP_OPERANDS: u8 = 1 << 6;
-const OP_PROPS: [u8; 10] = [
+const OP_PROPS: [u8; 16] = [
     // RdmaWrite
     OP_RC | OP_UC | OP_DATA | OP_INLINE,
     // RdmaWriteWithImm
@@ -102,6 +106,17 @@ const OP_PROPS: [u8; 10] = [
     OP_RC | OP_UC | OP_OPERANDS,
     // SendWithInv
     OP_RC | OP_UC | OP_DATA | OP_INLINE,
+    // 10..=14: IBV_WR_TSO, IBV_WR_DRIVER1, IBV_WR_FLUSH and two unused numbers, which rxe
+    // does not post (no `WrOp` has them).
+    0,
+    0,
+    0,
+    0,
+    0,
+    // AtomicWrite: the 8 bytes are in the WQE (no SGE, not inline); an operand rule of its
+    // own (the aligned address, and the WQE's `dma` written from the operand), so never on
+    // the fast path.
+    OP_RC | OP_OPERANDS,
 ];
 
 /// The opcode value of `op` (`SendOpcode::of(op) as u32`) and its [`OP_PROPS`] entry, from
@@ -123,6 +138,7 @@ fn opcode_props(op: &WrOp) -> (u32, u8) {
         WrOp::AtomicFetchAndAdd { .. } => const { e(SendOpcode::AtomicFetchAndAdd) },
         WrOp::LocalInv { .. } => const { e(SendOpcode::LocalInv) },
         WrOp::BindMw { .. } => const { e(SendOpcode::BindMw) },
+        WrOp::AtomicWrite { .. } => const { e(SendOpcode::AtomicWrite) },
     };
     (u32::from(v & 0xff), (v >> 8) as u8)
 }
@@ -151,12 +167,13 @@ impl SendOpcode {
             WrOp::AtomicFetchAndAdd { .. } => SendOpcode::AtomicFetchAndAdd,
             WrOp::LocalInv { .. } => SendOpcode::LocalInv,
             WrOp::BindMw { .. } => SendOpcode::BindMw,
+            WrOp::AtomicWrite { .. } => SendOpcode::AtomicWrite,
         }
     }
 
     #[inline(always)]
     fn props(self) -> u8 {
-        // The discriminants are 0..=9, the table's indices (asserted in the tests).
+        // The discriminants are 0..=9 and 15, indices of the table (asserted in the tests).
         OP_PROPS[self as usize]
     }
 
@@ -178,7 +195,8 @@ impl SendOpcode {
         self.props() & OP_DATA != 0
     }
 
-    /// Whether the opcode is an 8-byte atomic.
+    /// Whether the opcode is an 8-byte atomic that returns the old value into its SGE
+    /// (compare-and-swap, fetch-and-add; not atomic write, whose 8 bytes are in the WQE).
     #[inline]
     pub fn is_atomic(self) -> bool {
         self.props() & OP_ATOMIC != 0
@@ -386,6 +404,17 @@ fn write_header_zeroed(
                 reserved: 0,
             },
         ),
+        WrOp::AtomicWrite {
+            remote_addr,
+            rkey,
+            value,
+        } => {
+            // As `wr.rdma`, with the 8 bytes in the data area (`dma.atomic_wr`, which shares
+            // its offset with the SGE array and inline data); the caller writes `dma` with
+            // length 8 and no SGE.
+            put_rdma(slot, remote_addr, rkey)?;
+            put_in(slot, SQ_DATA_OFFSET, &value)
+        }
         WrOp::BindMw {
             mw_rkey,
             new_rkey,
@@ -595,6 +624,7 @@ impl SendQueue {
         match *op {
             WrOp::AtomicCmpAndSwp { remote_addr, .. }
             | WrOp::AtomicFetchAndAdd { remote_addr, .. }
+            | WrOp::AtomicWrite { remote_addr, .. }
                 if remote_addr % 8 != 0 =>
             {
                 Err(WrError::AtomicMisaligned { remote_addr })
@@ -837,6 +867,13 @@ impl SendQueue {
             }
             _ => (inline_len, write_payload(&mut slot, &payload)?),
         };
+        // An atomic write moves the 8 bytes `write_header_zeroed` put in the data area (the
+        // payload was refused unless empty: the opcode takes no data).
+        let length = if opcode == SendOpcode::AtomicWrite {
+            ATOMIC_WRITE_LEN
+        } else {
+            length
+        };
         // `check_final` for a whole WR: its UD rule is `check_ud`'s (a UD QP without a
         // destination was refused above), which leaves the atomic length.
         if opcode.is_atomic() && length != 8 {
@@ -988,13 +1025,20 @@ impl SendQueue {
         self.p.reserve()?;
         let index = self.p.prod;
         self.put_header(index, wr_id, flags.bits(), &op)?;
+        // An atomic write's 8 bytes are in the WQE already: `dma` says so.
+        let length = if opcode == SendOpcode::AtomicWrite {
+            self.put_dma(index, ATOMIC_WRITE_LEN, 0)?;
+            ATOMIC_WRITE_LEN
+        } else {
+            0
+        };
         self.p.advance();
         if let Some(b) = self.batch.as_mut() {
             b.cur = Some(Current {
                 index,
                 opcode,
                 flags: flags.bits(),
-                length: 0,
+                length,
                 has_ud: false,
             });
         }
@@ -1127,6 +1171,28 @@ impl SendQueue {
         )
     }
 
+    /// `ibv_wr_atomic_write`: writes the 8 bytes of `value` at `remote_addr` (8-byte
+    /// aligned) as one atomic; no SGE follows (the bytes are in the WQE).
+    #[doc(alias = "ibv_wr_atomic_write")]
+    pub fn wr_atomic_write(
+        &mut self,
+        wr_id: u64,
+        flags: SendFlags,
+        rkey: u32,
+        remote_addr: u64,
+        value: [u8; 8],
+    ) -> Result<(), WrError> {
+        self.wr_op(
+            wr_id,
+            flags,
+            WrOp::AtomicWrite {
+                remote_addr,
+                rkey,
+                value,
+            },
+        )
+    }
+
     /// `ibv_wr_local_inv`.
     #[doc(alias = "ibv_wr_local_inv")]
     pub fn wr_local_inv(
@@ -1150,6 +1216,10 @@ impl SendQueue {
 
     fn set_data_inner(&mut self, payload: Payload<'_>) -> Result<(), WrError> {
         let mut c = self.current()?;
+        // Even an empty list would overwrite the `dma` that carries an atomic write's bytes.
+        if c.opcode == SendOpcode::AtomicWrite {
+            return Err(WrError::DataNotAllowed { opcode: c.opcode });
+        }
         let length = self.check_payload(c.opcode, &payload)?;
         let inline = !matches!(payload, Payload::Sge(_));
         let num_sge = self.put_payload(c.index, &payload)?;

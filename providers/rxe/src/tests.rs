@@ -294,7 +294,11 @@ fn expected_header(wr: &Wr<'_>, length: u32, num_sge: u32) -> RxeSendWqe {
         WrOp::SendWithInv { invalidate_rkey } | WrOp::LocalInv { invalidate_rkey } => {
             w.wr.set_invalidate_rkey(invalidate_rkey)
         }
-        WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
+        WrOp::RdmaWrite { remote_addr, rkey }
+        | WrOp::RdmaRead { remote_addr, rkey }
+        | WrOp::AtomicWrite {
+            remote_addr, rkey, ..
+        } => {
             w.wr.set_rdma(&RxeSendWrRdma {
                 remote_addr,
                 rkey,
@@ -1798,10 +1802,13 @@ fn opcode_table_matches_the_send_ops_lists() {
         LocalInv,
         BindMw,
         SendWithInv,
+        AtomicWrite,
     ];
     for (i, op) in all.into_iter().enumerate() {
+        // IBV_WR_ATOMIC_WRITE is 15 (10..=14 are opcodes rxe does not post).
+        let index = if op == AtomicWrite { 15 } else { i };
         assert_eq!(
-            op as usize, i,
+            op as usize, index,
             "{op:?}: the table is indexed by discriminant"
         );
         assert!(op.supported_on(QpType::Rc), "{op:?}");
@@ -1826,13 +1833,110 @@ fn opcode_table_matches_the_send_ops_lists() {
             ),
             "{op:?} inline"
         );
-        assert_eq!(op.takes_data(), !matches!(op, LocalInv | BindMw), "{op:?}");
+        assert_eq!(
+            op.takes_data(),
+            !matches!(op, LocalInv | BindMw | AtomicWrite),
+            "{op:?}"
+        );
         assert_eq!(
             op.is_atomic(),
             matches!(op, AtomicCmpAndSwp | AtomicFetchAndAdd),
             "{op:?}"
         );
     }
+}
+
+/// An atomic write's WQE, posted whole or built with `wr_atomic_write`, is what librxe's
+/// `wr_atomic_write` writes: opcode 15 (`IBV_WR_ATOMIC_WRITE`), `wr.rdma` with the remote
+/// address and rkey, `iova` the remote address, the 8 bytes in the data area
+/// (`dma.atomic_wr`), `dma.length` and `resid` 8, no SGE, not inline. It takes no data, only
+/// an RC QP, and an 8-byte aligned address.
+#[test]
+fn atomic_write_wqe_carries_its_eight_bytes() {
+    let value = *b"atomic!!";
+    let op = WrOp::AtomicWrite {
+        remote_addr: 0x9000,
+        rkey: 0x5a,
+        value,
+    };
+    let check = |w: &RxeSendWqe, d: &[u8], wr_id: u64| {
+        let wr = Wr::new(wr_id, op).flags(SendFlags::SIGNALED);
+        let expected = expected_header(&wr, 8, 0);
+        assert_eq!(w.as_bytes(), expected.as_bytes());
+        assert_eq!(w.wr.opcode, 15);
+        assert_eq!((w.wr.rdma().remote_addr, w.wr.rdma().rkey), (0x9000, 0x5a));
+        assert_eq!(w.iova, 0x9000);
+        assert_dma(w, 8, 0);
+        assert_eq!(&d[..8], &value);
+    };
+    // Over stale slots, so a field left unwritten shows.
+    let mut r = stale_sq(rc_caps());
+    let wr = Wr::new(1, op).signaled();
+    assert!(
+        !r.sq.post_fast(&wr),
+        "the fast path leaves atomic writes to post"
+    );
+    r.sq.post(&wr).unwrap();
+    r.sq.wr_start().unwrap();
+    r.sq.wr_atomic_write(2, SendFlags::SIGNALED, 0x5a, 0x9000, value)
+        .unwrap();
+    assert_eq!(r.sq.wr_complete(), Ok(1));
+    r.sq.publish();
+    let (w, d) = take_wqe(&r.m).unwrap();
+    check(&w, &d, 1);
+    let (w, d) = take_wqe(&r.m).unwrap();
+    check(&w, &d, 2);
+
+    // Refusals: data of any kind, a misaligned address, a QP other than RC.
+    let list = [sge(0x1000, 8, 1)];
+    assert_eq!(
+        r.sq.post(&Wr::new(3, op).sge(&list)),
+        Err(WrError::DataNotAllowed {
+            opcode: SendOpcode::AtomicWrite
+        })
+    );
+    assert_eq!(
+        r.sq.post(&Wr::new(3, op).inline(b"12345678")),
+        Err(WrError::InlineNotAllowed {
+            opcode: SendOpcode::AtomicWrite
+        })
+    );
+    let misaligned = WrOp::AtomicWrite {
+        remote_addr: 0x9004,
+        rkey: 0x5a,
+        value,
+    };
+    assert_eq!(
+        r.sq.post(&Wr::new(3, misaligned)),
+        Err(WrError::AtomicMisaligned {
+            remote_addr: 0x9004
+        })
+    );
+    r.sq.wr_start().unwrap();
+    r.sq.wr_atomic_write(4, SendFlags::empty(), 0x5a, 0x9000, value)
+        .unwrap();
+    assert_eq!(
+        r.sq.wr_set_sge(1, 0x1000, 0),
+        Err(WrError::DataNotAllowed {
+            opcode: SendOpcode::AtomicWrite
+        }),
+        "even an empty SGE would overwrite the WQE's length"
+    );
+    r.sq.wr_abort();
+    let mut uc = sq_rig(
+        3,
+        SendQueueCaps {
+            qp_type: QpType::Uc,
+            ..rc_caps()
+        },
+    );
+    assert_eq!(
+        uc.sq.post(&Wr::new(5, op)),
+        Err(WrError::OpcodeNotSupported {
+            opcode: SendOpcode::AtomicWrite,
+            qp_type: QpType::Uc
+        })
+    );
 }
 
 // ----- the fast post path --------------------------------------------------------------------

@@ -191,6 +191,17 @@ pub enum WrOp {
         /// The key to invalidate.
         invalidate_rkey: u32,
     },
+    /// `IBV_WR_ATOMIC_WRITE` (`ibv_wr_atomic_write`): write `value`, 8 bytes, to the remote
+    /// address as one atomic (the responder's MR needs remote write access). The bytes
+    /// travel in the work request (no SGE, no local buffer), in the order given.
+    AtomicWrite {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The bytes written.
+        value: [u8; 8],
+    },
 }
 
 impl WrOp {
@@ -208,6 +219,7 @@ impl WrOp {
             WrOp::AtomicFetchAndAdd { .. } => "ATOMIC_FETCH_AND_ADD",
             WrOp::BindMw { .. } => "BIND_MW",
             WrOp::LocalInv { .. } => "LOCAL_INV",
+            WrOp::AtomicWrite { .. } => "ATOMIC_WRITE",
         }
     }
 }

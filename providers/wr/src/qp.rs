@@ -75,6 +75,8 @@ bitflags! {
         const BIND_MW = 1 << 8;
         /// `IBV_QP_EX_WITH_SEND_WITH_INV`.
         const SEND_WITH_INV = 1 << 9;
+        /// `IBV_QP_EX_WITH_ATOMIC_WRITE`.
+        const ATOMIC_WRITE = 1 << 12;
     }
 }
 
@@ -92,6 +94,7 @@ impl SendOpsFlags {
             WrOp::AtomicFetchAndAdd { .. } => SendOpsFlags::ATOMIC_FETCH_AND_ADD,
             WrOp::LocalInv { .. } => SendOpsFlags::LOCAL_INV,
             WrOp::BindMw { .. } => SendOpsFlags::BIND_MW,
+            WrOp::AtomicWrite { .. } => SendOpsFlags::ATOMIC_WRITE,
         }
     }
 }

@@ -168,7 +168,7 @@ pub(crate) fn execute(f: &mut Fabric, m: Msg) {
         return complete(f, EFA_IO_COMP_STATUS_REMOTE_ERROR_BAD_DEST_QPN);
     }
     let sgid = f.devs[m.dev].gid;
-    let recv_ah = f.devs[dd].ahn_for_gid(&sgid);
+    let recv_ah = f.devs[dd].ahn_for_gid_in_pd(&sgid, d_pd);
     let len = usize::from(meta.length.get());
     // Local data of a send or write.
     let mut data = Vec::new();

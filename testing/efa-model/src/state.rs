@@ -223,8 +223,16 @@ impl Dev {
         self.regions.insert(key, r.clone());
         Ok((key, r))
     }
-    pub(crate) fn ahn_for_gid(&self, gid: &[u8; 16]) -> Option<u16> {
-        self.ahns.get(gid).map(|a| a.0)
+    /// The AH number a receive on a QP of `pd` reports for a sender of `gid`: that of an AH
+    /// of `pd` to `gid`, or none (the CQE then says unknown and carries the GID). Scoped by
+    /// the PD, as the device does: rdma-core's `test_dv_cq_ex_with_sgid` sends between two
+    /// PDs of one device and expects the receiver, whose PD has no AH, to read the sender's
+    /// GID.
+    pub(crate) fn ahn_for_gid_in_pd(&self, gid: &[u8; 16], pd: u32) -> Option<u16> {
+        self.ahs
+            .values()
+            .find(|a| a.pd == pd && a.gid == *gid)
+            .map(|a| a.ahn)
     }
     pub(crate) fn gid_for_ahn(&self, ahn: u16) -> Option<[u8; 16]> {
         self.ahns.iter().find(|(_, v)| v.0 == ahn).map(|(g, _)| *g)
