@@ -345,6 +345,16 @@ impl Cq {
         dispatch!(CqRing, &mut self.ring, r => r.poll_ready_one_net_imm(wc))
     }
 
+    /// [`Cq::poll_net_imm`] with the provider's poll of one completion inline in the caller
+    /// (on EFA its common case then makes no call; several completions are a call either
+    /// way). For uverbs' libibverbs' EFA `poll_cq` entry, itself the one out-of-line copy
+    /// every C program calls.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn poll_net_imm_inline_one(&mut self, wcs: &mut [Wc]) -> Result<usize> {
+        dispatch!(CqRing, &mut self.ring, r => r.poll_net_imm_inline_one(&self.shared, wcs))
+    }
+
     /// The CQ a provider made: the kernel object, the provider's ring, its entries.
     pub(crate) fn assemble(shared: Arc<CqShared>, ring: CqRing, cqe: u32) -> Cq {
         Cq { shared, ring, cqe }

@@ -643,9 +643,41 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut i
     unsafe { poll_cq_guarded(cq, num_entries, wc) }
 }
 
-/// `ops.poll_cq` (`ibv_poll_cq`) of an EFA context, and [`poll_cq`] past its common case:
-/// the whole poll under the guard. EFA's polls are a call into the provider either way, so
-/// its contexts get this directly (no test for rxe's step, no second call).
+/// `ops.poll_cq` (`ibv_poll_cq`) of an EFA context: [`poll_cq_guarded`] with EFA's poll of
+/// one completion inline here, so that for one completion the entry point is the provider's
+/// poll itself (one frame, as libefa's `efa_poll_cq`): no second call, no `Result` passed
+/// back through a frame. Several completions are the provider's out-of-line poll, as there.
+///
+/// The guard costs nothing on this path: the common case makes no call, and the calls it can
+/// make (the provider's out-of-line rest, the error report) only add unwind-table entries.
+pub unsafe extern "C" fn poll_cq_efa(
+    cq: *mut ibv_cq,
+    num_entries: c_int,
+    wc: *mut ibv_wc,
+) -> c_int {
+    guard("ibv_poll_cq", -libc::EIO, || {
+        if num_entries <= 0 {
+            return 0;
+        }
+        // SAFETY: a live CQ (the program's, through its context's ops).
+        let Some(c) = (unsafe { cq_mut(cq) }) else {
+            return -libc::EINVAL;
+        };
+        if wc.is_null() {
+            return -libc::EINVAL;
+        }
+        // SAFETY: the caller passes an array of `num_entries` ibv_wc (= uverbs::Wc, plain
+        // integers with no invalid values), written and not read by poll.
+        let wcs = unsafe { core::slice::from_raw_parts_mut(wc, num_entries as usize) };
+        match c.poll_net_imm_inline_one(wcs) {
+            Ok(n) => n as c_int,
+            Err(e) => poll_failed(e),
+        }
+    })
+}
+
+/// `ops.poll_cq` (`ibv_poll_cq`) past the common case of [`poll_cq`] (rxe): the whole poll
+/// under the guard.
 #[inline(never)]
 pub unsafe extern "C" fn poll_cq_guarded(
     cq: *mut ibv_cq,

@@ -6,13 +6,13 @@
 use crate::abi::verbs_context;
 
 /// Fills the tables of a new context; `rxe` chooses the poll with rxe's guard-free common
-/// step (EFA's contexts get the guarded poll directly).
+/// step, else EFA's (its one-completion poll inline in the entry point).
 pub fn fill(v: &mut verbs_context, rxe: bool) {
     let ops = &mut v.context.ops;
     ops.poll_cq = Some(if rxe {
         crate::cq::poll_cq
     } else {
-        crate::cq::poll_cq_guarded
+        crate::cq::poll_cq_efa
     });
     ops.req_notify_cq = Some(crate::cq::req_notify_cq);
     ops.post_send = Some(crate::qp::post_send);

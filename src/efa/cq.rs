@@ -240,6 +240,16 @@ impl CqOps for EfaCq {
         false
     }
 
+    /// `poll`, with [`poll_efa_one`] inline: the provider's `poll_one_fast` in the caller,
+    /// the rest out of line as there; several completions [`poll_efa`], out of line.
+    #[inline(always)]
+    fn poll_net_imm_inline_one(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+        match wcs {
+            [one] => self.poll_one_with(shared, |c| *one = wc_out::<true>(c)),
+            _ => poll_efa::<true>(shared, self, wcs),
+        }
+    }
+
     /// A cursor on the first completion, or `None`. Completions of QPs that are gone are
     /// skipped and counted, as in `poll`.
     #[inline]

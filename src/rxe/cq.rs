@@ -82,6 +82,13 @@ impl CqOps for RxeCq {
         self.cq.poll_ready_one_net_imm(wc)
     }
 
+    /// Not rxe's C entry (its `poll_cq` takes `poll_ready_one_net_imm`, then `poll`): out
+    /// of line, so the EFA entry that inlines this dispatch carries none of rxe's poll.
+    #[inline(never)]
+    fn poll_net_imm_inline_one(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+        self.poll::<true>(shared, wcs)
+    }
+
     #[inline]
     fn start_poll<'a>(&'a mut self, shared: &'a CqShared) -> Result<Option<RxeCursor<'a>>> {
         match self.cq.start_poll() {
