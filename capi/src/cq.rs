@@ -656,16 +656,15 @@ pub unsafe extern "C" fn poll_cq_efa(
     wc: *mut ibv_wc,
 ) -> c_int {
     guard("ibv_poll_cq", -libc::EIO, || {
-        if num_entries <= 0 {
-            return 0;
+        // Every refused argument in one test, answered out of line: no answer (0, EINVAL) is
+        // computed on the common path.
+        if num_entries <= 0 || cq.is_null() || wc.is_null() {
+            return poll_bad_args(num_entries);
         }
-        // SAFETY: a live CQ (the program's, through its context's ops).
+        // SAFETY: a live CQ (the program's, through its context's ops), not NULL (above).
         let Some(c) = (unsafe { cq_mut(cq) }) else {
-            return -libc::EINVAL;
+            return poll_bad_args(num_entries);
         };
-        if wc.is_null() {
-            return -libc::EINVAL;
-        }
         // SAFETY: the caller passes an array of `num_entries` ibv_wc (= uverbs::Wc, plain
         // integers with no invalid values), written and not read by poll.
         let wcs = unsafe { core::slice::from_raw_parts_mut(wc, num_entries as usize) };
@@ -703,6 +702,18 @@ pub unsafe extern "C" fn poll_cq_guarded(
             Err(e) => poll_failed(e),
         }
     })
+}
+
+/// [`poll_cq_efa`]'s answer to refused arguments, out of line: 0 for no entries asked
+/// (as rdma-core, before looking at the CQ), else EINVAL (a NULL CQ or array).
+#[cold]
+#[inline(never)]
+fn poll_bad_args(num_entries: c_int) -> c_int {
+    if num_entries <= 0 {
+        0
+    } else {
+        -libc::EINVAL
+    }
 }
 
 /// The negative errno of a failed poll (a corrupt ring), out of line.

@@ -3,6 +3,7 @@
 //! `efadv_wc_is_unsolicited`) and arming through the CQ doorbell.
 #![allow(unsafe_code)]
 
+use std::borrow::Borrow;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -182,9 +183,9 @@ impl EfaCq {
     /// inline; any other CQE goes to [`poll_one_slow`], out of line, which carries on in
     /// the same table poll. `shared` names the CQ in an error (read only then).
     #[inline(always)]
-    pub(crate) fn poll_one_with<F: FnMut(&Completion)>(
+    pub(crate) fn poll_one_with<S: Borrow<CqShared> + ?Sized, F: FnMut(&Completion)>(
         &mut self,
-        shared: &CqShared,
+        shared: &S,
         mut put: F,
     ) -> Result<usize> {
         let mut lookup = self.poller.begin_short();
@@ -243,7 +244,7 @@ impl CqOps for EfaCq {
     /// `poll`, with [`poll_efa_one`] inline: the provider's `poll_one_fast` in the caller,
     /// the rest out of line as there; several completions [`poll_efa`], out of line.
     #[inline(always)]
-    fn poll_net_imm_inline_one(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+    fn poll_net_imm_inline_one(&mut self, shared: &Arc<CqShared>, wcs: &mut [Wc]) -> Result<usize> {
         match wcs {
             [one] => self.poll_one_with(shared, |c| *one = wc_out::<true>(c)),
             _ => poll_efa::<true>(shared, self, wcs),
@@ -507,8 +508,8 @@ fn cursor_error(shared: &CqShared, e: &EfaError) -> Error {
 /// (ended when it is dropped here).
 #[cold]
 #[inline(never)]
-fn poll_one_slow<F: FnMut(&Completion)>(
-    shared: &CqShared,
+fn poll_one_slow<S: Borrow<CqShared> + ?Sized, F: FnMut(&Completion)>(
+    shared: &S,
     cq: &mut CompletionQueue,
     mut put: F,
     mut lookup: Lookup<'_, true>,
@@ -520,7 +521,7 @@ fn poll_one_slow<F: FnMut(&Completion)>(
         match r {
             Ok(n) => return Ok(n),
             Err(e) if matches!(e.error, EfaError::UnknownQp { .. }) => *stale += 1,
-            Err(e) => return Err(poll_error(&|| shared.label(), 0, &e.error)),
+            Err(e) => return Err(poll_error(&|| shared.borrow().label(), 0, &e.error)),
         }
         r = cq.poll_one_each(&mut lookup, &mut put);
     }

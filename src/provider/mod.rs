@@ -307,8 +307,13 @@ pub(crate) trait CqOps {
     fn poll_ready_one_net_imm(&mut self, wc: &mut Wc) -> bool;
     /// `poll::<true>`, its poll of one completion inline in the caller (EFA: the whole
     /// common case, no call), for a caller that is itself one provider's out-of-line entry
-    /// point (uverbs' libibverbs' EFA `poll_cq`).
-    fn poll_net_imm_inline_one(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize>;
+    /// point (uverbs' libibverbs' EFA `poll_cq`). `shared` as the `Arc`: dereferenced only
+    /// where used (an error, several completions), not ahead of the common case.
+    fn poll_net_imm_inline_one(
+        &mut self,
+        shared: &std::sync::Arc<CqShared>,
+        wcs: &mut [Wc],
+    ) -> Result<usize>;
     /// `ibv_start_poll`: a cursor on the first completion, or `None`.
     fn start_poll<'a>(&'a mut self, shared: &'a CqShared) -> Result<Option<Self::Cursor<'a>>>;
     /// `ibv_req_notify_cq`.

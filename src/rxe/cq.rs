@@ -85,7 +85,11 @@ impl CqOps for RxeCq {
     /// Not rxe's C entry (its `poll_cq` takes `poll_ready_one_net_imm`, then `poll`): out
     /// of line, so the EFA entry that inlines this dispatch carries none of rxe's poll.
     #[inline(never)]
-    fn poll_net_imm_inline_one(&mut self, shared: &CqShared, wcs: &mut [Wc]) -> Result<usize> {
+    fn poll_net_imm_inline_one(
+        &mut self,
+        shared: &std::sync::Arc<CqShared>,
+        wcs: &mut [Wc],
+    ) -> Result<usize> {
         self.poll::<true>(shared, wcs)
     }
 

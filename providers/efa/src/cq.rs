@@ -170,8 +170,9 @@ struct SubCq {
     base: usize,
     /// Entries consumed (mod 2^32); the index is `consumed & mask`.
     consumed: u32,
-    /// Phase a new entry carries at the current index.
-    phase: bool,
+    /// Phase a new entry carries at the current index, in place in word 0: [`PHASE_BIT`]
+    /// or 0 (a shorter test than a flag: no shift of the loaded word).
+    phase: u32,
 }
 
 /// A completion queue.
@@ -257,7 +258,7 @@ impl CompletionQueue {
                 .map(|i| SubCq {
                     base: i * cfg.sub_cq_depth as usize * cfg.entry_size as usize,
                     consumed: 0,
-                    phase: true,
+                    phase: PHASE_BIT,
                 })
                 .collect(),
             entry_shift: cfg.entry_size.trailing_zeros(),
@@ -427,14 +428,18 @@ impl CompletionQueue {
         lookup: &mut L,
         put: F,
     ) -> OneStep {
-        // As in `poll_one_each`.
+        // As in `poll_one_each`. The first turn's index is computed in line, not from a
+        // round-robin mask kept across the loop: the common case (the first sub-CQ visited
+        // holds the CQE) then keeps no set-up for later turns.
         let mut left = self.all_subs & lookup.sub_cqs();
-        let from = u64::MAX << (self.next_poll_idx & 63);
-        while left != 0 {
-            let on = left & from;
-            let idx = (if on != 0 { on } else { left }).trailing_zeros() as u16;
-            // `left` (not 0) is a subset of `all_subs`, whose set bits are exactly
-            // 0..num_sub_cqs (`new`), so its lowest set bit indexes `subs`.
+        if left == 0 {
+            return OneStep::Empty;
+        }
+        let mut idx = next_sub(left, self.next_poll_idx);
+        loop {
+            // `idx` is a set bit of `left` (`next_sub`, `left` not 0), a subset of
+            // `all_subs`, whose set bits are exactly 0..num_sub_cqs (`new`), so it indexes
+            // `subs`.
             // SAFETY: `idx` < `num_sub_cqs` (above).
             let taken = unsafe { self.take_entry_unchecked(idx) };
             if let Some((entry, w0)) = taken {
@@ -452,8 +457,11 @@ impl CompletionQueue {
             }
             lookup.sub_cq_empty(idx);
             left &= !(1u64 << idx);
+            if left == 0 {
+                return OneStep::Empty;
+            }
+            idx = next_sub(left, self.next_poll_idx);
         }
-        OneStep::Empty
     }
 
     /// Finishes a [`poll_one_fast`](Self::poll_one_fast) that returned
@@ -509,8 +517,7 @@ impl CompletionQueue {
         // SAFETY: `entry` is an aligned word inside the live buffer (`run`, `new`); the
         // device writes it concurrently, hence an atomic load through the raw pointer.
         let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Relaxed));
-        let phase_bit = u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24;
-        (w0 & phase_bit != 0) == sub.phase
+        w0 & PHASE_BIT == sub.phase
     }
 
     /// Takes CQEs in a row from sub-CQ `idx` (`< num_sub_cqs`) into `out`, one slot each,
@@ -545,7 +552,7 @@ impl CompletionQueue {
         let end = base.wrapping_add((self.mask as usize + 1) << shift);
         let mut entry = base.wrapping_add(((sub.consumed & self.mask) as usize) << shift);
         // The phase bit a new entry carries, in place in word 0.
-        let mut expect = if sub.phase { phase_bit } else { 0 };
+        let mut expect = sub.phase;
         // The output slots bound the run: no count of its own, no index into `out`.
         let len = out.len();
         let mut slots = out.iter_mut();
@@ -586,14 +593,14 @@ impl CompletionQueue {
                 expect ^= phase_bit;
                 // Stored here too (the run's end stores it again): a store keeps the wrap a
                 // branch taken once per `depth` CQEs instead of two selects on every CQE.
-                sub.phase = expect != 0;
+                sub.phase = expect;
             }
         }
         // One CQE consumed per slot visited (the last maybe a bad one, whose slot is left),
         // but for the one where the run found the sub-CQ empty.
         r.taken = len - slots.len() - usize::from(r.emptied);
         sub.consumed = sub.consumed.wrapping_add(r.taken as u32);
-        sub.phase = expect != 0;
+        sub.phase = expect;
         self.cc = self.cc.wrapping_add(r.taken as u16);
         r
     }
@@ -634,6 +641,14 @@ impl CompletionQueue {
             db.ring(v);
         }
     }
+}
+
+/// The sub-CQ a round robin at `next_poll_idx` visits next among `left` (not 0): the first
+/// set bit at or above `next_poll_idx`, else the lowest.
+#[inline(always)]
+fn next_sub(left: u64, next_poll_idx: u16) -> u16 {
+    let on = left & (u64::MAX << (next_poll_idx & 63));
+    (if on != 0 { on } else { left }).trailing_zeros() as u16
 }
 
 /// What [`CompletionQueue::poll_one_fast`] did.
@@ -1036,7 +1051,7 @@ impl CompletionQueue {
         // SAFETY: `entry` is an aligned word inside the live buffer (above, `new`).
         let w0 = u32::from_le(unsafe { AtomicU32::from_ptr(entry) }.load(Ordering::Acquire));
         // Word 0 is req_id (bytes 0-1), status (2), flags (3): the phase is bit 24.
-        if (w0 & (u32::from(EFA_IO_CDESC_COMMON_PHASE_MASK) << 24) != 0) != sub.phase {
+        if w0 & PHASE_BIT != sub.phase {
             return None;
         }
         // No other CQE field is read before the phase above said the entry is complete
@@ -1044,7 +1059,7 @@ impl CompletionQueue {
         mmio::dma_rmb();
         sub.consumed = sub.consumed.wrapping_add(1);
         if sub.consumed & self.mask == 0 {
-            sub.phase = !sub.phase;
+            sub.phase ^= PHASE_BIT;
         }
         self.cc = self.cc.wrapping_add(1);
         Some((entry, w0))
@@ -1250,7 +1265,7 @@ impl PollCursor<'_> {
             sub.consumed = sub.consumed.wrapping_add(taken);
             // The run ends at the wrap: the phase flips when its last slot was taken.
             if sub.consumed & mask == 0 {
-                sub.phase = !sub.phase;
+                sub.phase ^= PHASE_BIT;
             }
         }
     }
@@ -1274,7 +1289,7 @@ impl PollCursor<'_> {
         self.end = base
             .wrapping_add((cq.mask as usize + 1) << cq.entry_shift)
             .cast::<u32>();
-        self.run_phase = if sub.phase { PHASE_BIT } else { 0 };
+        self.run_phase = sub.phase;
     }
 
     /// Positions the cursor on the CQE just taken from sub-CQ `idx` (first word `w0`):

@@ -46,6 +46,7 @@ pub mod cq;
 pub mod defs;
 pub mod error;
 mod mmio;
+mod pow2;
 pub mod rq;
 pub mod sq;
 pub mod status;

@@ -68,6 +68,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{EfaError, ReqIdProblem};
+use crate::pow2::Pow2Ring;
 
 /// What the pool keeps per id (one cache line holds four).
 #[derive(Debug)]
@@ -83,11 +84,11 @@ struct Slot {
 struct Shared {
     /// Per id: its `wr_id` and whether it is posted.
     slots: Box<[Slot]>,
-    /// Free ring: cell `i & ring_mask` holds the `i`-th id ever pushed.
-    free: Box<[AtomicU16]>,
+    /// Free ring: cell `i & mask` holds the `i`-th id ever pushed (one unused cell in a
+    /// 64-bit pool).
+    free: Pow2Ring<AtomicU16>,
     /// Ids ever pushed onto the free ring (mod 2^32); written only by the completer.
     tail: AtomicU32,
-    ring_mask: u32,
     capacity: u32,
     /// Mask of the index bits of a req_id (capacity rounded up to a power of two, minus one).
     idx_mask: u16,
@@ -155,9 +156,8 @@ impl WridPool {
                 })
                 .collect(),
             // Every id starts on the free ring (cells >= capacity are never used).
-            free: (0..ring).map(|i| AtomicU16::new(i as u16)).collect(),
+            free: Pow2Ring::new(ring, |i| AtomicU16::new(i as u16)),
             tail: AtomicU32::new(capacity),
-            ring_mask: ring - 1,
             capacity,
             idx_mask,
             shifted_gen,
@@ -193,9 +193,8 @@ impl WridPool {
         }
         let shared = Arc::new(Shared {
             slots: Box::new([]),
-            free: Box::new([]),
+            free: Pow2Ring::new(1, |_| AtomicU16::new(0)),
             tail: AtomicU32::new(capacity),
-            ring_mask: 0,
             capacity,
             idx_mask: u16::MAX,
             shifted_gen: 0,
@@ -282,7 +281,7 @@ impl WridPool {
             return Some(wr_id as u16);
         }
         // Relaxed: ordered by the Acquire load of `tail_seen`.
-        let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
+        let id = s.free.at(self.head).load(Ordering::Relaxed);
         // Ids on the free ring are always < capacity (put there by `new`, or by `complete`
         // after its bounds check), so this lookup cannot fail; `get` keeps it a checked fact.
         let slot = s.slots.get(usize::from(id))?;
@@ -324,7 +323,7 @@ impl WridPool {
         }
         let s = &*self.shared;
         // Relaxed: ordered by the Acquire load of `tail_seen`.
-        let id = s.free[(self.head & s.ring_mask) as usize].load(Ordering::Relaxed);
+        let id = s.free.at(self.head).load(Ordering::Relaxed);
         // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
         let slot = s.slots.get(usize::from(id))?;
         // Relaxed: published by the Release store just below (step 1).
@@ -351,16 +350,15 @@ impl WridPool {
             return None;
         }
         let s = &*self.shared;
-        let Some(cell) = s.free.get((self.head & s.ring_mask) as usize) else {
-            // Only a 64-bit pool has no cell here (its ring is empty).
+        if s.wide {
             self.head = self.head.wrapping_add(1);
             // Release: as in `alloc_posted_64`.
             s.posted.store(self.head, Ordering::Release);
             return Some((wr_id as u16, true));
-        };
+        }
         // From here as `alloc_posted_index`. Relaxed: ordered by the Acquire load of
         // `tail_seen`.
-        let id = cell.load(Ordering::Relaxed);
+        let id = s.free.at(self.head).load(Ordering::Relaxed);
         // Free ids are < capacity (see `alloc`); `get` keeps it a checked fact.
         let slot = s.slots.get(usize::from(id))?;
         // Relaxed: published by the Release store just below (step 1).
@@ -405,10 +403,7 @@ impl WridPool {
         let free_now = self.free_for(want);
         let s = &*self.shared;
         // The cells at ring positions `head .. head + n` (n <= free), cut at the ring's end.
-        let from = s
-            .free
-            .get((self.head & s.ring_mask) as usize..)
-            .unwrap_or_default();
+        let from = s.free.tail_from(self.head);
         let cells = from.get(..want.min(free_now) as usize).unwrap_or(from);
         PostRun {
             head: &mut self.head,
@@ -438,7 +433,7 @@ impl WridPool {
             let pos = self.head.wrapping_sub(self.staged - k);
             // Relaxed: we wrote nothing here, we re-read a cell we popped; the completer
             // cannot overwrite it while it is staged (module docs).
-            let id = s.free[(pos & s.ring_mask) as usize].load(Ordering::Relaxed);
+            let id = s.free.at(pos).load(Ordering::Relaxed);
             if let Some(slot) = s.slots.get(usize::from(id)) {
                 // Release: the `wr_id` store of `alloc` happens-before a completer's Acquire
                 // load that sees `true` (step 1).
@@ -582,10 +577,7 @@ impl WridCompleter {
         // `check` found (no second bounds check).
         slot.posted.store(false, Ordering::Relaxed);
         let tail = self.tail;
-        if let Some(cell) = s.free.get((tail & s.ring_mask) as usize) {
-            // (`ring_mask` < the ring's length, so the cell always exists.)
-            cell.store(id, Ordering::Relaxed);
-        }
+        s.free.at(tail).store(id, Ordering::Relaxed);
         self.tail = tail.wrapping_add(1);
         // Release: publishes the free-ring cell written above, and our last reads of this id,
         // to the poster's Acquire load of `tail` (step 3).
