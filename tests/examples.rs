@@ -35,6 +35,10 @@ mod ud_any;
 #[path = "../examples/comp_channel.rs"]
 mod comp_channel;
 
+#[allow(dead_code)]
+#[path = "../examples/rc_dead_peer.rs"]
+mod rc_dead_peer;
+
 fn check(name: &str, r: Result<(), Box<dyn std::error::Error + Send + Sync>>) {
     let _ = NEEDS_DEVICE;
     if let Err(e) = r {
@@ -46,6 +50,12 @@ fn check(name: &str, r: Result<(), Box<dyn std::error::Error + Send + Sync>>) {
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn example_rc_write_read() {
     check("rc_write_read", rc_write_read::run());
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn example_rc_dead_peer() {
+    check("rc_dead_peer", rc_dead_peer::run());
 }
 
 #[test]

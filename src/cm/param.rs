@@ -89,7 +89,8 @@ pub struct ConnParam<'a> {
     pub initiator_depth: u8,
     /// Whether the hardware does end-to-end flow control.
     pub flow_control: u8,
-    /// Retries after a transport timeout (0..=7; connect only).
+    /// Retries after a transport timeout (0..=7; connect only). rxe treats 7 as unlimited: a
+    /// vanished peer is then never reported by the transport (see [`crate::QpAttr::retry_cnt`]).
     pub retry_count: u8,
     /// Retries after an RNR NAK (7: infinite; connect only).
     pub rnr_retry_count: u8,

@@ -242,9 +242,13 @@ pub struct QpAttr {
     pub min_rnr_timer: u8,
     /// Port (from 1).
     pub port_num: u8,
-    /// Local ACK timeout code.
+    /// Local ACK timeout code: each try waits 4.096 µs × 2^`timeout` for an acknowledgement
+    /// (0: wait for ever).
     pub timeout: u8,
-    /// Retries on timeout.
+    /// Retries on timeout (0..=7) before the send completes with `RETRY_EXC_ERR`. **rxe treats
+    /// 7 as unlimited** (`rxe_comp.c` decrements the count only when it is not 7), so on rxe a
+    /// peer that vanished is never reported by the transport with 7; use 6 or less
+    /// (docs/reliability.md, "A vanished peer").
     pub retry_cnt: u8,
     /// Retries on RNR NAK (7: infinite).
     pub rnr_retry: u8,

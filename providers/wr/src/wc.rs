@@ -76,6 +76,51 @@ impl WcStatus {
         ];
         S.get(self.0 as usize).copied().unwrap_or("unknown")
     }
+
+    /// Whether this is `WR_FLUSH_ERR`: the work request never ran because its queue was
+    /// already in the error state. It is a consequence; the completion that moved the queue
+    /// there (usually earlier, sometimes on another CQ) carries the cause.
+    pub fn is_flush(self) -> bool {
+        self == Self::WR_FLUSH_ERR
+    }
+
+    /// What the status usually means for a program, beyond its name: for the statuses a
+    /// connected QP meets when its peer or the link fails, who did what. `None` for success
+    /// and for the statuses that need no more words.
+    pub fn meaning(self) -> Option<&'static str> {
+        Some(match self {
+            Self::WR_FLUSH_ERR => {
+                "the queue was already in the error state, so this request never ran; an \
+                 earlier error completion says why"
+            }
+            Self::RETRY_EXC_ERR => {
+                "the peer stopped acknowledging: it is gone, its QP is no longer connected to \
+                 this one, or the link is down (the QP's timeout and retry_cnt set how long \
+                 that takes to notice)"
+            }
+            Self::RNR_RETRY_EXC_ERR => {
+                "the peer had no receive posted each time this send was retried (rnr_retry)"
+            }
+            Self::REM_INV_REQ_ERR => {
+                "the peer's responder refused the request: too long for its receive, an \
+                 operation its QP does not allow, or a packet sequence it could not accept"
+            }
+            Self::REM_ACCESS_ERR => {
+                "the peer refused the access: the rkey, the address range or the memory \
+                 region's rights do not allow it"
+            }
+            Self::REM_OP_ERR => "the peer could not complete the operation at its end",
+            Self::LOC_LEN_ERR => "the message does not fit the posted receive (or is too long)",
+            Self::LOC_PROT_ERR | Self::LOC_ACCESS_ERR => {
+                "a local buffer is not covered by its memory region, or the region's rights \
+                 do not allow this use"
+            }
+            Self::LOC_QP_OP_ERR => "the work request is not valid for this QP",
+            Self::BAD_RESP_ERR => "the peer answered with an unexpected response",
+            Self::FATAL_ERR => "the device failed",
+            _ => return None,
+        })
+    }
 }
 
 impl core::fmt::Display for WcStatus {
@@ -270,5 +315,19 @@ mod tests {
         );
         assert!(WcOpcode::RECV_RDMA_WITH_IMM.is_recv());
         assert!(!WcOpcode::RDMA_READ.is_recv());
+    }
+
+    #[test]
+    fn the_statuses_of_a_failed_peer_say_what_they_mean() {
+        let retry = WcStatus::RETRY_EXC_ERR.meaning().unwrap();
+        assert!(retry.contains("the peer stopped acknowledging"), "{retry}");
+        assert!(WcStatus::WR_FLUSH_ERR.is_flush());
+        assert!(WcStatus::WR_FLUSH_ERR
+            .meaning()
+            .unwrap()
+            .contains("never ran"));
+        assert!(!WcStatus::RETRY_EXC_ERR.is_flush());
+        assert_eq!(WcStatus::SUCCESS.meaning(), None);
+        assert_eq!(WcStatus(999).meaning(), None);
     }
 }
