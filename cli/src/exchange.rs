@@ -116,6 +116,22 @@ pub fn barrier(s: &mut TcpStream) -> Result<(), String> {
     Ok(())
 }
 
+/// Watches a control connection with TCP keepalives so that a peer that vanished without a
+/// word (a black hole, a cut link, a powered-off host) ends a blocking read with `ETIMEDOUT`
+/// within about `secs` seconds: probes start after a third of it, then five, spread over the
+/// rest. Nothing changes on the wire while the peer answers (probes are empty ACKs).
+pub fn keepalive(s: &TcpStream, secs: u64) -> Result<(), String> {
+    use rustix::net::sockopt;
+    let fail = |e: rustix::io::Errno| format!("Couldn't set TCP keepalive: {e}");
+    let idle = (secs / 3).max(1);
+    let intvl = (secs.saturating_sub(idle) / 5).max(1);
+    sockopt::set_socket_keepalive(s, true).map_err(fail)?;
+    sockopt::set_tcp_keepidle(s, Duration::from_secs(idle)).map_err(fail)?;
+    sockopt::set_tcp_keepintvl(s, Duration::from_secs(intvl)).map_err(fail)?;
+    sockopt::set_tcp_keepcnt(s, 5).map_err(fail)?;
+    Ok(())
+}
+
 /// rdma-core's `gid_to_wire_gid`: the 16 bytes in order as 32 lower-case hex digits.
 pub fn wire_gid(raw: &[u8; 16]) -> String {
     raw.iter().map(|b| format!("{b:02x}")).collect()

@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 #![recursion_limit = "256"]
 
+mod cause;
 mod devices;
 mod exchange;
 mod info;

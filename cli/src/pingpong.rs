@@ -97,6 +97,12 @@ pub struct Args {
     /// Validate the received buffer.
     #[arg(short = 'c', long = "chk")]
     chk: bool,
+    /// Give up after this many seconds with no completion (the peer is gone or the link is
+    /// down); 0 waits for ever. A side with sends outstanding learns sooner, from the QP's
+    /// retries.
+    #[arg(long = "peer-timeout", value_name = "SECS",
+          default_value_t = crate::cause::PEER_TIMEOUT_SECS)]
+    peer_timeout: u64,
     /// Connect to the server at this host (default: be the server).
     servername: Option<String>,
 }
@@ -438,12 +444,20 @@ fn run_on(ctx: Context, args: &Args, set: Settings) -> Result<ExitCode, Failure>
     let qpns: Vec<u32> = pp.qps.iter().map(|q| q.qp_num()).collect();
     let cq_handle = pp.cq.user_handle();
     let (mut rcnt, mut scnt) = (0u32, 0u32);
+    let mut idle = crate::cause::Idle::new(args.peer_timeout);
+    if matches!(mode, Mode::Uc | Mode::Ud) {
+        idle = idle.unreliable();
+    }
     let start = Instant::now();
     while rcnt < iters || scnt < iters {
         if let Some(ch) = &pp.channel {
-            let ev = ch
-                .get_cq_event(None)
-                .map_err(|e| Failure(format!("Failed to get cq_event: {e}")))?;
+            let ev = ch.get_cq_event(idle.remaining()).map_err(|e| {
+                if e.errno() == Some(uverbs::Errno::TIMEDOUT) {
+                    idle.failure()
+                } else {
+                    Failure(format!("Failed to get cq_event: {e}"))
+                }
+            })?;
             if ev.cq_user_handle != cq_handle {
                 return Err(Failure(format!(
                     "CQ event for unknown CQ (user handle {})",
@@ -464,14 +478,21 @@ fn run_on(ctx: Context, args: &Args, set: Settings) -> Result<ExitCode, Failure>
             }
             // Nothing came: a removed device will not send anything more.
             crate::removal::check(&pp.ctx)?;
+            idle.empty_poll()?;
         };
-        for wc in &wcs[..ne] {
+        if ne > 0 {
+            idle.progress();
+        }
+        for (k, wc) in wcs[..ne].iter().enumerate() {
             if !wc.status.is_success() {
+                // A flushed request is named only when nothing says why (crate::cause).
+                let (c, flushed) = crate::cause::cause(wc, &wcs[k + 1..ne], &mut [&mut pp.cq]);
                 return Err(Failure(format!(
-                    "Failed status {} ({}) for wr_id {}",
-                    wc.status.as_str(),
-                    wc.status.0,
-                    wc.wr_id as i32
+                    "Failed status {} ({}) for wr_id {}{}",
+                    c.status.as_str(),
+                    c.status.0,
+                    c.wr_id as i32,
+                    crate::cause::explain(&c, flushed)
                 )));
             }
             let qi = if mode == Mode::Srq {
@@ -532,6 +553,14 @@ fn run_on(ctx: Context, args: &Args, set: Settings) -> Result<ExitCode, Failure>
                 println!("invalid data in page {}", i / page);
             }
         }
+    }
+    // The peer's last send may still wait for the acknowledgement our device sends when its
+    // message arrives: on a lossy link that ACK can be lost, and a QP destroyed at once would
+    // leave the peer's retransmission unanswered until its retries run out (RETRY_EXC_ERR
+    // for a run that succeeded). Keep RC QPs one retry window longer; our device answers the
+    // retransmission on its own.
+    if matches!(mode, Mode::Rc | Mode::Srq) {
+        std::thread::sleep(RC_LINGER);
     }
     close(pp)?;
     Ok(ExitCode::SUCCESS)
@@ -825,7 +854,7 @@ fn connect(pp: &mut Pingpong, set: &Settings, my: &[Dest], rem: &[Dest]) -> Resu
         let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
         if set.mode != Mode::Uc {
             attr.timeout = 14;
-            attr.retry_cnt = 7;
+            attr.retry_cnt = crate::cause::RETRY_CNT;
             attr.rnr_retry = 7;
             attr.max_rd_atomic = 1;
             mask |= QpAttrMask::TIMEOUT
@@ -886,6 +915,10 @@ fn read_dests(sock: &mut TcpStream, n: usize) -> Result<Vec<Dest>, String> {
 }
 
 /// `pp_close_ctx`: destroys in order, reporting the first failure.
+/// How long an RC run keeps its QPs after its last completion: the peer's retry window
+/// (`timeout` 14, about 67 ms per try, times `RETRY_CNT` + 1 tries).
+const RC_LINGER: Duration = Duration::from_millis(500);
+
 fn close(pp: Pingpong) -> Result<(), Failure> {
     let Pingpong {
         qps,

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use uverbs::Context;
 
 use crate::Failure;
@@ -27,9 +28,17 @@ pub fn removed(ctx: &Context) -> Failure {
     ))
 }
 
+/// How long a failed run waits for a removal notice before reporting its own failure: the
+/// peer on the same device may learn of the removal first and close the control connection
+/// before this process's watcher has read the same uevent.
+const REMOVAL_GRACE: Duration = Duration::from_secs(1);
+
 /// `r` as the run ended; a failure after the device was removed says so (whatever step
 /// noticed first: a wait, a command, the peer leaving).
 pub fn explain<T>(r: Result<T, Failure>, ctx: &Context) -> Result<T, Failure> {
+    if r.is_err() && !ctx.is_device_removed() {
+        await_removal_notice(ctx, REMOVAL_GRACE);
+    }
     match r {
         Err(Failure(msg)) if ctx.is_device_removed() => {
             let Failure(head) = removed(ctx);
@@ -40,6 +49,23 @@ pub fn explain<T>(r: Result<T, Failure>, ctx: &Context) -> Result<T, Failure> {
         }
         r => r,
     }
+}
+
+/// Waits up to `limit` for the context's removal fd to become readable (nothing when the
+/// context is not watched).
+fn await_removal_notice(ctx: &Context, limit: Duration) {
+    let Some(fd) = ctx.removal_fd() else { return };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let Ok(limit) = Timespec::try_from(limit) else {
+        return;
+    };
+    // An error or a signal only shortens the grace: the failure is reported either way.
+    let _ = poll(&mut fds, Some(&limit));
+}
+
+/// `ETIMEDOUT` as the OS numbers it.
+fn libc_etimedout() -> i32 {
+    rustix::io::Errno::TIMEDOUT.raw_os_error()
 }
 
 /// Fails with [`removed`] once the device is removed: for the loops that spin.
@@ -67,15 +93,22 @@ pub fn barrier(s: &mut TcpStream, ctx: &Context) -> Result<(), Failure> {
                     "Couldn't sync with the peer: it closed the connection".into(),
                 ))
             }
+            // The read timeout above is EAGAIN; ETIMEDOUT is the keepalive giving up.
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
                 ) =>
             {
                 check(ctx)?;
+            }
+            Err(e) if e.raw_os_error() == Some(libc_etimedout()) => {
+                break Err(Failure(
+                    "Couldn't sync with the peer: it stopped answering on the control \
+                     connection (TCP keepalive probes unanswered: it is gone, or the link is \
+                     down); --peer-timeout sets how long that takes"
+                        .into(),
+                ))
             }
             Err(e) => break Err(fail(e)),
         }

@@ -6,8 +6,8 @@
 //! address as big-endian u64, rkey and size as big-endian u32: 16 bytes) naming it; the server
 //! RDMA READs it, SENDs "go on" (16 bytes), the client SENDs the info of its sink buffer, the
 //! server RDMA WRITEs the string back there and SENDs "done"; the client compares (`-V`).
-//! Connection parameters as rping: responder resources and initiator depth 1, retry count 7,
-//! RNR retry 7; QP with 16 send and 2 receive work requests.
+//! Connection parameters as rping: responder resources and initiator depth 1, retry count 6
+//! (rping's 7 means unlimited on rxe: `crate::cause::RETRY_CNT`), RNR retry 7; QP with 16 send and 2 receive work requests.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -28,8 +28,8 @@ const RPING_MIN_BUFSIZE: usize = 26;
 const INFO_LEN: usize = 16;
 /// How long one protocol step may take before we give up (rping waits forever).
 const STEP: Duration = Duration::from_secs(10);
-/// How long a disconnect waits for signs of a device removal before it counts as the peer's
-/// normal end (`Conn::after_disconnect`).
+/// How long a disconnect waits for signs of a device removal before it counts as the peer
+/// leaving (`Conn::after_disconnect`): a server's normal end, a client's failure.
 const DISCONNECT_SETTLE: Duration = Duration::from_millis(500);
 
 /// Options of `uverbs rping` (rping's).
@@ -187,12 +187,23 @@ impl Conn {
     /// sign of a device removal: a peer on the same device learns of it, exits, and its
     /// disconnect can reach us before rdma_cm's DEVICE_REMOVAL for our own id or the
     /// context's removal flag. So look for either for `DISCONNECT_SETTLE` before calling it
-    /// the peer's normal end; a removal fails the run naming the device.
+    /// the peer leaving; a removal fails the run naming the device.
+    /// A completion error other than a flush in that time (the send whose retries ran out,
+    /// which can come after the receives' flush) is the cause and fails the run.
     fn after_disconnect(&mut self) -> Result<Step, Failure> {
         let until = Instant::now() + DISCONNECT_SETTLE;
+        let mut wc = [Wc::default(); 1];
+        let mut flushed = 1;
         loop {
             if let Some(ctx) = self.id.context() {
                 crate::removal::check(ctx)?;
+            }
+            while self.cq.poll(&mut wc).unwrap_or(0) == 1 {
+                match wc[0].status {
+                    WcStatus::WR_FLUSH_ERR => flushed += 1,
+                    WcStatus::SUCCESS => {}
+                    _ => return Err(completion_failed(&wc[0], flushed)),
+                }
             }
             if let Some(CmEvent::DeviceRemoval) = self.id.try_get_cm_event()? {
                 return Err(cm_removed(&self.id));
@@ -214,13 +225,13 @@ impl Conn {
             if self.cq.poll(&mut wc)? == 1 {
                 let w = wc[0];
                 if w.status != WcStatus::SUCCESS {
+                    // A flush after the peer's disconnect is its normal end; one whose QP
+                    // failed first (retries exhausted) is named by that failure
+                    // (`after_disconnect` looks for it).
                     if w.status == WcStatus::WR_FLUSH_ERR {
                         return self.after_disconnect();
                     }
-                    return Err(Failure(format!(
-                        "cq completion failed status {}",
-                        w.status.0
-                    )));
+                    return Err(completion_failed(&w, 0));
                 }
                 match w.opcode {
                     WcOpcode::SEND => continue,
@@ -256,12 +267,25 @@ impl Conn {
                     }
                 }
                 if start.elapsed() > STEP {
-                    return Err(Failure(format!("no completion or event within {STEP:?}")));
+                    return Err(Failure(format!(
+                        "no completion or event within {STEP:?}: the peer stopped answering \
+                         (it is gone, or the link is down)"
+                    )));
                 }
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
     }
+}
+
+/// rping's message for a failed completion, with what the status means.
+fn completion_failed(wc: &Wc, flushed: usize) -> Failure {
+    Failure(format!(
+        "cq completion failed status {} ({}{})",
+        wc.status.0,
+        wc.status.as_str(),
+        crate::cause::explain(wc, flushed)
+    ))
 }
 
 /// The failure for an id whose device rdma_cm reports removed (`RDMA_CM_EVENT_DEVICE_REMOVAL`):
@@ -304,7 +328,7 @@ fn rping_conn_param() -> ConnParam<'static> {
     ConnParam {
         responder_resources: 1,
         initiator_depth: 1,
-        retry_count: 7,
+        retry_count: crate::cause::RETRY_CNT,
         rnr_retry_count: 7,
         ..ConnParam::default()
     }
@@ -388,14 +412,14 @@ fn client_loop(c: &mut Conn, a: &Args) -> Result<(), Failure> {
         c.send_info(&info)?;
         match c.wait()? {
             Step::Recv(_) => {}
-            Step::Disconnected => return Ok(()),
+            Step::Disconnected => return Err(server_left(ping)),
             Step::Done(op) => return Err(Failure(format!("wait for RDMA_WRITE_ADV: got {op:?}"))),
         }
         let info = info_of(c.rdma_mr.addr(), c.rdma_mr.rkey(), size as u32);
         c.send_info(&info)?;
         match c.wait()? {
             Step::Recv(_) => {}
-            Step::Disconnected => return Ok(()),
+            Step::Disconnected => return Err(server_left(ping)),
             Step::Done(op) => {
                 return Err(Failure(format!("wait for RDMA_WRITE_COMPLETE: got {op:?}")))
             }
@@ -410,6 +434,16 @@ fn client_loop(c: &mut Conn, a: &Args) -> Result<(), Failure> {
         ping += 1;
     }
     Ok(())
+}
+
+/// The server disconnected before the client's last ping: rping's server never ends a run
+/// itself, so it failed or was stopped (rping's client fails the same way, "wait for
+/// RDMA_WRITE_ADV state 10").
+fn server_left(ping: u64) -> Failure {
+    Failure(format!(
+        "the server disconnected during ping {ping}: it failed or was stopped (its own \
+         output names why), or the link to it is down"
+    ))
 }
 
 fn server(a: &Args) -> Result<ExitCode, Failure> {

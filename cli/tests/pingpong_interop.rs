@@ -20,7 +20,7 @@ mod proc;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use proc::{rdma_core_tool, uverbs_bin, Impl, Side};
+use proc::{listening, rdma_core_tool, uverbs_bin, Impl, Side};
 
 /// Time one side may take from start to exit (TCG is slow; a run takes a few seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -45,19 +45,6 @@ fn spawn(imp: Impl, mode: &str, args: &[String], role: &str) -> Side {
         Impl::RdmaCore => Command::new(rdma_core_tool(&format!("ibv_{mode}_pingpong"))),
     };
     Side::spawn(cmd, args, &format!("{role} {imp:?}"))
-}
-
-/// Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6; state 0A = LISTEN).
-fn listening(port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|s| {
-            s.lines().skip(1).any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
-            })
-        })
-    })
 }
 
 /// `(qpn, psn)` of each `local address:` or `remote address:` line, in order.

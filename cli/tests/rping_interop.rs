@@ -18,7 +18,7 @@ mod proc;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use proc::{rdma_core_tool, uverbs_bin, Impl, Side};
+use proc::{cm_listening, rdma_core_tool, uverbs_bin, Impl, Side};
 
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 const LISTEN_LIMIT: Duration = Duration::from_secs(30);
@@ -41,18 +41,6 @@ fn spawn(imp: Impl, args: &[String]) -> Side {
 fn finish(s: Side, deadline: Instant) -> (Option<i32>, String, String) {
     let f = s.finish(deadline);
     (f.code(), f.stdout, f.stderr)
-}
-
-/// Whether an rdma_cm id listens on `port` (`rdma resource show cm_id`).
-fn cm_listening(port: u16) -> bool {
-    Command::new("/usr/bin/rdma")
-        .args(["resource", "show", "cm_id"])
-        .output()
-        .is_ok_and(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| l.contains("LISTEN") && l.contains(&format!(":{port} ")))
-        })
 }
 
 /// The ping lines rping's client prints with `-v` for `count` pings of `size` bytes.

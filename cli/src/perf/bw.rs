@@ -9,6 +9,7 @@ use super::fail;
 use super::options::{Settings, Test};
 use super::poll::{data_wr, poll_or_wait};
 use super::side::{Dest, Side};
+use crate::cause::completion_failure;
 use crate::Failure;
 
 /// What a bandwidth run measured.
@@ -80,14 +81,17 @@ pub(super) fn run_bw(
             &mut side.send_cq,
             side.channel.as_ref(),
             &side.ctx,
+            &mut side.idle,
             &mut wcs,
         )?;
-        for wc in &wcs[..n] {
+        for (k, wc) in wcs[..n].iter().enumerate() {
             if !wc.status.is_success() {
-                return Err(Failure(format!(
-                    "completion with error: {} (wr_id {}, vendor_err {:#x})",
-                    wc.status, wc.wr_id, wc.vendor_err
-                )));
+                return Err(completion_failure(
+                    "completion",
+                    wc,
+                    &wcs[k + 1..n],
+                    &mut [&mut side.send_cq, &mut side.recv_cq],
+                ));
             }
             // RC completes in order: a signaled WR completes every WR before it.
             ccnt = wc.wr_id as u32 + 1;
@@ -122,18 +126,21 @@ pub(super) fn run_bw_receiver(
             &mut side.recv_cq,
             side.channel.as_ref(),
             &side.ctx,
+            &mut side.idle,
             &mut wcs,
         )?;
         if n == 0 {
             continue;
         }
         let t = *t0.get_or_insert_with(Instant::now);
-        for wc in &wcs[..n] {
+        for (k, wc) in wcs[..n].iter().enumerate() {
             if !wc.status.is_success() {
-                return Err(Failure(format!(
-                    "receive completion with error: {} (vendor_err {:#x})",
-                    wc.status, wc.vendor_err
-                )));
+                return Err(completion_failure(
+                    "receive completion",
+                    wc,
+                    &wcs[k + 1..n],
+                    &mut [&mut side.recv_cq, &mut side.send_cq],
+                ));
             }
         }
         rcnt += n as u32;

@@ -30,6 +30,7 @@ pub(super) fn run_send_lat(
                 &mut side.recv_cq,
                 side.channel.as_ref(),
                 &side.ctx,
+                &mut side.idle,
                 &mut wc,
                 "receive",
             )?;
@@ -46,6 +47,7 @@ pub(super) fn run_send_lat(
                 &mut side.send_cq,
                 side.channel.as_ref(),
                 &side.ctx,
+                &mut side.idle,
                 &mut wc,
                 "send",
             )?;
@@ -89,9 +91,11 @@ pub(super) fn run_write_lat(
                     .read(size - 1, &mut last)
                     .map_err(fail("reading the buffer"))?;
                 if last[0] == want {
+                    side.idle.progress();
                     break;
                 }
                 crate::removal::check(&side.ctx)?;
+                side.idle.empty_poll()?;
             }
         }
         if scnt < set.iters {
@@ -109,6 +113,7 @@ pub(super) fn run_write_lat(
                 &mut side.send_cq,
                 side.channel.as_ref(),
                 &side.ctx,
+                &mut side.idle,
                 &mut wc,
                 "RDMA write",
             )?;
@@ -143,6 +148,7 @@ pub(super) fn run_read_lat(
             &mut side.send_cq,
             side.channel.as_ref(),
             &side.ctx,
+            &mut side.idle,
             &mut wc,
             "RDMA read",
         )?;

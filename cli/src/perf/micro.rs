@@ -102,7 +102,7 @@ pub fn run(ctx: Context, set: &Settings, json: bool) -> Result<ExitCode, Failure
             a.qp.post_send(&[wr]).map_err(fail("Couldn't post send"))?;
         }
         post_one += t.elapsed();
-        poll_one(&mut a.send_cq, None, &a.ctx, &mut wc1, "write")?;
+        poll_one(&mut a.send_cq, None, &a.ctx, &mut a.idle, &mut wc1, "write")?;
         for (i, w) in list.iter_mut().enumerate() {
             *w = if i + 1 == LIST { one.signaled() } else { one };
         }
@@ -112,7 +112,7 @@ pub fn run(ctx: Context, set: &Settings, json: bool) -> Result<ExitCode, Failure
         }
         post_list += t.elapsed();
         for _ in 0..ROUND as usize / LIST {
-            poll_one(&mut a.send_cq, None, &a.ctx, &mut wc1, "write")?;
+            poll_one(&mut a.send_cq, None, &a.ctx, &mut a.idle, &mut wc1, "write")?;
         }
         let _ = r;
     }

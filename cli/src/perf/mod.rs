@@ -102,6 +102,10 @@ fn run_on(ctx: Context, args: &Args) -> Result<ExitCode, Failure> {
     };
     let mut sock = sock.map_err(Failure)?;
     let _ = sock.set_nodelay(true);
+    if args.peer_timeout > 0 {
+        exchange::keepalive(&sock, args.peer_timeout).map_err(Failure)?;
+    }
+    side.idle = crate::cause::Idle::new(args.peer_timeout);
     sock.write_all(my.to_line().as_bytes())
         .map_err(fail("Couldn't send the local address"))?;
     let rem = Dest::from_line(

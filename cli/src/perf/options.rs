@@ -118,6 +118,12 @@ pub struct Args {
     /// Always busy-poll (perftest's default), also where `-e` is our default.
     #[arg(long = "busy-poll")]
     pub(super) busy_poll: bool,
+    /// Give up after this many seconds with no completion and no word from the peer (it is
+    /// gone or the link is down); 0 waits for ever. The control connection is watched with TCP
+    /// keepalives over the same time.
+    #[arg(long = "peer-timeout", value_name = "SECS",
+          default_value_t = crate::cause::PEER_TIMEOUT_SECS)]
+    pub(super) peer_timeout: u64,
     /// Print the result as one JSON object instead of the table.
     #[arg(long = "json")]
     pub(super) json: bool,

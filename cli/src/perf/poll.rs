@@ -7,6 +7,7 @@ use uverbs::{CompChannel, Context, Cq, SendWr, Sge, Wc, WrOp};
 
 use super::fail;
 use super::options::Settings;
+use crate::cause::{completion_failure, Idle};
 use crate::Failure;
 
 /// How long a `-e` wait may take before the run is declared stuck.
@@ -25,16 +26,19 @@ pub(super) fn poll_or_wait(
     cq: &mut Cq,
     ch: Option<&CompChannel>,
     ctx: &Context,
+    idle: &mut Idle,
     wcs: &mut [Wc],
 ) -> Result<usize, Failure> {
     let n = cq
         .poll(wcs)
         .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
     if n > 0 {
+        idle.progress();
         return Ok(n);
     }
     let Some(ch) = ch else {
         crate::removal::check(ctx)?;
+        idle.empty_poll()?;
         return Ok(0);
     };
     cq.req_notify(false)
@@ -43,18 +47,29 @@ pub(super) fn poll_or_wait(
         .poll(wcs)
         .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
     if n > 0 {
+        idle.progress();
         return Ok(n);
     }
-    ch.get_cq_event(Some(EVENT_WAIT)).map_err(|e| {
-        if e.is_device_removed() {
-            crate::removal::removed(ctx)
-        } else {
-            Failure(format!("Failed to get a CQ event: {e}"))
-        }
-    })?;
+    // With `--peer-timeout`, the wait lasts what is left of it; without, EVENT_WAIT.
+    let limited = idle.remaining();
+    ch.get_cq_event(Some(limited.unwrap_or(EVENT_WAIT)))
+        .map_err(|e| {
+            if e.is_device_removed() {
+                crate::removal::removed(ctx)
+            } else if limited.is_some() && e.errno() == Some(uverbs::Errno::TIMEDOUT) {
+                idle.failure()
+            } else {
+                Failure(format!("Failed to get a CQ event: {e}"))
+            }
+        })?;
     EVENT_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    cq.poll(wcs)
-        .map_err(|e| Failure(format!("poll CQ failed: {e}")))
+    let n = cq
+        .poll(wcs)
+        .map_err(|e| Failure(format!("poll CQ failed: {e}")))?;
+    if n > 0 {
+        idle.progress();
+    }
+    Ok(n)
 }
 
 /// Polls until one completion arrives; a failed one is an error naming its status.
@@ -63,17 +78,21 @@ pub(super) fn poll_one(
     cq: &mut Cq,
     ch: Option<&CompChannel>,
     ctx: &Context,
+    idle: &mut Idle,
     wc: &mut [Wc; 1],
     what: &str,
 ) -> Result<(), Failure> {
     loop {
-        let n = poll_or_wait(cq, ch, ctx, wc)?;
+        let n = poll_or_wait(cq, ch, ctx, idle, wc)?;
         if n == 1 {
             if !wc[0].status.is_success() {
-                return Err(Failure(format!(
-                    "{what} completion with error: {} (wr_id {}, vendor_err {:#x})",
-                    wc[0].status, wc[0].wr_id, wc[0].vendor_err
-                )));
+                let first = wc[0];
+                return Err(completion_failure(
+                    &format!("{what} completion"),
+                    &first,
+                    &[],
+                    &mut [cq],
+                ));
             }
             return Ok(());
         }

@@ -9,6 +9,7 @@ use uverbs::{
 
 use super::fail;
 use super::options::Settings;
+use crate::cause::Idle;
 use crate::{exchange, Failure};
 
 /// Everything one side owns. Fields drop in order: QP, CQs, MR, PD, context.
@@ -21,6 +22,8 @@ pub(super) struct Side {
     pub(super) mr: Mr,
     pub(super) pd: Pd,
     pub(super) ctx: Context,
+    /// The quiet the run tolerates (`--peer-timeout`; none until the run sets it).
+    pub(super) idle: Idle,
 }
 
 /// One side's address as exchanged over TCP.
@@ -125,6 +128,7 @@ pub(super) fn setup(ctx: Context, set: &Settings) -> Result<Side, Failure> {
         mr,
         pd,
         ctx,
+        idle: Idle::new(0),
     })
 }
 
@@ -188,7 +192,7 @@ pub(super) fn connect_qp(
     attr.qp_state = QpState::Rts;
     attr.sq_psn = my.psn;
     attr.timeout = 14;
-    attr.retry_cnt = 7;
+    attr.retry_cnt = crate::cause::RETRY_CNT;
     attr.rnr_retry = 7;
     attr.max_rd_atomic = set.outs as u8;
     side.qp
@@ -213,6 +217,7 @@ pub(super) fn close(side: Side) -> Result<(), Failure> {
         mr,
         pd,
         ctx,
+        idle: _,
     } = side;
     qp.destroy().map_err(fail("Couldn't destroy QP"))?;
     send_cq.destroy().map_err(fail("Couldn't destroy CQ"))?;

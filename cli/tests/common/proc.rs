@@ -34,6 +34,31 @@ pub fn rdma_core_tool(name: &str) -> PathBuf {
     p
 }
 
+/// Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6; state 0A = LISTEN).
+pub fn listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|s| {
+            s.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+/// Whether an rdma_cm id listens on `port` (`rdma resource show cm_id`).
+pub fn cm_listening(port: u16) -> bool {
+    Command::new("/usr/bin/rdma")
+        .args(["resource", "show", "cm_id"])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.contains("LISTEN") && l.contains(&format!(":{port} ")))
+        })
+}
+
 /// A running side: the child and the threads collecting its output.
 pub struct Side {
     pub what: String,
