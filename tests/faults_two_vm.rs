@@ -20,6 +20,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use common::two_vm::{self, gid_hex, parse_gid, say};
 use uverbs::{
     AccessFlags, Cq, Gid, Qp, QpAttrMask, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc,
     WcOpcode, WcStatus,
@@ -39,19 +40,6 @@ const ERROR_DEADLINE: Duration = Duration::from_secs(60);
 /// gives up, about 2 s after the last ACK.
 const QP_TIMEOUT: u8 = 17;
 const QP_RETRY_CNT: u8 = 3;
-
-fn gid_hex(g: &Gid) -> String {
-    g.raw.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn parse_gid(s: &str) -> Gid {
-    assert_eq!(s.len(), 32, "GID {s:?}");
-    let mut g = Gid::default();
-    for (i, b) in g.raw.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex GID");
-    }
-    g
-}
 
 fn write_info(stream: &TcpStream, qpn: u32, gid: &Gid) {
     let mut w = stream;
@@ -97,29 +85,11 @@ fn pattern(seq: u64, j: usize) -> u8 {
     (seq as u8).wrapping_mul(31).wrapping_add(j as u8)
 }
 
-/// Writes a line straight to fd 1, past libtest's capture: the harness reads the console.
-fn say(msg: &str) {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "\n{msg}").unwrap();
-    out.flush().unwrap();
-}
-
-fn role() -> (String, String) {
-    let role = std::env::var("UVERBS_TWO_VM_ROLE").unwrap_or_else(|_| {
-        panic!(
-            "UVERBS_TWO_VM_ROLE is not set: this test runs in the two-VM section of \
-             `cargo xtask test` (or `cargo xtask pingpong2`), which sets it"
-        )
-    });
-    let peer =
-        std::env::var("UVERBS_TWO_VM_PEER").expect("UVERBS_TWO_VM_PEER (the peer's address)");
-    (role, peer)
-}
-
 #[test]
 #[ignore = "needs two VMs joined by a link: runs in the two-VM section of cargo xtask test"]
 fn link_cut_mid_stream_gives_retry_exceeded() {
-    let (role, peer) = role();
+    let (role, peer) =
+        two_vm::role("the two-VM section of `cargo xtask test` (or `cargo xtask pingpong2`)");
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(256, None, 0).unwrap();

@@ -11,6 +11,7 @@ pub mod efa;
 pub mod leaks;
 pub mod pair;
 pub mod rc;
+pub mod two_vm;
 
 use uverbs::{Context, Device, Driver, Pd, Srq, SrqAttr, SrqAttrMask};
 

@@ -150,6 +150,7 @@ impl Harness {
             link_actions: Vec::new(),
             timeout,
             echo,
+            abort: None,
         };
         let run = vm::run(&cfg);
         let _ = std::fs::remove_file(&initrd);
@@ -222,6 +223,11 @@ impl Harness {
                 _ => Vec::new(),
             }
         };
+        // A stalled NIC in either VM voids the pair's run: both stop at once.
+        let abort = vm::Abort {
+            pattern: vm::NIC_STALL,
+            flag: Default::default(),
+        };
         let actions_a = actions(&qmp_a, "VM A", &qmp_b, "VM B");
         let actions_b = actions(&qmp_b, "VM B", &qmp_a, "VM A");
         let cfg = |name: &str, kernel: Kernel, initrd: PathBuf, ports: (u16, u16), mac: &str| {
@@ -250,15 +256,27 @@ impl Harness {
                 qmp: None,
                 link_actions: Vec::new(),
                 timeout,
+                abort: Some(abort.clone()),
             }
         };
         let mut ca = cfg("A", ka, ia.clone(), (pa, pb), "52:54:00:99:01:01");
         (ca.qmp, ca.link_actions) = (qmp_a.clone(), actions_a);
         let mut cb = cfg("B", kb, ib.clone(), (pb, pa), "52:54:00:99:01:02");
         (cb.qmp, cb.link_actions) = (qmp_b.clone(), actions_b);
+        // A guest that died (a kernel panic) leaves its peer's remaining steps waiting for
+        // nobody: stop the peer too.
+        let run_one = |cfg: &VmConfig| {
+            let r = vm::run(cfg);
+            if let (Ok(run), Some(a)) = (&r, &cfg.abort) {
+                if matches!(run.outcome, vm::Outcome::Died(_)) {
+                    a.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            r
+        };
         let (ra, rb) = std::thread::scope(|s| {
-            let ta = s.spawn(|| vm::run(&ca));
-            let tb = s.spawn(|| vm::run(&cb));
+            let ta = s.spawn(|| run_one(&ca));
+            let tb = s.spawn(|| run_one(&cb));
             (ta.join(), tb.join())
         });
         let _ = std::fs::remove_file(&ia);

@@ -5,8 +5,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::kernel::{Arch, Kernel};
@@ -72,7 +73,21 @@ pub struct VmConfig {
     /// Hard limit for the whole run, boot included.
     pub timeout: Duration,
     pub echo: Echo,
+    /// Stop the run when a console line shows this fault (shared by a pair of VMs).
+    pub abort: Option<Abort>,
 }
+
+/// A fault of the emulator seen on a VM's console that makes the rest of a run meaningless
+/// (a virtio-net transmit queue stalled for good: `NETDEV WATCHDOG`): the VM that prints
+/// `pattern` raises `flag`, and every VM sharing the flag is stopped within a second.
+#[derive(Clone, Debug)]
+pub struct Abort {
+    pub pattern: &'static str,
+    pub flag: Arc<AtomicBool>,
+}
+
+/// The console line of a stalled virtio-net transmit queue (the guest's netdev watchdog).
+pub const NIC_STALL: &str = "NETDEV WATCHDOG";
 
 /// One payload step's result (see the marker protocol in [`crate::guest`]).
 #[derive(Debug, Clone, Default)]
@@ -97,6 +112,8 @@ pub enum Outcome {
     TimedOut { secs: u64, in_step: Option<String> },
     /// The guest vanished after boot without reporting an exit status (kernel panic, qemu crash).
     Died(String),
+    /// Stopped on an emulator fault ([`Abort`]): this VM's console line, or the other VM's.
+    Aborted(String),
 }
 
 #[derive(Debug)]
@@ -148,6 +165,10 @@ impl Run {
                     .unwrap_or_default()
             ),
             Outcome::Died(why) => format!("VM {}: GUEST DIED: {why}{log}", self.label),
+            Outcome::Aborted(why) => format!(
+                "VM {}: STOPPED ON AN EMULATOR FAULT: {why}{log}",
+                self.label
+            ),
         }
     }
 
@@ -495,6 +516,7 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
     let hard_deadline = start + cfg.timeout;
     let mut timed_out = false;
     let mut exit_seen_at: Option<Instant> = None;
+    let mut aborted: Option<String> = None;
     loop {
         let deadline = match (w.booted, exit_seen_at) {
             // After the exit (or boot-failed) marker qemu should be gone within seconds (poweroff -f).
@@ -502,9 +524,37 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
             (None, None) => hard_deadline.min(start + BOOT_TIMEOUT),
             (Some(_), None) => hard_deadline,
         };
+        if let Some(a) = &cfg.abort {
+            if aborted.is_none() && a.flag.load(Ordering::SeqCst) {
+                aborted = Some(
+                    "the other VM of the pair stopped (an emulator fault, or its guest died)"
+                        .into(),
+                );
+                kill(&mut child);
+                break;
+            }
+        }
+        // With an abort flag to watch, wake at least once a second.
         let wait = deadline.saturating_duration_since(Instant::now());
+        let wait = if cfg.abort.is_some() {
+            wait.min(Duration::from_secs(1))
+        } else {
+            wait
+        };
         match rx.recv_timeout(wait) {
             Ok(Line::Serial(l)) => {
+                if let Some(a) = cfg.abort.as_ref().filter(|a| l.contains(a.pattern)) {
+                    a.flag.store(true, Ordering::SeqCst);
+                    let _ = writeln!(w.log, "{l}");
+                    println!("{}{l}", cfg.echo.prefix);
+                    aborted = Some(format!(
+                        "its console said `{}`: the emulator stopped sending what the guest \
+                         transmits, so the rest of the run is void (not a uverbs result)",
+                        l.trim()
+                    ));
+                    kill(&mut child);
+                    break;
+                }
                 w.serial(&l);
                 if (w.exit.is_some() || w.boot_failed.is_some()) && exit_seen_at.is_none() {
                     exit_seen_at = Some(Instant::now());
@@ -517,6 +567,7 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
                     qemu_errors.push(l);
                 }
             }
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if exit_seen_at.is_none() {
                     timed_out = true;
@@ -534,7 +585,9 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
     } else {
         w.tail.iter().cloned().collect::<Vec<_>>().join("\n    ")
     };
-    let outcome = if let Some(code) = w.exit {
+    let outcome = if let Some(why) = aborted {
+        Outcome::Aborted(why)
+    } else if let Some(code) = w.exit {
         Outcome::Exited(code)
     } else if let Some(why) = &w.boot_failed {
         Outcome::BootFailed(format!("guest set-up failed: {why}"))
