@@ -59,6 +59,8 @@ pub const VIRTIO_NET_MODULES: &[&str] = &[
     "virtio_pci_legacy_dev",
     "virtio_pci",
     "virtio_net",
+    // tc netem for the lossy-link runs (crate::lossy).
+    "sch_netem",
 ];
 
 /// rdma-core, perftest and iproute2 programs copied into the VM (at `/usr/bin/<name>`).
@@ -79,6 +81,7 @@ pub const HOST_TOOLS: &[&str] = &[
     "ib_atomic_bw",
     "ip",
     "rdma",
+    "tc",
 ];
 
 /// rdmacm-utils: the rdma_cm peers of `uverbs::cm` (tests/cm*.rs, cli/tests/rping_interop.rs).

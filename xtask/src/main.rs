@@ -15,6 +15,7 @@ mod guest;
 mod harness;
 mod kernel;
 mod libtest;
+mod lossy;
 mod miri;
 mod prereq;
 mod selftest;
@@ -36,8 +37,8 @@ commands:
   test                 everything CI runs: prerequisites, fmt, clippy, host tests, then the
                        test executables and the harness self-test in a VM on each kernel
                        (6.1 and 6.12), the aarch64 steps (providers' tests under qemu-user,
-                       the arm64 6.12 VM), a two-VM ibv_rc_pingpong, and capi-vm (below)
-                       on both kernels; prints a summary
+                       the arm64 6.12 VM), a two-VM ibv_rc_pingpong, the lossy-link pair
+                       (below), and capi-vm (below) on both kernels; prints a summary
   demo                 boot the 6.12 VM and show rdma-core's and our view of its rxe device
   selftest [--kernel K]
                        the harness self-test alone (rxe device, ibv_rc_pingpong, and that a
@@ -67,6 +68,18 @@ commands:
                        libibverbs.a. Fails if a test passing on rdma-core fails on uverbs.
                        --rdma-core-as-uverbs checks the harness: rdma-core's own
                        libibverbs.so.1/libefa.so.1 stand in for ours
+  lossy [--black-hole] [--rdma-core-black-hole] [--nak-hunt N]
+                       two VMs (6.1 and 6.12) with tc netem on the link (loss, duplication,
+                       reordering): every tool both ways, ours and rdma-core's, data
+                       checked; the library's RC/UC/UD/SRQ paths; then, in both pairings,
+                       a black hole under pingpong rc, perf write-bw and rping, and a
+                       flapping link (--black-hole: those alone): both
+                       sides must end within 30 s naming the cause, a 100 ms outage must be
+                       survived, and a new pair runs after it. --rdma-core-black-hole
+                       also black-holes ibv_rc_pingpong (it retries for ever; killing it
+                       then has crashed 6.12's rxe). --nak-hunt N instead runs perf
+                       write-bw N times each way on a worse link with rxe's responder
+                       traced, and counts the runs ending on a remote invalid request NAK
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -233,6 +246,40 @@ fn dispatch(args: &[String]) -> Result<bool> {
             // The link-cut fault test runs last in both VMs (tests/faults_two_vm.rs).
             let exe = testrun::build_one_test_exe(selftest::LINK_CUT_EXE)?;
             selftest::two_vm_pingpong(&mut h, Some(&exe)).map(|r| r.passed())
+        }
+        "lossy" => {
+            prereq::ensure()?;
+            let mut h = harness::Harness::new(Some(harness::build_uverbs_cli()?));
+            let mut scope = lossy::Scope {
+                lossy: true,
+                rdma_core_black_hole: false,
+            };
+            let mut hunt = None;
+            let mut it = rest.iter();
+            while let Some(o) = it.next() {
+                match o.as_str() {
+                    "--black-hole" => scope.lossy = false,
+                    "--rdma-core-black-hole" => scope.rdma_core_black_hole = true,
+                    "--nak-hunt" => {
+                        hunt = Some(
+                            it.next()
+                                .and_then(|n| n.parse::<u32>().ok())
+                                .ok_or_else(|| err!("--nak-hunt takes a number of runs"))?,
+                        )
+                    }
+                    _ => {
+                        return Err(err!(
+                            "`cargo xtask lossy` takes --black-hole, --rdma-core-black-hole \
+                             and --nak-hunt N"
+                        ))
+                    }
+                }
+            }
+            if let Some(runs) = hunt {
+                return lossy::hunt(&mut h, runs).map(|r| r.passed());
+            }
+            let exe = testrun::build_one_test_exe(lossy::LIBRARY_EXE)?;
+            lossy::run(&mut h, Some(&exe), scope).map(|r| r.passed())
         }
         "kernels" => {
             for s in Series::ALL {

@@ -165,6 +165,16 @@ fn print_overall_inner(reports: &[Report]) -> (bool, Vec<String>) {
     if !not_run.is_empty() {
         println!("not run anywhere: {}", not_run.join(", "));
     }
+    // The failures again, a line each, last: a log's tail then says what failed.
+    for r in reports {
+        for i in &r.items {
+            if let State::Failed(why) = &i.state {
+                let first = why.lines().next().unwrap_or("");
+                let short: String = first.chars().take(160).collect();
+                println!("failed: {} ({}): {short}", i.name, r.title);
+            }
+        }
+    }
     println!("overall: {p} passed, {f} failed, {s} skipped");
     (f == 0, not_run.into_iter().map(str::to_string).collect())
 }
@@ -825,6 +835,24 @@ pub fn full() -> Result<bool> {
     )?);
     timings.push(format!(
         "two-VM pingpong: {:.0} s",
+        t.elapsed().as_secs_f64()
+    ));
+
+    let t = Instant::now();
+    let lossy_exe = exes
+        .iter()
+        .find(|e| e.two_vm_target && e.display.contains(crate::lossy::LIBRARY_EXE))
+        .map(|e| e.path.clone());
+    reports.push(crate::lossy::run(
+        &mut h,
+        lossy_exe.as_deref(),
+        crate::lossy::Scope {
+            lossy: true,
+            rdma_core_black_hole: false,
+        },
+    )?);
+    timings.push(format!(
+        "lossy link and black hole: {:.0} s",
         t.elapsed().as_secs_f64()
     ));
 
