@@ -59,8 +59,13 @@ pub const VIRTIO_NET_MODULES: &[&str] = &[
     "virtio_pci_legacy_dev",
     "virtio_pci",
     "virtio_net",
-    // tc netem for the lossy-link runs (crate::lossy).
+    // tc for the lossy-link runs (crate::lossy): netem; the prio qdisc and u32 filter that
+    // give RoCE acknowledgements their own netem, and the token bucket (the NAK reproduction,
+    // tests/nak_two_vm.rs, and the NAK hunt).
     "sch_netem",
+    "sch_prio",
+    "cls_u32",
+    "sch_tbf",
 ];
 
 /// rdma-core, perftest and iproute2 programs copied into the VM (at `/usr/bin/<name>`).

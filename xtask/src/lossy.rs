@@ -4,7 +4,7 @@
 //! - **Lossy link**: `tc netem` on both `eth0`s ([`LOSSY`]: loss, duplication, reordering with
 //!   delay). Every tool, ours and rdma-core's side by side, runs in both directions
 //!   (server in A then in B): `pingpong rc -c` and `srq -c` with data checked, `perf
-//!   write-bw` (twice: the run that once met a remote invalid request NAK), `send-bw`,
+//!   write-bw` (the run that once met a remote invalid request NAK), `send-bw`,
 //!   `read-bw`, `send-lat`, `write-lat`, `read-lat`, and `rping -V`: each must exit 0 with
 //!   its data checked. `pingpong uc -c` and `ud -c` (which never resend a lost message) must
 //!   either complete with their data checked or end on their 5 s peer timeout naming the
@@ -18,7 +18,12 @@
 //!   rdma-core's `ibv_rc_pingpong` runs the same way with `--rdma-core-black-hole`, server in
 //!   A, for the table in docs/reliability.md (reported, not judged: it has no limit and
 //!   waits for ever). Then the link flaps (100 ms: survived; 3 s: both sides fail naming
-//!   it), in both pairings too. The link heals, a new pair runs, and no QP is left.
+//!   it), in both pairings too.
+//! - **The remote invalid request NAK**, reproduced (tests/nak_two_vm.rs): the link shaped so
+//!   that rxe's requester resends an uncompleted write from past its end, with the responder
+//!   in A and then in B.
+//!
+//! The link heals, a new pair runs, and no QP is left.
 //!
 //! The VMs' steps are not synchronised: each client reruns while its server, in the other
 //! VM, does not listen yet (`lossy_client.sh`), and only then.
@@ -58,6 +63,15 @@ const LOSSY_SH: &str = r#"
 # The black-hole phase's link speed (why: LOSSY_SH in xtask/src/lossy.rs).
 RATE="rate 100mbit"
 NOT_LISTENING="Couldn't connect to [0-9]|Unable to init the socket connection|Connection refused|REJECTED|rejected|UNREACHABLE"
+# split_acks DATA ACKS: eth0's egress with RoCE acknowledgements (UDP port 4791, BTH opcode
+# 0x11 at byte 28 of the IP packet) through `netem ACKS` and everything else through `netem DATA`.
+split_acks() {
+    /usr/bin/tc qdisc replace dev eth0 root handle 1: prio bands 2 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
+    /usr/bin/tc qdisc add dev eth0 parent 1:1 handle 10: netem $2 &&
+    /usr/bin/tc qdisc add dev eth0 parent 1:2 handle 20: netem $1 &&
+    /usr/bin/tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u8 0x11 0xff at 28 flowid 1:1 &&
+    /usr/bin/tc -s qdisc show dev eth0
+}
 counters() { for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do v=$(cat $f); [ "$v" != 0 ] && echo "rxe counter ${f##*/} $v"; done; }
 start_bg() {
     log=$1; limit=$2; run=$3; peer=$4; shift 4
@@ -196,7 +210,7 @@ fn lossy_pairs() -> Vec<(&'static str, String, String, Check)> {
         "{} -c -s 512 -n 20 --peer-timeout 5",
         ours("pingpong ud", 18_632)
     );
-    let wbw = |port| perf("write-bw", "-s 4096 -n 3000", port);
+    let wbw = perf("write-bw", "-s 4096 -n 3000", 18_614);
     let sbw = perf("send-bw", "-s 4096 -n 1000", 18_634);
     let rbw = perf("read-bw", "-s 4096 -n 1000", 18_635);
     let wlat = perf("write-lat", "-n 300", 18_633);
@@ -231,8 +245,7 @@ fn lossy_pairs() -> Vec<(&'static str, String, String, Check)> {
             pp_ud,
             Check::Unreliable,
         ),
-        ("write-bw-uverbs-1", wbw(18_614), wbw(18_614), Check::Perf),
-        ("write-bw-uverbs-2", wbw(18_615), wbw(18_615), Check::Perf),
+        ("write-bw-uverbs", wbw.clone(), wbw, Check::Perf),
         ("write-bw-perftest", ib_wbw.clone(), ib_wbw, Check::Perf),
         ("send-bw-uverbs", sbw.clone(), sbw, Check::Perf),
         ("read-bw-uverbs", rbw.clone(), rbw, Check::Perf),
@@ -282,12 +295,15 @@ const FLAPS: [(&str, u32, u16); 2] = [("flap-100ms", 100, 18_624), ("flap-3s", 3
 fn black_hole_steps(
     scope: Scope,
 ) -> impl Iterator<Item = (bool, &'static str, &'static str, &'static str, bool)> {
-    [true, false].into_iter().flat_map(move |ab| {
-        BLACK_HOLE_PAIRS
-            .into_iter()
-            .filter(move |(_, _, _, ours)| *ours || (ab && scope.rdma_core_black_hole))
-            .map(move |(n, s, c, ours)| (ab, n, s, c, ours))
-    })
+    [true, false]
+        .into_iter()
+        .filter(move |_| scope.holes)
+        .flat_map(move |ab| {
+            BLACK_HOLE_PAIRS
+                .into_iter()
+                .filter(move |(_, _, _, ours)| *ours || (ab && scope.rdma_core_black_hole))
+                .map(move |(n, s, c, ours)| (ab, n, s, c, ours))
+        })
 }
 
 /// Which direction a step runs: `ab` has its server in A and its client in B.
@@ -300,6 +316,21 @@ pub const LIBRARY_EXE: &str = "lossy_two_vm";
 const LIBRARY_TEST: &str =
     "lossy_link_rc_delivers_everything_once_and_uc_ud_never_a_partial_message";
 
+/// The NAK reproduction (tests/nak_two_vm.rs): its target and its test.
+pub const NAK_EXE: &str = "nak_two_vm";
+const NAK_TEST: &str =
+    "rxe_requester_resends_an_uncompleted_write_as_zero_length_and_draws_the_invalid_request_nak";
+
+/// The test executables a run ships, built for the VM (`None`: it did not build, which fails
+/// its items).
+#[derive(Clone, Copy)]
+pub struct Exes<'a> {
+    /// tests/lossy_two_vm.rs.
+    pub library: Option<&'a std::path::Path>,
+    /// tests/nak_two_vm.rs.
+    pub nak: Option<&'a std::path::Path>,
+}
+
 /// The library test's steps: (step name, whether A receives).
 const LIBRARY_STEPS: [(&str, bool); 2] = [("library-b-sends", true), ("library-a-sends", false)];
 
@@ -308,13 +339,16 @@ const LIBRARY_STEPS: [(&str, bool); 2] = [("library-b-sends", true), ("library-a
 pub struct Scope {
     /// The lossy-link steps (false: the black hole and the flaps alone).
     pub lossy: bool,
+    /// The black holes and the flapping link.
+    pub holes: bool,
     /// Also black-hole rdma-core's `ibv_rc_pingpong` (not in `cargo xtask test`: it retries
     /// for ever, and killing it then crashed 6.12's rxe, see docs/reliability.md).
     pub rdma_core_black_hole: bool,
 }
 
 /// The two payload scripts (A, B).
-fn scripts(library: bool, scope: Scope) -> (String, String) {
+fn scripts(exes: Exes<'_>, scope: Scope) -> (String, String) {
+    let library = exes.library.is_some();
     let lossy = scope.lossy;
     let prelude = format!(
         "rc=0\nGID=$(roce_v2_ipv4_gid rxe0) || exit 1\n\
@@ -397,7 +431,7 @@ fn scripts(library: bool, scope: Scope) -> (String, String) {
     }
     // A link that flaps: down for less than the retry window (7 tries of about 67 ms), the
     // run recovers; for 3 s, it fails naming the cause. Both pairings, as above.
-    for ab in [true, false] {
+    for ab in [true, false].into_iter().filter(|_| scope.holes) {
         let (srv, cli, addr) = if ab {
             (&mut a, &mut b, A_ADDR)
         } else {
@@ -412,6 +446,38 @@ fn scripts(library: bool, scope: Scope) -> (String, String) {
             cli.push_str(&format!(
                 "step {step} 200 /lib/uverbs/flap_client.sh {ms} {addr} {tool} {addr}\n"
             ));
+        }
+    }
+    // The invalid request NAK reproduced (tests/nak_two_vm.rs), with the responder in A and
+    // then in B, so that both kernels' requesters are shown. rxe is traced meanwhile (the
+    // console keeps its log level but for that).
+    if exes.nak.is_some() {
+        for s in [&mut a, &mut b] {
+            s.push_str(
+                "step nak-trace-on 30 sh -c 'mount -t debugfs none /sys/kernel/debug 2>/dev/null; \
+                 cut -f1 /proc/sys/kernel/printk > /tmp/console-level; dmesg -n 1; dmesg -c > /dev/null; \
+                 echo \"module rdma_rxe +p\" > /sys/kernel/debug/dynamic_debug/control' || rc=1\n",
+            );
+        }
+        for ab in [true, false] {
+            let (resp, req, resp_addr, req_addr) = if ab {
+                (&mut a, &mut b, A_ADDR, B_ADDR)
+            } else {
+                (&mut b, &mut a, B_ADDR, A_ADDR)
+            };
+            let step = dir_name("nak-repro", ab);
+            for (s, role, peer) in [(resp, "responder", req_addr), (req, "requester", resp_addr)] {
+                s.push_str(&format!(
+                    "step {step} 120 env UVERBS_TWO_VM_ROLE={role} UVERBS_TWO_VM_PEER={peer} \
+                     /tests/{NAK_EXE} --include-ignored --test-threads=1 {NAK_TEST} || rc=1\n"
+                ));
+            }
+        }
+        for s in [&mut a, &mut b] {
+            s.push_str(
+                "step nak-trace-off 30 sh -c 'echo \"module rdma_rxe -p\" > /sys/kernel/debug/dynamic_debug/control; \
+                 dmesg -c > /dev/null; dmesg -n $(cat /tmp/console-level)' || rc=1\n",
+            );
         }
     }
     // The device serves a new pair after the hole, and nothing is left behind.
@@ -631,12 +697,15 @@ fn no_qps_left(s: &Step) -> std::result::Result<(), String> {
 
 /// Runs the pair and returns its report; `library_exe` is tests/lossy_two_vm.rs built for
 /// the VM (`None`: it did not build, which fails its items).
-pub fn run(h: &mut Harness, library_exe: Option<&std::path::Path>, scope: Scope) -> Result<Report> {
+pub fn run(h: &mut Harness, exes: Exes<'_>, scope: Scope) -> Result<Report> {
     let lossy = scope.lossy;
-    let (sa, sb) = scripts(library_exe.is_some(), scope);
+    let library_exe = exes.library;
+    let (sa, sb) = scripts(exes, scope);
     let mut files = helper_files()?;
-    if let Some(exe) = library_exe {
-        files.push((format!("tests/{LIBRARY_EXE}"), exe.to_path_buf()));
+    for (name, exe) in [(LIBRARY_EXE, exes.library), (NAK_EXE, exes.nak)] {
+        if let Some(exe) = exe {
+            files.push((format!("tests/{name}"), exe.to_path_buf()));
+        }
     }
     let payload = |addr: &str, script: String| Payload {
         net: Net::Nic {
@@ -771,7 +840,7 @@ pub fn run(h: &mut Harness, library_exe: Option<&std::path::Path>, scope: Scope)
             }
         }
     }
-    for ab in [true, false] {
+    for ab in [true, false].into_iter().filter(|_| scope.holes) {
         let (srv, cli, srv_who, cli_who) = pairing(ab);
         for (name, ms, _) in FLAPS {
             let step = dir_name(name, ab);
@@ -808,6 +877,33 @@ pub fn run(h: &mut Harness, library_exe: Option<&std::path::Path>, scope: Scope)
             }
         }
     }
+    for ab in [true, false] {
+        let step = dir_name("nak-repro", ab);
+        let (resp, req, resp_who, req_who) = if ab {
+            (&a, &b, "responder A 6.1", "requester B 6.12")
+        } else {
+            (&b, &a, "responder B 6.12", "requester A 6.1")
+        };
+        for (r, who) in [(resp, resp_who), (req, req_who)] {
+            let it = format!("uverbs::{NAK_EXE} (test)::{NAK_TEST} [{who}]");
+            if exes.nak.is_none() {
+                report.push(Item::fail(
+                    &it,
+                    "not run: tests/nak_two_vm.rs did not build",
+                ));
+                continue;
+            }
+            report.push(item(r, &step, &it, |s| {
+                for l in s.output.iter().filter(|l| l.starts_with("nak-repro:")) {
+                    println!("xtask: {who}: {l}");
+                }
+                match crate::libtest::parse(&s.output).summary {
+                    Some(t) if (t.passed, t.failed) == (1, 0) => Ok(()),
+                    _ => Err("the test did not pass".into()),
+                }
+            }));
+        }
+    }
     for (r, vm) in [(&a, "A 6.1"), (&b, "B 6.12")] {
         report.push(item(
             r,
@@ -830,23 +926,47 @@ pub fn run(h: &mut Harness, library_exe: Option<&std::path::Path>, scope: Scope)
     Ok(report)
 }
 
-/// The netem settings of the NAK hunt: more loss and reordering than [`LOSSY`], so that
-/// retransmit-timer retries (the suspected trigger) are frequent.
+/// The netem settings of the NAK hunt's link by default: more loss and reordering than
+/// [`LOSSY`], so that retries (the suspected trigger) are frequent.
 pub const HUNT: &str = "loss 8% duplicate 1% delay 1ms reorder 30%";
 
+/// What a NAK hunt runs (`cargo xtask lossy --nak-hunt N [--data NETEM] [--acks NETEM]
+/// [--perftest]`).
+pub struct Hunt {
+    /// Runs each way.
+    pub runs: u32,
+    /// The netem settings of each VM's egress ([`HUNT`] by default).
+    pub data: String,
+    /// Other netem settings for the RoCE acknowledgements alone (`split_acks` in
+    /// [`LOSSY_SH`]): the responder's ACKs and NAKs late, lost in bursts or reordered while
+    /// the data keeps `data`.
+    pub acks: Option<String>,
+    /// `ib_write_bw` instead of `uverbs perf write-bw` (the same options): whether rdma-core's
+    /// posting meets the same NAK.
+    pub perftest: bool,
+}
+
 /// `cargo xtask lossy --nak-hunt N`: `perf write-bw -s 4096` (four-packet writes) N times
-/// each way on a worse link ([`HUNT`]), with rxe's responder traced (dynamic debug, kept off
-/// the console). After each run both VMs print the trace lines of a responder error state
+/// each way on a worse link ([`Hunt`]), with rxe traced (dynamic debug, kept off the
+/// console). After each run both VMs print the trace lines of a responder error state
 /// (`ERR_MISSING_OPCODE_*`, `ERR_LENGTH`, ...), the ones that answer with the remote invalid
 /// request NAK, and rxe's counters. Reports how many runs ended on that NAK.
-pub fn hunt(h: &mut Harness, runs: u32) -> Result<Report> {
+pub fn hunt(h: &mut Harness, opts: &Hunt) -> Result<Report> {
+    let runs = opts.runs;
     let trace = "step trace-on 30 sh -c 'mount -t debugfs none /sys/kernel/debug 2>/dev/null; \
                  dmesg -n 1; echo \"module rdma_rxe +p\" > /sys/kernel/debug/dynamic_debug/control' \
                  || rc=1\n";
-    let prelude = format!(
-        "rc=0\nGID=$(roce_v2_ipv4_gid rxe0) || exit 1\n{trace}\
-         step netem 30 /usr/bin/tc qdisc replace dev eth0 root netem {HUNT} || rc=1\n"
-    );
+    let link = match &opts.acks {
+        None => format!(
+            "step netem 30 /usr/bin/tc qdisc replace dev eth0 root netem {} || rc=1\n",
+            opts.data
+        ),
+        Some(acks) => format!(
+            "step netem 30 sh -c '. /lib/uverbs/lossy.sh; split_acks \"{}\" \"{acks}\"' || rc=1\n",
+            opts.data
+        ),
+    };
+    let prelude = format!("rc=0\nGID=$(roce_v2_ipv4_gid rxe0) || exit 1\n{trace}{link}");
     let (mut a, mut b) = (prelude.clone(), prelude);
     let dump = "sh -c '. /lib/uverbs/lossy.sh; echo responder trace lines: $(dmesg | grep -c \"state = \"); \
                 dmesg | grep -E \"ERR_(MISSING|LENGTH|UNSUPP|TOO_MANY|RKEY|CQ)|moved to error\" | tail -20; counters; dmesg -c > /dev/null'";
@@ -865,9 +985,13 @@ pub fn hunt(h: &mut Harness, runs: u32) -> Result<Report> {
             (&mut b, &mut a, B_ADDR)
         };
         let port = 18_640 + n as u16;
-        let tool = format!(
-            "/usr/bin/uverbs perf write-bw -d rxe0 -x $GID -p {port} -s 4096 -n 3000 --peer-timeout 15"
-        );
+        let tool = if opts.perftest {
+            format!("/usr/bin/ib_write_bw -d rxe0 -x $GID -p {port} -s 4096 -n 3000")
+        } else {
+            format!(
+                "/usr/bin/uverbs perf write-bw -d rxe0 -x $GID -p {port} -s 4096 -n 3000 --peer-timeout 15"
+            )
+        };
         srv.push_str(&format!("step {name} 300 {tool}\n"));
         cli.push_str(&format!(
             "step {name} 300 /lib/uverbs/lossy_client.sh {tool} {addr}\n"
@@ -888,7 +1012,17 @@ pub fn hunt(h: &mut Harness, runs: u32) -> Result<Report> {
         files: files.clone(),
     };
     println!(
-        "xtask: NAK hunt: two VMs (A 6.1, B 6.12), netem {HUNT}; perf write-bw x{runs} each way"
+        "xtask: NAK hunt: two VMs (A 6.1, B 6.12), netem {}{}; {} x{runs} each way",
+        opts.data,
+        opts.acks
+            .as_deref()
+            .map(|a| format!(", acknowledgements: netem {a}"))
+            .unwrap_or_default(),
+        if opts.perftest {
+            "ib_write_bw"
+        } else {
+            "perf write-bw"
+        }
     );
     let (ra, rb) = h.run_pair(
         (Series::V6_1, &payload(A_ADDR, a)),

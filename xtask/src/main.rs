@@ -68,18 +68,23 @@ commands:
                        libibverbs.a. Fails if a test passing on rdma-core fails on uverbs.
                        --rdma-core-as-uverbs checks the harness: rdma-core's own
                        libibverbs.so.1/libefa.so.1 stand in for ours
-  lossy [--black-hole] [--rdma-core-black-hole] [--nak-hunt N]
+  lossy [--black-hole | --nak-repro] [--rdma-core-black-hole]
+        [--nak-hunt N [--data NETEM] [--acks NETEM] [--perftest]]
                        two VMs (6.1 and 6.12) with tc netem on the link (loss, duplication,
                        reordering): every tool both ways, ours and rdma-core's, data
                        checked; the library's RC/UC/UD/SRQ paths; then, in both pairings,
                        a black hole under pingpong rc, perf write-bw and rping, and a
                        flapping link (--black-hole: those alone): both
                        sides must end within 30 s naming the cause, a 100 ms outage must be
-                       survived, and a new pair runs after it. --rdma-core-black-hole
+                       survived; then rxe's invalid request NAK reproduced both ways
+                       (tests/nak_two_vm.rs; --nak-repro: that alone), and a new pair runs
+                       after it all. --rdma-core-black-hole
                        also black-holes ibv_rc_pingpong (it retries for ever; killing it
                        then has crashed 6.12's rxe). --nak-hunt N instead runs perf
-                       write-bw N times each way on a worse link with rxe's responder
-                       traced, and counts the runs ending on a remote invalid request NAK
+                       write-bw N times each way on a worse link with rxe traced, and
+                       counts the runs ending on a remote invalid request NAK: --data
+                       NETEM sets the link, --acks NETEM other settings for the RoCE
+                       acknowledgements alone, --perftest runs ib_write_bw instead
   kernels              fetch both kernels into the cache and print them
   fuzz [--seconds N] [--list] [TARGET...]
                        run the cargo-fuzz targets (fuzz/) one at a time, N s each
@@ -252,34 +257,60 @@ fn dispatch(args: &[String]) -> Result<bool> {
             let mut h = harness::Harness::new(Some(harness::build_uverbs_cli()?));
             let mut scope = lossy::Scope {
                 lossy: true,
+                holes: true,
                 rdma_core_black_hole: false,
             };
-            let mut hunt = None;
+            let mut hunt: Option<lossy::Hunt> = None;
+            let (mut data, mut acks, mut perftest) = (None, None, false);
             let mut it = rest.iter();
             while let Some(o) = it.next() {
                 match o.as_str() {
                     "--black-hole" => scope.lossy = false,
+                    "--nak-repro" => {
+                        scope.lossy = false;
+                        scope.holes = false;
+                    }
                     "--rdma-core-black-hole" => scope.rdma_core_black_hole = true,
                     "--nak-hunt" => {
-                        hunt = Some(
-                            it.next()
-                                .and_then(|n| n.parse::<u32>().ok())
-                                .ok_or_else(|| err!("--nak-hunt takes a number of runs"))?,
-                        )
+                        let runs = it
+                            .next()
+                            .and_then(|n| n.parse::<u32>().ok())
+                            .ok_or_else(|| err!("--nak-hunt takes a number of runs"))?;
+                        hunt = Some(lossy::Hunt {
+                            runs,
+                            data: lossy::HUNT.to_string(),
+                            acks: None,
+                            perftest: false,
+                        });
                     }
+                    "--data" => data = it.next().cloned(),
+                    "--acks" => acks = it.next().cloned(),
+                    "--perftest" => perftest = true,
                     _ => {
                         return Err(err!(
-                            "`cargo xtask lossy` takes --black-hole, --rdma-core-black-hole \
-                             and --nak-hunt N"
+                            "`cargo xtask lossy` takes --black-hole, --nak-repro, \
+                             --rdma-core-black-hole and --nak-hunt N [--data NETEM] \
+                             [--acks NETEM] [--perftest]"
                         ))
                     }
                 }
             }
-            if let Some(runs) = hunt {
-                return lossy::hunt(&mut h, runs).map(|r| r.passed());
+            if let Some(mut hunt) = hunt {
+                hunt.data = data.unwrap_or(hunt.data);
+                hunt.acks = acks;
+                hunt.perftest = perftest;
+                return lossy::hunt(&mut h, &hunt).map(|r| r.passed());
             }
-            let exe = testrun::build_one_test_exe(lossy::LIBRARY_EXE)?;
-            lossy::run(&mut h, Some(&exe), scope).map(|r| r.passed())
+            if data.is_some() || acks.is_some() || perftest {
+                return Err(err!("--data, --acks and --perftest go with --nak-hunt N"));
+            }
+            let library = testrun::build_one_test_exe(lossy::LIBRARY_EXE)?;
+            let nak = testrun::build_one_test_exe(lossy::NAK_EXE)?;
+            let exes = lossy::Exes {
+                library: Some(&library),
+                nak: Some(&nak),
+            };
+            lossy::run(&mut h, exes, scope).map(|r| r.passed())
         }
         "kernels" => {
             for s in Series::ALL {

@@ -839,15 +839,24 @@ pub fn full() -> Result<bool> {
     ));
 
     let t = Instant::now();
-    let lossy_exe = exes
-        .iter()
-        .find(|e| e.two_vm_target && e.display.contains(crate::lossy::LIBRARY_EXE))
-        .map(|e| e.path.clone());
+    let pair_exe = |name: &str| {
+        exes.iter()
+            .find(|e| e.two_vm_target && e.display.contains(name))
+            .map(|e| e.path.clone())
+    };
+    let (library, nak) = (
+        pair_exe(crate::lossy::LIBRARY_EXE),
+        pair_exe(crate::lossy::NAK_EXE),
+    );
     reports.push(crate::lossy::run(
         &mut h,
-        lossy_exe.as_deref(),
+        crate::lossy::Exes {
+            library: library.as_deref(),
+            nak: nak.as_deref(),
+        },
         crate::lossy::Scope {
             lossy: true,
+            holes: true,
             rdma_core_black_hole: false,
         },
     )?);
