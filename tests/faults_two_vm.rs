@@ -17,7 +17,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::two_vm::{self, gid_hex, parse_gid, say};
@@ -104,11 +104,10 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
         .collect();
     match role.as_str() {
         "receiver" => {
-            let listener = TcpListener::bind(("0.0.0.0", PORT)).expect("listen for the sender");
             eprintln!("receiver: waiting for the sender on port {PORT}");
-            let (stream, from) = listener.accept().expect("accept the sender");
+            let stream = two_vm::control_stream(true, &peer, PORT);
             let (rq, rgid) = read_info(&stream);
-            eprintln!("receiver: sender {from} has QP {rq}");
+            eprintln!("receiver: the sender has QP {rq}");
             connect(&mut qp, rq, rgid, gid_index);
             // Receives posted before the sender learns our QP number: no send meets an
             // empty RQ.
@@ -119,19 +118,7 @@ fn link_cut_mid_stream_gives_retry_exceeded() {
             receive_until_quiet(&mut qp, &mut cq, &mr, &sges);
         }
         "sender" => {
-            let started = Instant::now();
-            let stream = loop {
-                match TcpStream::connect((peer.as_str(), PORT)) {
-                    Ok(s) => break s,
-                    Err(e) => {
-                        assert!(
-                            started.elapsed() < Duration::from_secs(120),
-                            "the receiver at {peer}:{PORT} never listened: {e}"
-                        );
-                        std::thread::sleep(Duration::from_millis(300));
-                    }
-                }
-            };
+            let stream = two_vm::control_stream(false, &peer, PORT);
             write_info(&stream, qp.qp_num(), &gid);
             let (rq, rgid) = read_info(&stream);
             connect(&mut qp, rq, rgid, gid_index);

@@ -15,7 +15,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::pair::{to_init, to_rtr, to_rts, QKEY};
@@ -186,24 +186,7 @@ fn lossy_link_rc_delivers_everything_once_and_uc_ud_never_a_partial_message() {
     let mut ends: Vec<End> = KINDS.iter().map(|&k| End::new(&pd, k, receiver)).collect();
     let mine: Vec<String> = ends.iter().map(|e| e.qp.qp_num().to_string()).collect();
     let my_line = format!("{} {}\n", mine.join(" "), gid_hex(&gid));
-    let stream = if receiver {
-        let l = TcpListener::bind(("0.0.0.0", PORT)).expect("listen for the sender");
-        l.accept().expect("accept the sender").0
-    } else {
-        let t = Instant::now();
-        loop {
-            match TcpStream::connect((peer.as_str(), PORT)) {
-                Ok(s) => break s,
-                Err(e) => {
-                    assert!(
-                        t.elapsed() < Duration::from_secs(120),
-                        "no receiver at {peer}: {e}"
-                    );
-                    std::thread::sleep(Duration::from_millis(300));
-                }
-            }
-        }
-    };
+    let stream = two_vm::control_stream(receiver, &peer, PORT);
     let mut w = stream.try_clone().unwrap();
     let mut r = BufReader::new(stream);
     if receiver {

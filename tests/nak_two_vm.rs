@@ -38,16 +38,14 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::pair::{all_access, cap, to_init};
+use common::pair::{all_access, cap};
+use common::rc::{rc_connect_on, RcPath};
 use common::two_vm::{self, gid_hex, parse_gid, say};
-use uverbs::{
-    AccessFlags, AhAttr, Cq, Gid, Mr, Mtu, Pd, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
-    SendWr, Wc, WcStatus, WrOp,
-};
+use uverbs::{AccessFlags, Cq, Mr, Pd, Qp, QpInitAttr, QpType, SendWr, Wc, WcStatus, WrOp};
 
 /// TCP port of the exchange.
 const PORT: u16 = 18_660;
@@ -123,53 +121,6 @@ fn read_line(r: &mut BufReader<TcpStream>) -> String {
 fn send_line(s: &mut TcpStream, line: &str) {
     s.write_all(format!("{line}\n").as_bytes())
         .expect("write to the peer");
-}
-
-/// RESET -> INIT -> RTR -> RTS towards `remote_qpn`, both directions at PSN `psn`, MTU 1024,
-/// timeout 14 (about 67 ms), retry_cnt 7 (unlimited on rxe: the timer retries until
-/// something answers).
-fn connect(qp: &mut Qp, remote_qpn: u32, gid_index: u8, gid: Gid, psn: u32) {
-    to_init(qp);
-    let rtr = QpAttr {
-        qp_state: QpState::Rtr,
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: remote_qpn,
-        rq_psn: psn,
-        ah_attr: AhAttr::roce(gid, gid_index, 1),
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 1,
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &rtr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .expect("modify to RTR");
-    let rts = QpAttr {
-        qp_state: QpState::Rts,
-        sq_psn: psn,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &rts,
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .expect("modify to RTS");
 }
 
 /// One attempt's objects (the QP first, so it is destroyed before its CQ).
@@ -308,24 +259,7 @@ fn rxe_requester_resends_an_uncompleted_write_as_zero_length_and_draws_the_inval
     let ctx = common::rxe_context();
     let pd = ctx.alloc_pd().unwrap();
     let (gid_index, gid) = common::rc::roce_gid(&ctx);
-    let mut stream = if requester {
-        let t = Instant::now();
-        loop {
-            match TcpStream::connect((peer.as_str(), PORT)) {
-                Ok(s) => break s,
-                Err(e) => {
-                    assert!(
-                        t.elapsed() < Duration::from_secs(120),
-                        "no responder at {peer}: {e}"
-                    );
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            }
-        }
-    } else {
-        let l = TcpListener::bind(("0.0.0.0", PORT)).expect("listen for the requester");
-        l.accept().expect("accept the requester").0
-    };
+    let mut stream = two_vm::control_stream(!requester, &peer, PORT);
     let mut r = BufReader::new(stream.try_clone().unwrap());
     let mut outcomes = vec![];
     for (k, &delay) in DELAYS_MS.iter().enumerate() {
@@ -348,7 +282,15 @@ fn rxe_requester_resends_an_uncompleted_write_as_zero_length_and_draws_the_inval
         assert_eq!(f.len(), 4, "peer line {line:?}");
         let (rqpn, rgid) = (f[0].parse().unwrap(), parse_gid(f[1]));
         let (rkey, raddr): (u32, u64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
-        connect(&mut e.qp, rqpn, gid_index, rgid, psn);
+        // Timeout 14 (about 67 ms) and retry_cnt 7, unlimited on rxe: the timer retries until
+        // something answers.
+        let path = RcPath {
+            timeout: 14,
+            retry_cnt: 7,
+            psn,
+            access: all_access(),
+        };
+        rc_connect_on(&mut e.qp, rqpn, gid_index, rgid, &path);
         if requester {
             assert_eq!(read_line(&mut r), "shaped");
             tc(&format!("qdisc replace dev eth0 root {SHAPER}"));

@@ -210,20 +210,26 @@ fn perf_args(dev: &str, gid: &str, port: u16, client: bool) -> Vec<String> {
     v
 }
 
-#[test]
-#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
-fn perf_write_bw_client_names_retry_exceeded_when_its_server_is_killed() {
+/// Runs our `perf write-bw` on both sides on `port`, kills the server (`kill_server`) or the
+/// client, and checks that the survivor ends naming one of `causes`. Returns how it ended.
+fn write_bw_survives(port: u16, kill_server: bool, causes: &[&str]) -> Finished {
     let (dev, gid) = dev_and_gid();
-    let port = 18_704;
     let (f, took, killed) = run_and_kill(
         (ours(&["perf"]), perf_args(&dev, &gid, port, false)),
         (ours(&["perf"]), perf_args(&dev, &gid, port, true)),
         port,
         false,
-        true,
+        kill_server,
     );
+    check_survivor(&f, took, &killed, causes);
+    f
+}
+
+#[test]
+#[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
+fn perf_write_bw_client_names_retry_exceeded_when_its_server_is_killed() {
     // The writes in flight lose their responder: the first error is the retries running out.
-    check_survivor(&f, took, &killed, &[RETRY]);
+    let f = write_bw_survives(18_704, true, &[RETRY]);
     assert!(
         f.stderr.contains("the peer stopped acknowledging"),
         "{}",
@@ -234,21 +240,11 @@ fn perf_write_bw_client_names_retry_exceeded_when_its_server_is_killed() {
 #[test]
 #[ignore = "needs an RDMA device: runs in the soft-RoCE VM (cargo xtask test)"]
 fn perf_write_bw_server_ends_when_its_client_is_killed() {
-    let (dev, gid) = dev_and_gid();
-    let port = 18_705;
-    let (f, took, killed) = run_and_kill(
-        (ours(&["perf"]), perf_args(&dev, &gid, port, false)),
-        (ours(&["perf"]), perf_args(&dev, &gid, port, true)),
-        port,
-        false,
-        false,
-    );
     // The server of an RDMA write test has nothing outstanding: its control connection
     // closes with the killed client.
-    check_survivor(
-        &f,
-        took,
-        &killed,
+    write_bw_survives(
+        18_705,
+        false,
         &[
             "Couldn't sync with the peer: it closed the connection",
             "Connection reset by peer",

@@ -29,11 +29,40 @@ pub fn rc_connect(
     timeout: u8,
     retry_cnt: u8,
 ) {
+    let path = RcPath {
+        timeout,
+        retry_cnt,
+        psn: 0,
+        access: AccessFlags::LOCAL_WRITE,
+    };
+    rc_connect_on(qp, remote_qpn, gid_index, gid, &path);
+}
+
+/// What [`rc_connect_on`] sets beyond the peer's address.
+#[derive(Clone, Copy)]
+pub struct RcPath {
+    /// Transport timeout code and retries.
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    /// The PSN both directions start at (SQ and RQ).
+    pub psn: u32,
+    /// The QP's access flags (remote writes need `REMOTE_WRITE`).
+    pub access: AccessFlags,
+}
+
+/// [`rc_connect`] with the PSN and access flags chosen too.
+pub fn rc_connect_on(qp: &mut Qp, remote_qpn: u32, gid_index: u8, gid: Gid, path: &RcPath) {
+    let RcPath {
+        timeout,
+        retry_cnt,
+        psn,
+        access,
+    } = *path;
     qp.modify(
         &QpAttr {
             qp_state: QpState::Init,
             port_num: 1,
-            qp_access_flags: AccessFlags::LOCAL_WRITE,
+            qp_access_flags: access,
             ..QpAttr::default()
         },
         QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
@@ -44,7 +73,7 @@ pub fn rc_connect(
             qp_state: QpState::Rtr,
             path_mtu: uverbs::Mtu::Mtu1024,
             dest_qp_num: remote_qpn,
-            rq_psn: 0,
+            rq_psn: psn,
             min_rnr_timer: 1,
             ah_attr: AhAttr::roce(gid, gid_index, 1),
             ..QpAttr::default()
@@ -61,7 +90,7 @@ pub fn rc_connect(
     qp.modify(
         &QpAttr {
             qp_state: QpState::Rts,
-            sq_psn: 0,
+            sq_psn: psn,
             timeout,
             retry_cnt,
             rnr_retry: 7,

@@ -1,8 +1,10 @@
-//! What the two-VM tests share (tests/faults_two_vm.rs, tests/lossy_two_vm.rs): the role the
-//! harness gives each VM, console lines past libtest's capture, and GIDs as text for the
-//! out-of-band exchange.
+//! What the two-VM tests share (tests/faults_two_vm.rs, tests/lossy_two_vm.rs,
+//! tests/nak_two_vm.rs): the role the harness gives each VM, console lines past libtest's
+//! capture, the out-of-band connection, and GIDs as text for the exchange over it.
 
 use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
 
 use uverbs::Gid;
 
@@ -38,4 +40,27 @@ pub fn parse_gid(s: &str) -> Gid {
         *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex GID");
     }
     g
+}
+
+/// The out-of-band connection of a two-VM test: the side that `listens` accepts one on `port`;
+/// the other connects to `peer` (the other VM may still be booting or finishing its step
+/// before: retried for up to 120 s).
+pub fn control_stream(listens: bool, peer: &str, port: u16) -> TcpStream {
+    if listens {
+        let l = TcpListener::bind(("0.0.0.0", port)).expect("listen for the peer");
+        return l.accept().expect("accept the peer").0;
+    }
+    let t = Instant::now();
+    loop {
+        match TcpStream::connect((peer, port)) {
+            Ok(s) => return s,
+            Err(e) => {
+                assert!(
+                    t.elapsed() < Duration::from_secs(120),
+                    "no peer listening at {peer}:{port}: {e}"
+                );
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+    }
 }

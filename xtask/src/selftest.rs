@@ -177,36 +177,32 @@ pub fn failure_and_timeout(h: &mut Harness) -> Result<Vec<Item>> {
 /// be stopped within seconds rather than run out its steps.
 fn dead_guest_stops_the_pair(h: &mut Harness, limit: Duration) -> Result<Item> {
     println!("xtask: self-test: a guest that dies in one VM of a pair must stop the other");
-    let (mut ra, mut rb) = fault_pair(h, limit, "echo c > /proc/sysrq-trigger")?;
-    let name = "selftest::dead_guest_stops_the_other_vm_of_a_pair";
-    Ok(match (&ra.outcome, &rb.outcome) {
-        (Outcome::Died(_), Outcome::Aborted(wb))
-            if wb.contains("other VM") && rb.total_secs < limit.as_secs_f64() =>
-        {
-            println!("xtask: as expected, the harness says: {}", ra.describe().lines().next().unwrap_or(""));
-            println!("xtask: and: {}", rb.describe());
-            ra.discard_log();
-            rb.discard_log();
-            Item::pass(name)
-        }
-        _ => Item::fail(
-            name,
-            format!(
-                "expected A's guest dead and B stopped within {} s, got: {} after {:.0} s; {} after {:.0} s",
-                limit.as_secs(),
-                ra.describe(),
-                ra.total_secs,
-                rb.describe(),
-                rb.total_secs
-            ),
-        ),
-    })
+    fault_pair(
+        h,
+        limit,
+        "echo c > /proc/sysrq-trigger",
+        "selftest::dead_guest_stops_the_other_vm_of_a_pair",
+        "A's guest dead and B stopped",
+        |ra, rb| match (&ra.outcome, &rb.outcome) {
+            (Outcome::Died(_), Outcome::Aborted(wb)) => {
+                wb.contains("other VM") && rb.total_secs < limit.as_secs_f64()
+            }
+            _ => false,
+        },
+    )
 }
 
 /// A pair of VMs (A 6.1, B 6.12) for the fault self-tests: A runs `fault` 2 s in and then
 /// hangs, B hangs; both should be stopped long before the pair's own limit (`limit` plus a
-/// minute).
-fn fault_pair(h: &mut Harness, limit: Duration, fault: &str) -> Result<(Run, Run)> {
+/// minute). The item `name` passes when `stopped_as_expected` (what it checks: `expected`).
+fn fault_pair(
+    h: &mut Harness,
+    limit: Duration,
+    fault: &str,
+    name: &str,
+    expected: &str,
+    stopped_as_expected: impl Fn(&Run, &Run) -> bool,
+) -> Result<Item> {
     let payload = |addr: &str, script: String| Payload {
         net: Net::Nic {
             addr: format!("{addr}/24"),
@@ -219,47 +215,57 @@ fn fault_pair(h: &mut Harness, limit: Duration, fault: &str) -> Result<(Run, Run
         format!("step cmd 0 sh -c 'sleep 2; {fault}; sleep 1000'\n"),
     );
     let b = payload("10.99.1.2", "step cmd 0 sleep 1000\n".to_string());
-    h.run_pair(
+    let (mut ra, mut rb) = h.run_pair(
         (Series::V6_1, &a),
         (Series::V6_12, &b),
         limit + Duration::from_secs(60),
         None,
-    )
+    )?;
+    if stopped_as_expected(&ra, &rb) {
+        let first = ra.describe();
+        println!(
+            "xtask: as expected, the harness says: {}",
+            first.lines().next().unwrap_or("")
+        );
+        println!("xtask: and: {}", rb.describe());
+        ra.discard_log();
+        rb.discard_log();
+        return Ok(Item::pass(name));
+    }
+    Ok(Item::fail(
+        name,
+        format!(
+            "expected {expected} within {} s, got: {} after {:.0} s; {} after {:.0} s",
+            limit.as_secs(),
+            ra.describe(),
+            ra.total_secs,
+            rb.describe(),
+            rb.total_secs
+        ),
+    ))
 }
 
 /// A pair of VMs whose A prints the guest's stalled-NIC line ([`crate::vm::NIC_STALL`]) and
 /// then hangs, as does B: both must stop within seconds, A naming the line and B following.
 fn nic_stall_stops_the_pair(h: &mut Harness, limit: Duration) -> Result<Item> {
     println!("xtask: self-test: a stalled NIC in one VM of a pair must stop both at once");
-    let (mut ra, mut rb) = fault_pair(
+    let quick = move |r: &Run| r.total_secs < limit.as_secs_f64();
+    fault_pair(
         h,
         limit,
         "echo \"virtio_net virtio0 eth0: NETDEV WATCHDOG: (harness self-test)\"",
-    )?;
-    let name = "selftest::nic_stall_stops_both_vms_of_a_pair";
-    let quick = |r: &Run| r.total_secs < limit.as_secs_f64();
-    Ok(match (&ra.outcome, &rb.outcome) {
-        (Outcome::Aborted(wa), Outcome::Aborted(wb))
-            if wa.starts_with("its console said") && wb.contains("other VM") && quick(&ra) && quick(&rb) =>
-        {
-            println!("xtask: as expected, the harness says: {}", ra.describe());
-            println!("xtask: and: {}", rb.describe());
-            ra.discard_log();
-            rb.discard_log();
-            Item::pass(name)
-        }
-        _ => Item::fail(
-            name,
-            format!(
-                "expected both VMs stopped on the fault within {} s, got: {} after {:.0} s; {} after {:.0} s",
-                limit.as_secs(),
-                ra.describe(),
-                ra.total_secs,
-                rb.describe(),
-                rb.total_secs
-            ),
-        ),
-    })
+        "selftest::nic_stall_stops_both_vms_of_a_pair",
+        "both VMs stopped on the fault",
+        |ra, rb| match (&ra.outcome, &rb.outcome) {
+            (Outcome::Aborted(wa), Outcome::Aborted(wb)) => {
+                wa.starts_with("its console said")
+                    && wb.contains("other VM")
+                    && quick(ra)
+                    && quick(rb)
+            }
+            _ => false,
+        },
+    )
 }
 
 /// VM A (6.1) runs the ibv_rc_pingpong server, VM B (6.12) the client, across a virtio-net
