@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use common::{wait_completions, Result};
 use uverbs::{
-    AccessFlags, GidQuery, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr,
-    Wc, WcStatus,
+    AccessFlags, GidQuery, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Wc,
+    WcStatus,
 };
 
 fn main() -> std::process::ExitCode {
@@ -65,22 +65,7 @@ pub fn run() -> Result<()> {
     let (an, bn) = (a.qp_num(), b.qp_num());
     common::to_rtr(&mut a, bn, gid_index, gid)?;
     common::to_rtr(&mut b, an, gid_index, gid)?;
-    a.modify(
-        &QpAttr {
-            qp_state: QpState::Rts,
-            timeout: 12,
-            retry_cnt: 2,
-            rnr_retry: 7,
-            max_rd_atomic: 1,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )?;
+    common::to_rts_retrying(&mut a, 12, 2)?;
     common::to_rts(&mut b)?;
     let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
     let sge = [mr.sge(0, 64)?];

@@ -100,6 +100,12 @@ pub fn to_rtr(qp: &mut Qp, remote_qpn: u32, gid_index: u8, remote_gid: Gid) -> R
 
 /// RTR → RTS ("ready to send"): the send side's sequence number and retry policy.
 pub fn to_rts(qp: &mut Qp) -> Result<()> {
+    to_rts_retrying(qp, 14, 7)
+}
+
+/// [`to_rts`] with the RC retry policy given: each try waits 4.096 µs × 2^`timeout` for an
+/// acknowledgement, and a send fails after `retry_cnt` retries (rxe treats 7 as unlimited).
+pub fn to_rts_retrying(qp: &mut Qp, timeout: u8, retry_cnt: u8) -> Result<()> {
     let mut attr = QpAttr {
         qp_state: QpState::Rts,
         sq_psn: 0,
@@ -107,8 +113,8 @@ pub fn to_rts(qp: &mut Qp) -> Result<()> {
     };
     let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
     if qp.qp_type() == QpType::Rc {
-        attr.timeout = 14;
-        attr.retry_cnt = 7;
+        attr.timeout = timeout;
+        attr.retry_cnt = retry_cnt;
         attr.rnr_retry = 7; // 7 = retry forever while the receiver has no buffer posted
         attr.max_rd_atomic = 1;
         mask |= QpAttrMask::TIMEOUT
