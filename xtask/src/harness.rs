@@ -130,7 +130,9 @@ impl Harness {
         Ok((kernel, initrd))
     }
 
-    /// Boot one VM with an rxe device on a veth pair and run `payload`.
+    /// Boot one VM with an rxe device on a veth pair and run `payload`. A guest kernel that
+    /// never booted ([`Run::kernel_never_booted`]) is booted once more, saying so; a payload
+    /// that ran is never retried.
     pub fn run(
         &mut self,
         series: Series,
@@ -152,7 +154,16 @@ impl Harness {
             echo,
             abort: None,
         };
-        let run = vm::run(&cfg);
+        let mut run = vm::run(&cfg);
+        if let Some(why) = run
+            .as_ref()
+            .ok()
+            .filter(|r| r.kernel_never_booted())
+            .map(|r| r.describe())
+        {
+            println!("xtask: {why}\nxtask: the guest kernel never booted; booting it once more");
+            run = vm::run(&cfg);
+        }
         let _ = std::fs::remove_file(&initrd);
         run
     }
@@ -263,30 +274,48 @@ impl Harness {
         (ca.qmp, ca.link_actions) = (qmp_a.clone(), actions_a);
         let mut cb = cfg("B", kb, ib.clone(), (pb, pa), "52:54:00:99:01:02");
         (cb.qmp, cb.link_actions) = (qmp_b.clone(), actions_b);
-        // A guest that died (a kernel panic) leaves its peer's remaining steps waiting for
-        // nobody: stop the peer too.
+        // A guest that died (a kernel panic) or never booted leaves its peer's remaining
+        // steps waiting for nobody: stop the peer too.
         let run_one = |cfg: &VmConfig| {
             let r = vm::run(cfg);
             if let (Ok(run), Some(a)) = (&r, &cfg.abort) {
-                if matches!(run.outcome, vm::Outcome::Died(_)) {
+                if matches!(run.outcome, vm::Outcome::Died(_)) || run.kernel_never_booted() {
                     a.flag.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
             }
             r
         };
-        let (ra, rb) = std::thread::scope(|s| {
-            let ta = s.spawn(|| run_one(&ca));
-            let tb = s.spawn(|| run_one(&cb));
-            (ta.join(), tb.join())
+        let run_both = || {
+            abort.flag.store(false, std::sync::atomic::Ordering::SeqCst);
+            let (ra, rb) = std::thread::scope(|s| {
+                let ta = s.spawn(|| run_one(&ca));
+                let tb = s.spawn(|| run_one(&cb));
+                (ta.join(), tb.join())
+            });
+            let ra = ra.map_err(|_| err!("the thread watching VM A panicked"))??;
+            let rb = rb.map_err(|_| err!("the thread watching VM B panicked"))??;
+            Ok::<_, crate::util::Error>((ra, rb))
+        };
+        // A guest kernel that never booted voids the pair before anything ran: once more.
+        let mut runs = run_both();
+        let never_booted = runs.as_ref().ok().and_then(|(ra, rb)| {
+            [ra, rb]
+                .into_iter()
+                .find(|r| r.kernel_never_booted())
+                .map(|r| r.describe())
         });
+        if let Some(why) = never_booted {
+            println!(
+                "xtask: {why}\nxtask: the guest kernel never booted; booting the pair once more"
+            );
+            runs = run_both();
+        }
         let _ = std::fs::remove_file(&ia);
         let _ = std::fs::remove_file(&ib);
         for q in [&qmp_a, &qmp_b].into_iter().flatten() {
             let _ = std::fs::remove_file(q);
         }
-        let ra = ra.map_err(|_| err!("the thread watching VM A panicked"))??;
-        let rb = rb.map_err(|_| err!("the thread watching VM B panicked"))??;
-        Ok((ra, rb))
+        runs
     }
 }
 

@@ -89,6 +89,9 @@ pub struct Abort {
 /// The console line of a stalled virtio-net transmit queue (the guest's netdev watchdog).
 pub const NIC_STALL: &str = "NETDEV WATCHDOG";
 
+/// How a boot failure in the guest's own set-up (after the kernel booted) begins.
+const SETUP_FAILED: &str = "guest set-up failed";
+
 /// One payload step's result (see the marker protocol in [`crate::guest`]).
 #[derive(Debug, Clone, Default)]
 pub struct Step {
@@ -170,6 +173,13 @@ impl Run {
                 self.label
             ),
         }
+    }
+
+    /// The guest kernel crashed or hung before the payload's set-up began (seen under TCG:
+    /// an int3 oops in `sched_clock_cpu` while 6.12 boots). That is the emulator's or the
+    /// kernel's fault and no result at all; a set-up step that failed is not counted here.
+    pub fn kernel_never_booted(&self) -> bool {
+        matches!(&self.outcome, Outcome::BootFailed(why) if !why.starts_with(SETUP_FAILED))
     }
 
     /// Forget the log of a run whose failure was expected (harness self-test).
@@ -527,7 +537,8 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
         if let Some(a) = &cfg.abort {
             if aborted.is_none() && a.flag.load(Ordering::SeqCst) {
                 aborted = Some(
-                    "the other VM of the pair stopped (an emulator fault, or its guest died)"
+                    "the other VM of the pair stopped (an emulator fault, or its guest died or never \
+                     booted)"
                         .into(),
                 );
                 kill(&mut child);
@@ -590,7 +601,7 @@ pub fn run(cfg: &VmConfig) -> Result<Run> {
     } else if let Some(code) = w.exit {
         Outcome::Exited(code)
     } else if let Some(why) = &w.boot_failed {
-        Outcome::BootFailed(format!("guest set-up failed: {why}"))
+        Outcome::BootFailed(format!("{SETUP_FAILED}: {why}"))
     } else if timed_out && w.booted.is_none() {
         Outcome::BootFailed(format!(
             "the VM did not finish booting within {} s; last console lines:\n    {tail}",
@@ -736,5 +747,24 @@ mod tests {
             in_step: Some("cmd".into()),
         });
         assert!(!t.success() && t.describe().contains("TIMEOUT: killed after 60 s"));
+    }
+
+    #[test]
+    fn only_a_kernel_that_never_booted_is_booted_again() {
+        let crashed = run_with(Outcome::BootFailed(
+            "qemu exited (exit status: 0) before the guest was ready".into(),
+        ));
+        assert!(crashed.kernel_never_booted());
+        let setup = run_with(Outcome::BootFailed(format!(
+            "{SETUP_FAILED}: modprobe rdma_rxe"
+        )));
+        assert!(!setup.kernel_never_booted());
+        for ran in [
+            Outcome::Exited(1),
+            Outcome::Died("panic".into()),
+            Outcome::Aborted("x".into()),
+        ] {
+            assert!(!run_with(ran).kernel_never_booted());
+        }
     }
 }
