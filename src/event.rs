@@ -168,7 +168,14 @@ impl CompChannel {
         }
         let ctx = &self.inner.ctx;
         let removal = ctx.inner.channel.state.wake_fd();
-        let [event, removed] = wait_either(self.fd(), removal, timeout, op, &self.label())?;
+        let [event, removed] = wait_either(
+            self.fd(),
+            removal,
+            timeout,
+            op,
+            &self.label(),
+            OnSignal::Restart,
+        )?;
         if !event {
             if removed {
                 return Err(Error::device_removed(
@@ -185,7 +192,29 @@ impl CompChannel {
                 "no completion event arrived in time",
             ));
         }
-        let desc: IbUverbsCompEventDesc = read_record(self.fd(), op, &self.label())?;
+        let desc: IbUverbsCompEventDesc =
+            read_record(self.fd(), op, &self.label(), OnSignal::Restart)?;
+        Ok(self.took_cq_event(&desc))
+    }
+
+    /// Reads the next event with one `read(2)` of the channel's fd, as libibverbs'
+    /// `ibv_get_cq_event` does: it blocks unless the fd was made non-blocking (`EAGAIN`), a
+    /// signal handler interrupts it as it interrupts `read` (`EINTR` unless the handler was
+    /// installed with `SA_RESTART`), and neither the armed check nor the device-removal wake
+    /// of [`CompChannel::get_cq_event`] applies. For uverbs' libibverbs.
+    #[doc(hidden)]
+    pub fn read_cq_event(&self) -> Result<CqEvent> {
+        let desc: IbUverbsCompEventDesc = read_record(
+            self.fd(),
+            "get_cq_event",
+            &self.label(),
+            OnSignal::Interrupt,
+        )?;
+        Ok(self.took_cq_event(&desc))
+    }
+
+    /// The bookkeeping of an event read from the channel.
+    fn took_cq_event(&self, desc: &IbUverbsCompEventDesc) -> CqEvent {
         // One armed request is answered per event (the kernel delivers at most one event per
         // request_notify); saturate in case events were requested through the raw API.
         // (A compare-exchange loop rather than `fetch_update`, which newer toolchains deprecate in
@@ -202,10 +231,10 @@ impl CompChannel {
         if let Some(t) = &target {
             t.note_comp_event();
         }
-        Ok(CqEvent {
+        CqEvent {
             cq_user_handle: desc.cq_handle,
             cq_context: target.map_or(0, |t| t.context()),
-        })
+        }
     }
 
     /// Reads an event if one is ready, without waiting.
@@ -409,6 +438,19 @@ impl Context {
     /// [`AsyncEventType::DEVICE_REMOVED`] when the device is removed: the wait wakes for it.
     #[doc(alias = "ibv_get_async_event")]
     pub fn get_async_event(&self, timeout: Option<Duration>) -> Result<AsyncEvent> {
+        self.async_event(timeout, OnSignal::Restart)
+    }
+
+    /// [`Context::get_async_event`], but a signal handler that runs while it waits ends the
+    /// wait with `EINTR` (as it ends libibverbs' blocking `read` of the async fd; unlike that
+    /// `read`, also when the handler was installed with `SA_RESTART`, since the wait is a
+    /// `poll(2)` that also watches for the device's removal). For uverbs' libibverbs.
+    #[doc(hidden)]
+    pub fn get_async_event_interruptible(&self, timeout: Option<Duration>) -> Result<AsyncEvent> {
+        self.async_event(timeout, OnSignal::Interrupt)
+    }
+
+    fn async_event(&self, timeout: Option<Duration>, on_signal: OnSignal) -> Result<AsyncEvent> {
         let op = "get_async_event";
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         loop {
@@ -417,7 +459,8 @@ impl Context {
             }
             let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
             let removal = self.inner.channel.state.pending_wake_fd();
-            let [kernel, _] = wait_either(self.async_fd(), removal, left, op, self.label())?;
+            let [kernel, _] =
+                wait_either(self.async_fd(), removal, left, op, self.label(), on_signal)?;
             if kernel {
                 return self.read_async_event(op);
             }
@@ -446,7 +489,8 @@ impl Context {
 
     /// Reads one kernel record (the fd is readable, or non-blocking).
     pub(crate) fn read_async_event(&self, op: &'static str) -> Result<AsyncEvent> {
-        let d: IbUverbsAsyncEventDesc = read_record(self.async_fd(), op, self.label())?;
+        let d: IbUverbsAsyncEventDesc =
+            read_record(self.async_fd(), op, self.label(), OnSignal::Restart)?;
         let ev = AsyncEvent::from_desc(&d);
         if let (AsyncEventType::SRQ_LIMIT_REACHED, AsyncElement::Srq(h)) =
             (ev.event_type, ev.element)
@@ -469,7 +513,16 @@ fn wait_readable(
     op: &'static str,
     label: &str,
 ) -> Result<bool> {
-    Ok(wait_either(fd, None, timeout, op, label)?[0])
+    Ok(wait_either(fd, None, timeout, op, label, OnSignal::Restart)?[0])
+}
+
+/// What a wait or a read does when a signal handler interrupts it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnSignal {
+    /// Carry on (the Rust API: a handler never ends a wait).
+    Restart,
+    /// Fail with `EINTR` (libibverbs' calls, which a handler may end).
+    Interrupt,
 }
 
 /// Waits until `fd` or `other` is readable, up to `timeout`; says which are.
@@ -479,6 +532,7 @@ fn wait_either(
     timeout: Option<Duration>,
     op: &'static str,
     label: &str,
+    on_signal: OnSignal,
 ) -> Result<[bool; 2]> {
     let ts = timeout.map(|t| Timespec {
         tv_sec: t.as_secs() as i64,
@@ -504,7 +558,7 @@ fn wait_either(
                     n == 2 && !fds[1].revents().is_empty(),
                 ])
             }
-            Err(Errno::INTR) => continue,
+            Err(Errno::INTR) if on_signal == OnSignal::Restart => continue,
             Err(e) => return Err(Error::os(op, label.to_string(), e)),
         }
     }
@@ -514,13 +568,15 @@ fn read_record<T: FromBytes + zerocopy::IntoBytes>(
     fd: BorrowedFd<'_>,
     op: &'static str,
     label: &str,
+    on_signal: OnSignal,
 ) -> Result<T> {
     let mut t = T::new_zeroed();
     let buf = t.as_mut_bytes();
     let n = loop {
         match rustix::io::read(fd, &mut *buf) {
             Ok(n) => break n,
-            Err(Errno::INTR) => continue,
+            // A handler installed with SA_RESTART never gets here: the kernel restarts the read.
+            Err(Errno::INTR) if on_signal == OnSignal::Restart => continue,
             Err(e) => return Err(Error::os(op, label.to_string(), e)),
         }
     };

@@ -296,8 +296,8 @@ pub unsafe extern "C" fn ibv_destroy_comp_channel(channel: *mut ibv_comp_channel
 
 /// `ibv_get_cq_event`: waits for the next completion event on `channel` (a blocking read, or
 /// `EAGAIN` at once when the program made the fd non-blocking, as `read(2)` behaves), then
-/// returns the CQ and its `cq_context`: 0, or -1 with errno set. A signal does not end the
-/// wait (as a `read` restarted by `SA_RESTART`).
+/// returns the CQ and its `cq_context`: 0, or -1 with errno set. A signal handler ends the
+/// wait with `EINTR` unless it was installed with `SA_RESTART`, as it ends libibverbs' `read`.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_cq_event(
     channel: *mut ibv_comp_channel,
@@ -314,44 +314,30 @@ pub unsafe extern "C" fn ibv_get_cq_event(
             set_errno(libc::EINVAL);
             return -1;
         }
-        let fd = ch.ibv.fd;
-        // SAFETY: F_GETFL on the channel's own fd reads its flags.
-        let nonblocking = unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;
+        // One read(2) of the channel's fd, as libibverbs: blocking unless the program made the
+        // fd non-blocking (EAGAIN), ended by a signal handler as such a read is (EINTR unless
+        // the handler was installed with SA_RESTART).
         loop {
-            match ch.ch.try_get_cq_event() {
-                Ok(Some(ev)) => {
-                    let w = ev.cq_context as usize as *mut Cq;
-                    if w.is_null() {
-                        // The CQ is gone (the kernel drops a destroyed CQ's events; only a
-                        // race leaves one): no CQ to return, wait for the next.
-                        continue;
-                    }
-                    // SAFETY: the uverbs CQ's context is its live wrapper's address (set at
-                    // creation); the out pointers are the program's to fill.
-                    unsafe {
-                        *cq = w as *mut ibv_cq;
-                        *cq_context = (*w).ibv.cq_context;
-                    }
-                    return 0;
-                }
-                Ok(None) if nonblocking => {
-                    set_errno(libc::EAGAIN);
-                    return -1;
-                }
-                Ok(None) => {
-                    let mut p = libc::pollfd {
-                        fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    // SAFETY: one valid pollfd; an EINTR just waits again.
-                    unsafe { libc::poll(&mut p, 1, -1) };
-                }
+            let ev = match ch.ch.read_cq_event() {
+                Ok(ev) => ev,
                 Err(e) => {
                     set_errno(report(&e));
                     return -1;
                 }
+            };
+            let w = ev.cq_context as usize as *mut Cq;
+            if w.is_null() {
+                // The CQ is gone (the kernel drops a destroyed CQ's events; only a race leaves
+                // one): no CQ to return, wait for the next.
+                continue;
             }
+            // SAFETY: the uverbs CQ's context is its live wrapper's address (set at creation);
+            // the out pointers are the program's to fill.
+            unsafe {
+                *cq = w as *mut ibv_cq;
+                *cq_context = (*w).ibv.cq_context;
+            }
+            return 0;
         }
     })
 }

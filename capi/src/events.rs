@@ -16,7 +16,11 @@ use crate::util::{guard, report, set_errno};
 const IBV_EVENT_DEVICE_FATAL: c_int = 8;
 
 /// `ibv_get_async_event`: blocks for the next event, unless the program made the async fd
-/// non-blocking (then -1 with EAGAIN when none is queued, as a read of the fd would).
+/// non-blocking (then -1 with EAGAIN when none is queued, as a read of the fd would). A signal
+/// handler ends the wait with `EINTR`: libibverbs' `read` ends so unless the handler was
+/// installed with `SA_RESTART`; this wait, a `poll(2)` that also watches for the device's
+/// removal, is never restarted by the kernel: it goes on when every installed handler has
+/// `SA_RESTART` ([`handlers_restart`]) and ends with `EINTR` otherwise.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_async_event(
     ctx: *mut ibv_context,
@@ -36,7 +40,12 @@ pub unsafe extern "C" fn ibv_get_async_event(
         let flags = unsafe { libc::fcntl(c.vctx.context.async_fd, libc::F_GETFL) };
         let nonblocking = flags >= 0 && flags & libc::O_NONBLOCK != 0;
         let timeout = nonblocking.then_some(Duration::ZERO);
-        let ev = match c.ctx.get_async_event(timeout) {
+        let ev = match loop {
+            match c.ctx.get_async_event_interruptible(timeout) {
+                Err(e) if e.is(uverbs::Errno::INTR) && handlers_restart() => continue,
+                r => break r,
+            }
+        } {
             Ok(ev) => ev,
             Err(e) if nonblocking && e.is(uverbs::Errno::TIMEDOUT) => {
                 set_errno(libc::EAGAIN);
@@ -99,6 +108,36 @@ pub unsafe extern "C" fn ibv_get_async_event(
         };
         0
     })
+}
+
+/// Whether libibverbs' `read` would have gone on after the signal handler that just
+/// interrupted a wait: the kernel restarts a read after a handler installed with `SA_RESTART`.
+/// Which signal ran is not known, so this says yes only when every installed handler has it.
+/// The fault signals are left out: they are raised by an instruction, never while a thread
+/// sleeps in a wait, and runtimes install them without `SA_RESTART` (Rust's `std` does, for
+/// its stack-overflow report).
+fn handlers_restart() -> bool {
+    const FAULTS: [c_int; 5] = [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGTRAP,
+    ];
+    (1..=libc::SIGRTMAX())
+        .filter(|s| !FAULTS.contains(s))
+        .all(|sig| {
+            // SAFETY: a zeroed sigaction is a valid out-parameter; a NULL new action only reads
+            // the signal's disposition.
+            let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
+            // SAFETY: as above; `old` is a live, writable sigaction.
+            if unsafe { libc::sigaction(sig, core::ptr::null(), &mut old) } != 0 {
+                return true; // not a signal a program can handle (glibc's own, SIGKILL, SIGSTOP)
+            }
+            old.sa_sigaction == libc::SIG_DFL
+                || old.sa_sigaction == libc::SIG_IGN
+                || old.sa_flags & libc::SA_RESTART != 0
+        })
 }
 
 /// `ibv_ack_async_event`: counts the acknowledgement on the event's object, in the header's
