@@ -375,9 +375,18 @@ fn client(a: &Args) -> Result<ExitCode, Failure> {
     let r = explained(client_loop(&mut c, a), &c.id);
     if r.is_ok() {
         let _ = c.id.disconnect();
-        // The server answers with its own disconnect; wait for it briefly, as rping's
-        // threads do.
-        let _ = c.id.get_cm_event(Duration::from_secs(2));
+        // Wait for DISCONNECTED (the server's DREP) before the id goes: destroying it stops
+        // the kernel resending our DREQ, so a DREQ lost on a bad link would leave the server
+        // waiting for it (rdma-core's rping does not wait, and its server then waits for
+        // ever). On RoCE the kernel resends the DREQ after twice the packet lifetime plus the
+        // CM response timeout: 4.6 s on 6.12, 6.1 s on 6.1; inside one step on both sides.
+        let deadline = std::time::Instant::now() + STEP;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match c.id.get_cm_event(left) {
+                Ok(CmEvent::Disconnected) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
     }
     r.map(|()| ExitCode::SUCCESS)
 }
