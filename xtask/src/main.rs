@@ -68,7 +68,7 @@ commands:
                        libibverbs.a. Fails if a test passing on rdma-core fails on uverbs.
                        --rdma-core-as-uverbs checks the harness: rdma-core's own
                        libibverbs.so.1/libefa.so.1 stand in for ours
-  lossy [--black-hole | --nak-repro] [--rdma-core-black-hole]
+  lossy [--black-hole | --nak-repro] [--rdma-core-black-hole] [--rdma-core-pingpong]
         [--nak-hunt N [--data NETEM] [--acks NETEM] [--perftest]]
                        two VMs (6.1 and 6.12) with tc netem on the link (loss, duplication,
                        reordering): every tool both ways, ours and rdma-core's, data
@@ -80,7 +80,10 @@ commands:
                        (tests/nak_two_vm.rs; --nak-repro: that alone), and a new pair runs
                        after it all. --rdma-core-black-hole
                        also black-holes ibv_rc_pingpong (it retries for ever; killing it
-                       then has crashed 6.12's rxe). --nak-hunt N instead runs perf
+                       then has crashed 6.12's rxe); --rdma-core-pingpong also runs
+                       ibv_rc_pingpong on the lossy link (now and then its last ACK is
+                       lost after its server left, and it too retries for ever).
+                       --nak-hunt N instead runs perf
                        write-bw N times each way on a worse link with rxe traced, and
                        counts the runs ending on a remote invalid request NAK: --data
                        NETEM sets the link, --acks NETEM other settings for the RoCE
@@ -259,6 +262,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
                 lossy: true,
                 holes: true,
                 rdma_core_black_hole: false,
+                rdma_core_pingpong: false,
             };
             let mut hunt: Option<lossy::Hunt> = None;
             let (mut data, mut acks, mut perftest) = (None, None, false);
@@ -271,6 +275,7 @@ fn dispatch(args: &[String]) -> Result<bool> {
                         scope.holes = false;
                     }
                     "--rdma-core-black-hole" => scope.rdma_core_black_hole = true,
+                    "--rdma-core-pingpong" => scope.rdma_core_pingpong = true,
                     "--nak-hunt" => {
                         let runs = it
                             .next()
@@ -289,7 +294,8 @@ fn dispatch(args: &[String]) -> Result<bool> {
                     _ => {
                         return Err(err!(
                             "`cargo xtask lossy` takes --black-hole, --nak-repro, \
-                             --rdma-core-black-hole and --nak-hunt N [--data NETEM] \
+                             --rdma-core-black-hole, --rdma-core-pingpong and --nak-hunt N \
+                             [--data NETEM] \
                              [--acks NETEM] [--perftest]"
                         ))
                     }

@@ -858,6 +858,7 @@ pub fn full() -> Result<bool> {
             lossy: true,
             holes: true,
             rdma_core_black_hole: false,
+            rdma_core_pingpong: false,
         },
     )?);
     timings.push(format!(
