@@ -62,11 +62,14 @@ fn interrupt(
     let (tx, rx) = mpsc::channel();
     let (tid_tx, tid_rx) = mpsc::channel();
     let t = std::thread::spawn(move || {
-        // SAFETY: pthread_self has no preconditions.
-        tid_tx.send(unsafe { libc::pthread_self() }).unwrap();
+        // SAFETY: pthread_self has no preconditions. (An integer on glibc, a pointer on
+        // musl, which is not Send: passed as its bits.)
+        tid_tx
+            .send(unsafe { libc::pthread_self() } as usize)
+            .unwrap();
         tx.send(wait(arg)).unwrap();
     });
-    let tid = tid_rx.recv().unwrap();
+    let tid = tid_rx.recv().unwrap() as libc::pthread_t;
     let mut wrote = false;
     let got = loop {
         if let Ok(r) = rx.recv_timeout(Duration::from_millis(10)) {
